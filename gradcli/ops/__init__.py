@@ -1,0 +1,42 @@
+"""THE primitive table: one entry per primitive (see ``core.Primitive``).
+
+Importing this package declares every primitive; ``PRIMITIVES`` maps names to
+rows. Nothing here knows about tensors or graphs.
+"""
+
+from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
+from .elementwise import *  # noqa: F403  (the rows, by their constant names)
+from .linalg import DOT, MATMUL, MM, MV, matmul_primitive
+from .reduce import AMAX, AMIN, LOGSUMEXP, MEAN, NORM, PROD, SUM
+from .shape import CAT, EXPAND, GETITEM, INDEX_PUT, PERMUTE, RESHAPE, SCATTER, STACK, is_basic_index, unbroadcast
+
+__all__ = [
+    "PRIMITIVES",
+    "Meta",
+    "Primitive",
+    "primitive",
+    "register",
+    "set_binding",
+    "matmul_primitive",
+    "is_basic_index",
+    "unbroadcast",
+    "DOT",
+    "MATMUL",
+    "MM",
+    "MV",
+    "AMAX",
+    "AMIN",
+    "LOGSUMEXP",
+    "MEAN",
+    "NORM",
+    "PROD",
+    "SUM",
+    "CAT",
+    "EXPAND",
+    "GETITEM",
+    "INDEX_PUT",
+    "PERMUTE",
+    "RESHAPE",
+    "SCATTER",
+    "STACK",
+]

@@ -1,0 +1,191 @@
+"""Reductions: sum, mean, prod, max/min, logsumexp, norm.
+
+``axis`` is ``None`` (everything) or a tuple of negative axes, so that rules
+address trailing axes and stay valid when ``g`` carries leading batch axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import primitive
+from .shape import batch_ndim
+
+
+def _keep(v, x_shape, axis, keepdims, nbatch=0):
+    """``v`` (reduced) reshaped so it broadcasts against ``batch + x_shape``."""
+    if keepdims:
+        return v
+    n = len(x_shape)
+    kept = tuple(1 if axis is None or i - n in axis else size for i, size in enumerate(x_shape))
+    return np.reshape(v, v.shape[:nbatch] + kept)
+
+
+def _spread(g, out, x, axis, keepdims):
+    """The gradient of a reduction, broadcast back over the reduced axes."""
+    nb = batch_ndim(g, out)
+    return np.broadcast_to(_keep(g, x.shape, axis, keepdims, nb), g.shape[:nb] + x.shape)
+
+
+def _count(shape, axis) -> int:
+    n = len(shape)
+    return int(np.prod([s for i, s in enumerate(shape) if axis is None or i - n in axis], dtype=np.int64))
+
+
+def _reduced_sympy(fn):
+    def build(sp, x, axis, keepdims):
+        return fn(sp, x) if np.ndim(x) == 0 else None
+
+    return build
+
+
+def _full_or_dim(name_full, overload_full, name_dim, overload_dim):
+    return lambda consts, params: (name_full, overload_full) if params[0] is None else (name_dim, overload_dim)
+
+
+SUM = primitive(
+    "sum",
+    1,
+    lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    (_spread,),
+    saves="meta",
+    nparams=2,
+    variant=_full_or_dim("sum", 0, "sum", 1),
+    formulas=("1",),
+    jvp=lambda t, out, x, axis, keepdims: np.sum(t, axis=axis, keepdims=keepdims),
+    doc="sum of the elements",
+)
+
+MEAN = primitive(
+    "mean",
+    1,
+    lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
+    (lambda g, out, x, axis, keepdims: _spread(g, out, x, axis, keepdims) / _count(x.shape, axis),),
+    saves="meta",
+    nparams=2,
+    variant=_full_or_dim("mean", 0, "mean", 1),
+    formulas=("1/n",),
+    jvp=lambda t, out, x, axis, keepdims: np.mean(t, axis=axis, keepdims=keepdims),
+    doc="mean of the elements",
+)
+
+
+def _others_last(x):
+    """Along the last axis: the product of all elements but each one, exactly (zeros too)."""
+    if isinstance(x, (np.ndarray, np.generic)):  # prefix x suffix products, O(n)
+        ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
+        left = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+        right = np.cumprod(np.concatenate([ones, x[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+        return left * right
+    # recorded (create_graph): row i of an n x n matrix holds x with x_i replaced by 1
+    n = x.shape[-1]
+    rows = np.where(np.eye(n, dtype=bool), 1.0, np.reshape(x, x.shape[:-1] + (1, n)))
+    return np.prod(rows, axis=-1)
+
+
+def _prod_of_others(x, axis):
+    n = x.ndim
+    reduced = tuple(range(n)) if axis is None else tuple(a + n for a in axis)
+    kept = tuple(a for a in range(n) if a not in reduced)
+    order = kept + reduced
+    moved = np.transpose(x, order) if order != tuple(range(n)) else x
+    flat = np.reshape(moved, tuple(x.shape[a] for a in kept) + (-1,))
+    others = np.reshape(_others_last(flat), moved.shape)
+    return np.transpose(others, tuple(np.argsort(order))) if order != tuple(range(n)) else others
+
+
+def _prod_rule(g, out, x, axis, keepdims):
+    kg = _keep(g, x.shape, axis, keepdims, batch_ndim(g, out))
+    if not (np.asarray(x) == 0).any():  # PyTorch's prod_backward: grad * result / input
+        return kg * _keep(out, x.shape, axis, keepdims) / x
+    return kg * _prod_of_others(x, axis)
+
+
+PROD = primitive(
+    "prod",
+    1,
+    lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+    (_prod_rule,),
+    saves="both",
+    nparams=2,
+    variant=_full_or_dim("prod", 0, "prod", 1),
+    formulas=("prod/{0}",),
+    doc="product of the elements; exact at zeros",
+)
+
+
+def _extreme_rule(g, out, x, axis, keepdims):
+    # PyTorch's amax/amin backward: ties share the gradient evenly
+    nb = batch_ndim(g, out)
+    mask = np.asarray(x) == _keep(np.asarray(out), x.shape, axis, keepdims)
+    share = mask / mask.sum(axis=axis, keepdims=True)
+    return _keep(g, x.shape, axis, keepdims, nb) * share
+
+
+AMAX = primitive(
+    "max",
+    1,
+    lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+    (_extreme_rule,),
+    saves="both",
+    nparams=2,
+    variant=_full_or_dim("max", 1, "amax", 0),
+    analytic=False,
+    formulas=("[{0} == max]",),
+    doc="largest element; ties share the gradient",
+)
+AMIN = primitive(
+    "min",
+    1,
+    lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+    (_extreme_rule,),
+    saves="both",
+    nparams=2,
+    variant=_full_or_dim("min", 1, "amin", 0),
+    analytic=False,
+    formulas=("[{0} == min]",),
+    doc="smallest element; ties share the gradient",
+)
+
+
+def _logsumexp(x, axis, keepdims):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return s if keepdims else np.reshape(s, np.sum(s, axis=axis).shape)[()]
+
+
+LOGSUMEXP = primitive(
+    "logsumexp",
+    1,
+    _logsumexp,
+    (
+        lambda g, out, x, axis, keepdims: (
+            _keep(g, x.shape, axis, keepdims, batch_ndim(g, out)) * np.exp(x - _keep(out, x.shape, axis, keepdims))
+        ),
+    ),
+    saves="both",
+    nparams=2,
+    formulas=("softmax({0})",),
+    doc="log(sum(exp(x))), without overflow",
+)
+
+
+def _norm_rule(g, out, x, axis, keepdims):
+    # PyTorch: self * (grad / norm), with 0 where the norm is 0
+    ko = _keep(out, x.shape, axis, keepdims)
+    kg = _keep(g, x.shape, axis, keepdims, batch_ndim(g, out))
+    return x * np.where(ko == 0, 0.0, kg / ko)
+
+
+NORM = primitive(
+    "norm",
+    1,
+    lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
+    (_norm_rule,),
+    saves="both",
+    nparams=2,
+    torch="linalg_vector_norm",
+    formulas=("{0}/norm",),
+    doc="Euclidean norm sqrt(sum(x^2)); gradient 0 at 0",
+)

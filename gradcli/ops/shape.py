@@ -1,0 +1,230 @@
+"""Primitives that move values around: reshape, permute, broadcast, indexing.
+
+All are linear, so their forward-mode rule is the forward itself applied to the
+tangent. Rules index trailing axes: ``g`` may carry leading batch axes (the
+number is ``g.ndim - out.ndim``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import primitive
+
+
+def batch_ndim(g, out) -> int:
+    return np.ndim(g) - out.ndim
+
+
+def unbroadcast(g, shape: tuple[int, ...], nbatch: int = 0):
+    """Sum ``g`` down to ``batch + shape``, undoing NumPy broadcasting.
+
+    The one place where broadcasting is undone (DESIGN principle 4).
+    """
+    gshape = g.shape
+    target = gshape[:nbatch] + shape
+    if gshape == target:
+        return g
+    lead = len(gshape) - len(target)
+    axes = tuple(range(nbatch, nbatch + lead))
+    offset = nbatch + lead
+    axes += tuple(offset + i for i, n in enumerate(shape) if n == 1 and gshape[offset + i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(target)
+
+
+# --- reshape ----------------------------------------------------------------------------------
+
+
+def _reshape_rule(g, out, x, shape):
+    return np.reshape(g, g.shape[: batch_ndim(g, out)] + x.shape)
+
+
+RESHAPE = primitive(
+    "reshape",
+    1,
+    lambda x, shape: np.reshape(x, shape),
+    (_reshape_rule,),
+    saves="meta",
+    nparams=1,
+    torch="view",
+    jvp=lambda t, out, x, shape: np.reshape(t, t.shape[: np.ndim(t) - len(x.shape)] + shape),
+    sympy=None,
+    public=False,
+    doc="the same values in another shape",
+)
+
+# --- permute ----------------------------------------------------------------------------------
+
+
+def _permute_trailing(v, axes, nbatch):
+    return np.transpose(v, tuple(range(nbatch)) + tuple(nbatch + a for a in axes))
+
+
+def _permute_rule(g, out, x, axes):
+    return _permute_trailing(g, tuple(np.argsort(axes)), batch_ndim(g, out))
+
+
+PERMUTE = primitive(
+    "permute",
+    1,
+    lambda x, axes: np.transpose(x, axes),
+    (_permute_rule,),
+    saves="meta",
+    nparams=1,
+    jvp=lambda t, out, x, axes: _permute_trailing(t, axes, np.ndim(t) - len(x.shape)),
+    public=False,
+    doc="reorder axes (x.T, x.permute)",
+)
+
+# --- broadcast ------------------------------------------------------------------------------
+
+
+EXPAND = primitive(
+    "expand",
+    1,
+    lambda x, shape: np.broadcast_to(x, shape),
+    (lambda g, out, x, shape: unbroadcast(g, x.shape, batch_ndim(g, out)),),
+    saves="meta",
+    nparams=1,
+    public=False,
+    jvp=lambda t, out, x, shape: np.broadcast_to(t, t.shape[: np.ndim(t) - len(x.shape)] + shape),
+    doc="broadcast to a larger shape without copying",
+)
+
+# --- indexing --------------------------------------------------------------------------------------
+
+
+def is_basic_index(index: tuple) -> bool:
+    """Ints, slices, None and Ellipsis: a view, no repeated positions."""
+    return all(isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis for i in index)
+
+
+def _batched(index: tuple, nbatch: int) -> tuple:
+    return (slice(None),) * nbatch + index if nbatch else index
+
+
+def _index_kind(consts, params):
+    (index,) = params
+    if not isinstance(index, tuple):
+        return ("index", 0)
+    if len(index) == 1 and isinstance(index[0], (int, np.integer)):
+        return ("select", 0)
+    if is_basic_index(index) and all(isinstance(i, slice) for i in index):
+        return ("slice", 0)
+    return ("index", 0)
+
+
+def _getitem_rule(g, out, x, index):
+    return SCATTER(g, index, x.shape, batch_ndim(g, out))
+
+
+GETITEM = primitive(
+    "getitem",
+    1,
+    lambda x, index: x[index],
+    (_getitem_rule,),
+    saves="meta",
+    nparams=1,
+    variant=_index_kind,
+    jvp=lambda t, out, x, index: t[_batched(index, np.ndim(t) - len(x.shape))],
+    public=False,
+    doc="x[i], x[i:j], x[mask]: gradient scattered back to the positions read",
+)
+
+
+def _scatter(src, index, shape, nbatch):
+    result = np.zeros(np.shape(src)[:nbatch] + tuple(shape), dtype=np.result_type(src, np.float32))
+    full = _batched(index, nbatch)
+    if is_basic_index(index):
+        result[full] = src
+    else:  # repeated positions must add up
+        np.add.at(result, full, src)
+    return result
+
+
+def _scatter_rule(g, out, src, index, shape, nbatch):
+    return GETITEM(g, _batched(index, nbatch + batch_ndim(g, out)))
+
+
+SCATTER = primitive(
+    "scatter",
+    1,
+    _scatter,
+    (_scatter_rule,),
+    saves="meta",
+    nparams=3,
+    torch="index_add",
+    jvp=lambda t, out, src, index, shape, nbatch: SCATTER(t, index, shape, nbatch + np.ndim(t) - src.ndim),
+    public=False,
+    doc="zeros of a shape with values added at an index (the adjoint of indexing)",
+)
+
+
+def _index_put(x, value, index):
+    result = np.array(x, copy=True, dtype=np.result_type(x, value))
+    result[index] = value
+    return result
+
+
+def _index_put_rule_x(g, out, x, value, index):
+    return INDEX_PUT(g, 0.0, _batched(index, batch_ndim(g, out)))
+
+
+def _index_put_rule_value(g, out, x, value, index):
+    return GETITEM(g, _batched(index, batch_ndim(g, out)))
+
+
+INDEX_PUT = primitive(
+    "index_put",
+    2,
+    _index_put,
+    (_index_put_rule_x, _index_put_rule_value),
+    saves="meta",
+    nparams=1,
+    public=False,
+    jvp=lambda tx, tv, out, x, value, index: INDEX_PUT(tx, tv, _batched(index, np.ndim(tx) - x.ndim)),
+    doc="x with x[index] replaced by value (x[index] = value)",
+)
+
+# --- joining --------------------------------------------------------------------------------------------
+
+
+def _stack_rule(g, out, *args):
+    *xs, axis = args
+    nb = batch_ndim(g, out)
+    pos = (slice(None),) * (nb + axis)
+    return tuple(GETITEM(g, pos + (i,)) for i in range(len(xs)))
+
+
+STACK = primitive(
+    "stack",
+    -1,
+    lambda xs, axis: np.stack(xs, axis),
+    (_stack_rule,),
+    saves="meta",
+    nparams=1,
+    public=False,
+    doc="join values along a new axis",
+)
+
+
+def _cat_rule(g, out, *args):
+    *xs, axis = args
+    nb = batch_ndim(g, out)
+    ends = np.cumsum([x.shape[axis] for x in xs])
+    pos = (slice(None),) * (nb + axis)
+    return tuple(GETITEM(g, pos + (slice(int(end - x.shape[axis]), int(end)),)) for x, end in zip(xs, ends))
+
+
+CAT = primitive(
+    "cat",
+    -1,
+    lambda xs, axis: np.concatenate(xs, axis),
+    (_cat_rule,),
+    saves="meta",
+    nparams=1,
+    public=False,
+    doc="join values along an existing axis",
+)
