@@ -1,0 +1,100 @@
+"""gradcli: compute, check and see derivatives, from a shell or from Python.
+
+The library follows PyTorch's autograd semantics on NumPy arrays:
+
+>>> import gradcli as gc
+>>> x = gc.tensor(2.0, requires_grad=True)
+>>> w = gc.tensor(1.0, requires_grad=True)
+>>> y = (x + w) * (w + 1)
+>>> y.backward()
+>>> w.grad
+tensor(5.)
+>>> y.grad_fn
+<MulBackward0 object at ...>
+"""
+
+from . import autograd
+from .autograd import Function, Tensor, backward, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import factory as _factory
+from .autograd import functions as _functions
+
+__version__ = "0.1.0"
+
+_FACTORIES = (
+    "arange",
+    "complex64",
+    "complex128",
+    "double",
+    "eye",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "full_like",
+    "linspace",
+    "manual_seed",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randn",
+    "randn_like",
+    "tensor",
+    "zeros",
+    "zeros_like",
+)
+_FUNCTIONS = (
+    "amax",
+    "amin",
+    "as_tensor",
+    "broadcast_to",
+    "cat",
+    "clamp",
+    "clone",
+    "concatenate",
+    "detach",
+    "dot",
+    "expand",
+    "flatten",
+    "log_softmax",
+    "logsumexp",
+    "matmul",
+    "max",
+    "mean",
+    "min",
+    "mm",
+    "mv",
+    "norm",
+    "permute",
+    "prod",
+    "reshape",
+    "softmax",
+    "squeeze",
+    "stack",
+    "sum",
+    "t",
+    "transpose",
+    "unsqueeze",
+    "where",
+)
+
+# Factories, the functions written over the table, and every elementwise primitive of
+# the table (gc.sin, gc.atan2, ...), which ``functions`` generates.
+globals().update({name: getattr(_factory, name) for name in _FACTORIES})
+globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
+globals().update(_functions.GENERATED)
+
+__all__ = [
+    "Function",
+    "Tensor",
+    "autograd",
+    "backward",
+    "enable_grad",
+    "grad",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+    *_FACTORIES,
+    *_FUNCTIONS,
+    *sorted(_functions.GENERATED),
+]

@@ -1,0 +1,369 @@
+"""The backward engine: ``backward`` and ``grad``.
+
+Never recursive (DESIGN principle 5): one iterative pass counts, for every node
+reachable from the outputs, how many edges point at it; a second pass runs each
+node once all its consumers have delivered their gradients (Kahn's algorithm,
+as PyTorch's engine does with its dependency counts). A chain a million nodes
+deep needs no Python stack.
+
+Gradient buffers that the engine allocated itself are accumulated in place;
+buffers it did not allocate (a gradient passed straight through ``+``, a
+user's ``gradient=``) are never written to.
+"""
+
+from __future__ import annotations
+
+import gc as _gc
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ops import COPY as COPY_PRIM
+from . import grad_mode as _grad_mode
+from .node import AccumulateGrad, OpNode, OutputRef, edge_node
+from .tensor import Tensor, wrap
+
+_ndarray = np.ndarray
+
+SCALAR_ONLY = "grad can be implicitly created only for scalar outputs"
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, (Tensor, np.ndarray)) or not isinstance(x, Sequence):
+        return [x]
+    return list(x)
+
+
+def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) -> list[Any]:
+    given = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"grad requires one gradient per output: got {len(given)} for {len(outputs)} outputs")
+    grads = []
+    for out, g in zip(outputs, given):
+        if g is None:
+            if np.size(out._value) != 1:
+                raise RuntimeError(SCALAR_ONLY)
+            g = np.ones_like(out._value)
+        else:
+            gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.asarray(out._value).dtype)
+            if np.shape(gv) != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output has a shape of {list(np.shape(gv))} and output has a shape "
+                    f"of {list(out.shape)}."
+                )
+            if create_graph and isinstance(g, Tensor):
+                grads.append(g)
+                continue
+            g = gv
+        grads.append(wrap(g) if create_graph else g)
+    return grads
+
+
+# Per reachable node, one record: [edges still to deliver, gradient so far, owned].
+# "owned" means the engine allocated that gradient buffer, so adding into it in place
+# is safe; a buffer it did not allocate (a gradient passed straight through "+", a
+# user's ``gradient=``) is never written to.
+PENDING, GRAD, OWNED = 0, 1, 2
+
+
+def _collect(roots: list[Any]) -> dict[Any, list[Any]]:
+    """Every node reachable from ``roots``, with the number of edges pointing at it."""
+    state: dict[Any, list[Any]] = {}
+    stack = []
+    for e in roots:
+        n = edge_node(e)
+        if n not in state:
+            state[n] = [0, None, False]
+            stack.append(n)
+    get = state.get
+    while stack:
+        node = stack.pop()
+        for e in node.next:
+            if e is None:
+                continue
+            if e.__class__ is OutputRef:
+                e = e.node
+            record = get(e)
+            if record is None:
+                state[e] = [1, None, False]
+                stack.append(e)
+            else:
+                record[0] += 1
+    return state
+
+
+def _needed(state: dict[Any, list[Any]], roots: list[Any], targets: set[Any]) -> set[Any]:
+    """Nodes from which some target is reachable (the rest need not run)."""
+    order = []
+    remaining = {node: record[PENDING] for node, record in state.items()}
+    ready = [n for n in {edge_node(e) for e in roots} if remaining[n] == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for e in node.next:
+            if e is not None:
+                m = edge_node(e)
+                remaining[m] -= 1
+                if remaining[m] == 0:
+                    ready.append(m)
+    needed = set(targets)
+    for node in reversed(order):
+        if node not in needed and any(e is not None and edge_node(e) in needed for e in node.next):
+            needed.add(node)
+    return needed
+
+
+def _add(record: list[Any], g: Any, fresh: bool, create: bool) -> None:
+    """Add ``g`` into a node's gradient buffer."""
+    prev = record[GRAD]
+    if prev is None:
+        record[GRAD] = g
+        record[OWNED] = fresh
+    elif not create and record[OWNED] and prev.__class__ is _ndarray and prev.shape == np.shape(g):
+        prev += g
+    else:
+        total = prev + g
+        record[GRAD] = total
+        record[OWNED] = not create and total.__class__ is _ndarray
+
+
+def _add_output(record: list[Any], node: Any, index: int, g: Any) -> None:
+    """Add ``g`` to output ``index`` of a node with several outputs."""
+    slots = record[GRAD]
+    if slots is None:
+        slots = record[GRAD] = [None] * node.n_outputs
+    slots[index] = g if slots[index] is None else slots[index] + g
+
+
+def run_backward(
+    roots: list[Any],
+    grads: list[Any],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    capture: dict[Any, int] | None = None,
+    nbatch: int = 0,
+) -> list[Any]:
+    """Propagate ``grads`` from the ``roots`` edges through the graph.
+
+    Without ``capture``, gradients reaching leaves accumulate into ``.grad``.
+    With it (``{node: slot}``), the gradients arriving at those nodes are
+    returned instead, leaves are left alone and only nodes that lead to a
+    captured node run.
+    """
+    # The engine makes no reference cycles, and a cycle collection rescans the whole
+    # graph every few hundred allocations: pause the collector while propagating.
+    collecting = _gc.isenabled()
+    _gc.disable()
+    try:
+        return _propagate(roots, grads, retain_graph, create_graph, capture, nbatch)
+    finally:
+        if collecting:
+            _gc.enable()
+
+
+def _propagate(roots, grads, retain_graph, create_graph, capture, nbatch):
+    state = _collect(roots)
+    needed = _needed(state, roots, set(capture)) if capture is not None else None
+    captured: list[Any] = [None] * (len(capture) if capture else 0)
+    for e, g in zip(roots, grads):
+        if e.__class__ is OutputRef:
+            _add_output(state[e.node], e.node, e.index, g)
+        else:
+            _add(state[e], g, False, create_graph)
+    ready = [n for n in {edge_node(e): None for e in roots} if state[n][PENDING] == 0]
+    previous_mode = _grad_mode.enabled
+    _grad_mode.enabled = create_graph
+    try:
+        with np.errstate(all="ignore"):
+            while ready:
+                node = ready.pop()
+                record = state[node]
+                g = record[GRAD]
+                record[GRAD] = None
+                if capture is not None and g is not None and node in capture:
+                    captured[capture[node]] = g
+                if node.__class__ is AccumulateGrad:
+                    if capture is None and g is not None:
+                        _accumulate(node, g, record[OWNED], create_graph)
+                    continue
+                if g is not None and (needed is None or node in needed):
+                    if node._retain is not None:
+                        _retain_grad(node, g, create_graph)
+                    in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+                    trusted = node.__class__.__base__ is OpNode
+                else:
+                    in_grads = _NO_GRADS
+                for e, gi in zip(node.next, in_grads):
+                    if e is None:
+                        continue
+                    if e.__class__ is OutputRef:
+                        m = e.node
+                        target = state[m]
+                        if gi is not None and (needed is None or m in needed):
+                            _add_output(target, m, e.index, gi)
+                    else:
+                        m = e
+                        target = state[m]
+                        if gi is not None and (needed is None or m in needed):
+                            if target[GRAD] is None:
+                                target[GRAD] = gi
+                                # a new array from one of our rules: nobody else holds it
+                                target[OWNED] = gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None
+                            else:
+                                _add(target, gi, False, create_graph)
+                    target[PENDING] -= 1
+                    if target[PENDING] == 0:
+                        ready.append(m)
+    finally:
+        _grad_mode.enabled = previous_mode
+    return captured
+
+
+class _NoGrads:
+    """Stands for "no gradient for any input" (zip stops at the edges)."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+_NO_GRADS = _NoGrads()
+
+
+def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
+    """Accumulate ``g`` into ``holder.grad`` the way PyTorch's AccumulateGrad does."""
+    current = holder._grad
+    if create:
+        g = g if isinstance(g, Tensor) else wrap(g)
+        if current is None:
+            holder._grad = COPY_PRIM(g)  # recorded: PyTorch shows grad_fn=<CopyBackwards>
+        else:
+            holder._grad = current + g
+        return
+    dtype = holder._value.dtype
+    if getattr(g, "dtype", dtype) != dtype:
+        g = np.asarray(g).astype(dtype)
+        owned = True
+    if current is None:
+        if g.__class__ is _ndarray and not owned:
+            g = np.array(g, copy=True)
+        holder._grad = wrap(g)
+    else:
+        current._store(current._value + g)
+        current._version += 1
+
+
+def _accumulate(node: AccumulateGrad, g: Any, owned: bool, create: bool) -> None:
+    leaf = node.variable()
+    if leaf is not None:
+        _store_grad(leaf, g, owned, create)
+
+
+def _retain_grad(node: Any, g: Any, create: bool) -> None:
+    for tensor, index in node.retained_tensors():
+        gi = g if index is None else g[index]
+        if gi is not None:
+            _store_grad(tensor, gi, False, create)
+
+
+def _check_outputs(outputs: list[Any]) -> list[Tensor]:
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"element {i} of outputs is a {type(out).__name__}, not a Tensor")
+        if out._edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    return outputs
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves.
+
+    ``grad_tensors`` is the vector of a vector-Jacobian product (required for
+    non-scalar outputs). ``inputs`` restricts accumulation to those tensors.
+    """
+    outputs = _check_outputs(_as_list(tensors))
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_grads(outputs, grad_tensors, create_graph)
+    roots = [t._edge for t in outputs]
+    if inputs is None:
+        run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
+        return
+    chosen = _as_list(inputs)
+    targets = {}
+    for t in chosen:
+        if not isinstance(t, Tensor) or t._edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets[edge_node(t._edge)] = len(targets)
+    found = run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets)
+    for t in chosen:
+        g = found[targets[edge_node(t._edge)]]
+        if g is not None:
+            _store_grad(t, g, False, create_graph)
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+
+    >>> import gradcli as gc
+    >>> x = gc.tensor(2.0, requires_grad=True)
+    >>> y = gc.tensor(3.0, requires_grad=True)
+    >>> z = x * x * y
+    >>> (dx,) = gc.grad(z, x, create_graph=True)
+    >>> gc.grad(dx, x)
+    (tensor(6.),)
+    """
+    outs = _check_outputs(_as_list(outputs))
+    ins = _as_list(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    targets: dict[Any, int] = {}
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
+        if t._edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets.setdefault(_input_key(t), len(targets))
+    grads = _root_grads(outs, grad_outputs, create_graph)
+    found = run_backward(
+        [t._edge for t in outs], grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets
+    )
+    result: list[Tensor | None] = []
+    for t in ins:
+        g = found[targets[_input_key(t)]]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+            result.append(wrap(np.zeros_like(t._value)) if materialize_grads else None)
+        elif isinstance(g, Tensor):
+            result.append(g)
+        else:
+            result.append(wrap(np.array(g, copy=True) if g.__class__ is _ndarray else g))
+    return tuple(result)
+
+
+def _input_key(t: Tensor) -> Any:
+    return edge_node(t._edge)

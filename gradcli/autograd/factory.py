@@ -1,0 +1,111 @@
+"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn`` and friends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .tensor import Tensor, wrap
+
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+double = float64
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed ``rand``/``randn`` for reproducible runs."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
+    """A new tensor holding a copy of ``data`` (float64 unless ``dtype`` says otherwise).
+
+    >>> import gradcli as gc
+    >>> gc.tensor([1, 2, 3.5])
+    tensor([1.0000, 2.0000, 3.5000])
+    """
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
+
+
+def _made(value: np.ndarray, requires_grad: bool) -> Tensor:
+    t = wrap(value[()] if value.ndim == 0 else value)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _size(size: tuple[Any, ...], keyword: Any) -> tuple[int, ...]:
+    if keyword is not None:
+        size = (keyword,)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def zeros(*size: Any, size_: Any = None, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
+    return _made(np.zeros(_size(size, kw.get("size", size_)), dtype=dtype or float64), requires_grad)
+
+
+def ones(*size: Any, size_: Any = None, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
+    return _made(np.ones(_size(size, kw.get("size", size_)), dtype=dtype or float64), requires_grad)
+
+
+def full(size: Any, fill_value: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    return _made(np.full(_size((size,), None), fill_value, dtype=dtype or float64), requires_grad)
+
+
+def _like(fill: Any) -> Any:
+    def make(t: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+        value = np.asarray(t._value if isinstance(t, Tensor) else t)
+        return _made(fill(value, dtype or (value.dtype if value.dtype.kind in "fc" else float64)), requires_grad)
+
+    return make
+
+
+zeros_like = _like(lambda v, dt: np.zeros(v.shape, dtype=dt))
+ones_like = _like(lambda v, dt: np.ones(v.shape, dtype=dt))
+randn_like = _like(lambda v, dt: _rng.standard_normal(v.shape).astype(dt))
+rand_like = _like(lambda v, dt: _rng.random(v.shape).astype(dt))
+
+
+def full_like(t: Any, fill_value: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    return _like(lambda v, dt: np.full(v.shape, fill_value, dtype=dt))(t, requires_grad, dtype)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    """``arange(4.0)`` is ``tensor([0., 1., 2., 3.])``, as in seed 004."""
+    if end is None:
+        start, end = 0, start
+    return _made(np.arange(start, end, step, dtype=dtype or float64), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    return _made(np.linspace(start, end, int(steps), dtype=dtype or float64), requires_grad)
+
+
+def eye(n: int, m: int | None = None, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    return _made(np.eye(n, m, dtype=dtype or float64), requires_grad)
+
+
+def randn(*size: Any, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
+    """Standard normal samples; ``randn(size=())`` is a scalar, as seed 004 uses it."""
+    shape = _size(size, kw.get("size"))
+    return _made(np.asarray(_rng.standard_normal(shape), dtype=dtype or float64), requires_grad)
+
+
+def rand(*size: Any, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
+    shape = _size(size, kw.get("size"))
+    return _made(np.asarray(_rng.random(shape), dtype=dtype or float64), requires_grad)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing ``array``'s memory (dtype kept)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return wrap(array)

@@ -1,0 +1,218 @@
+"""User-defined operations: subclasses of ``Function`` (seed 001's autograd.Function).
+
+>>> import gradcli as gc
+>>> class Cube(gc.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x ** 3
+...     @staticmethod
+...     def backward(ctx, grad):
+...         (x,) = ctx.saved_tensors
+...         return grad * 3 * x ** 2
+>>> x = gc.tensor(2.0, requires_grad=True)
+>>> y = Cube.apply(x)
+>>> y.grad_fn
+<CubeBackward object at ...>
+>>> y.backward(); x.grad
+tensor(12.)
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..ops import unbroadcast
+from . import grad_mode as _grad_mode
+from .grad_mode import no_grad
+from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error
+from .tensor import Tensor, as_value, storage_root, wrap
+
+
+class FunctionCtx:
+    """What ``forward`` leaves for ``backward``: saved tensors and any attributes."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
+        self._saved: Any = ()
+        self._versions: tuple[int, ...] = ()
+        self._non_differentiable: set[int] = set()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save tensors (or None)")
+        self._saved = tensors
+        self._versions = tuple(0 if t is None else storage_root(t)._version for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self._saved is FREED:
+            raise RuntimeError(BACKWARD_TWICE)
+        for t, version in zip(self._saved, self._versions):
+            if t is not None and storage_root(t)._version != version:
+                raise inplace_error(t.shape, t.dtype, "a saved tensor", storage_root(t)._version, version)
+        return tuple(self._saved)
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Accepted for compatibility; in-place changes are caught by version counters."""
+
+
+class FunctionNode(Node):
+    """The backward node of one ``Function.apply`` call, named ``<Class>Backward``."""
+
+    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "__weakref__")
+    function: type
+    user_defined = True
+
+    def __init__(self, next, ctx, positions, n_outputs, shapes, out_shapes) -> None:  # noqa: A002
+        self._out_shapes = out_shapes
+        self.next = next
+        self.ctx = ctx
+        self.positions = positions  # index of each tensor argument among forward's arguments
+        self.n_outputs = n_outputs
+        self.shapes = shapes
+        self._retain: dict[int, Any] | None = None
+
+    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, ...]:
+        if self.ctx._saved is FREED:
+            raise RuntimeError(BACKWARD_TWICE)
+        grads = g if self.n_outputs > 1 else [g]
+        grads = [self._as_grad(gi, k) for k, gi in enumerate(grads)]
+        with _mode(create):
+            result = self.function.backward(self.ctx, *grads)
+        result = result if isinstance(result, tuple) else (result,)
+        n_args = len(self.ctx.needs_input_grad)
+        if len(result) < n_args:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {n_args}, got {len(result)})"
+            )
+        out = []
+        for edge, pos, shape in zip(self.next, self.positions, self.shapes):
+            gi = result[pos]
+            if edge is None or gi is None:
+                out.append(None)
+                continue
+            gi = gi if isinstance(gi, Tensor) else wrap(as_value(gi))
+            if gi.shape != shape:
+                if np.broadcast_shapes(gi.shape, shape) != gi.shape:
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {pos} - got {list(gi.shape)} "
+                        f"but expected shape compatible with {list(shape)}"
+                    )
+                gi = unbroadcast(gi, shape)
+            out.append(gi if create else gi._value)
+        if not retain:
+            self.release()
+        return tuple(out)
+
+    def _as_grad(self, g: Any, k: int) -> Any:
+        if g is None:
+            return None if not self.ctx.materialize_grads else wrap(np.zeros(self._out_shapes[k]))
+        return g if isinstance(g, Tensor) else wrap(g)
+
+    def release(self) -> None:
+        self.ctx._saved = FREED
+
+    def retain(self, tensor: Tensor, edge: Any) -> None:
+        if self._retain is None:
+            self._retain = {}
+        self._retain[edge.index if edge.__class__ is OutputRef else 0] = weakref.ref(tensor)
+
+    def retained(self, edge: Any) -> Tensor | None:
+        if self._retain is None:
+            return None
+        ref = self._retain.get(edge.index if edge.__class__ is OutputRef else 0)
+        return None if ref is None else ref()
+
+    def retained_tensors(self) -> list[tuple[Tensor, int | None]]:
+        if not self._retain:
+            return []
+        multi = self.n_outputs > 1
+        return [(ref(), k if multi else None) for k, ref in self._retain.items() if ref() is not None]
+
+
+class _mode:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self) -> None:
+        self.previous = _grad_mode.enabled
+        _grad_mode.enabled = self.enabled
+
+    def __exit__(self, *exc: object) -> None:
+        _grad_mode.enabled = self.previous
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``.apply``.
+
+    ``backward`` returns one gradient per argument of ``forward`` (``None`` for
+    arguments that need none). Written with gradcli operations, it is itself
+    differentiable (``create_graph=True``).
+    """
+
+    _node_class: type[FunctionNode] | None = None
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any) -> Any:
+        raise NotImplementedError("define forward(ctx, *args) in your Function subclass")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise NotImplementedError("define backward(ctx, *grads) in your Function subclass")
+
+    @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> None:
+        """PyTorch 2 style: ``forward(*args)`` without ctx, then this fills ctx."""
+        raise NotImplementedError
+
+    @classmethod
+    def _node_type(cls) -> type[FunctionNode]:
+        made = cls.__dict__.get("_node_class")
+        if made is None:
+            made = type(f"{cls.__name__}Backward", (FunctionNode,), {"__slots__": (), "function": cls})
+            made.__module__ = cls.__module__
+            cls._node_class = made
+        return made
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
+        ctx = FunctionCtx(needs)
+        separate_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            output = cls.forward(*args) if separate_setup else cls.forward(ctx, *args)
+        if separate_setup:
+            cls.setup_context(ctx, args, output)
+        many = isinstance(output, tuple)
+        outs = [o if isinstance(o, Tensor) else wrap(as_value(o)) for o in (output if many else (output,))]
+        if not (_grad_mode.enabled and any(needs)):
+            return tuple(outs) if many else outs[0]
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        node = cls._node_type()(
+            tuple(args[i]._edge for i in positions),
+            ctx,
+            positions,
+            len(outs),
+            tuple(args[i].shape for i in positions),
+            [o.shape for o in outs],
+        )
+        results = []
+        for k, o in enumerate(outs):
+            if id(o) in ctx._non_differentiable:
+                results.append(wrap(o._value))
+                continue
+            edge = OutputRef(node, k) if many else node
+            results.append(wrap(o._value, edge))
+        return tuple(results) if many else results[0]

@@ -1,0 +1,307 @@
+"""The library's functions: PyTorch's signatures over the primitive table.
+
+Elementwise primitives become functions (``gradcli.sin``, ``gradcli.atan2``)
+and methods (``x.sin()``) straight from the table; functions with axes,
+shapes or several forms (``sum(x, dim)``, ``max(x)`` vs ``max(a, b)``) are
+written here, each a few lines over a primitive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..ops import PRIMITIVES
+from .record import apply, binary, unary
+from .record import matmul as _matmul
+from .tensor import MinMax, Tensor, as_value, wrap
+
+
+def as_tensor(x: Any) -> Tensor:
+    """``x`` itself if it is a tensor, else a constant tensor of its values."""
+    return x if isinstance(x, Tensor) else wrap(as_value(x))
+
+
+def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """Axes as negative offsets from the end, so rules stay valid with batch axes."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if ndim == 0:  # PyTorch accepts 0 and -1 on a 0-d tensor
+        for d in dims:
+            if d not in (0, -1):
+                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {d})")
+        return None
+    out = set()
+    for d in dims:
+        d = int(d)
+        if not -ndim <= d < ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+        out.add(d - ndim if d >= 0 else d)
+    return tuple(sorted(out))
+
+
+def _reduce(prim: Any, x: Any, dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> Tensor:
+    x = as_tensor(x)
+    dim = axis if dim is None else dim
+    keepdim = bool(keepdims) if keepdims is not None else keepdim
+    return apply(prim, (x,), (_dims(dim, x.ndim), keepdim))
+
+
+def sum(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:  # noqa: A001
+    """Sum of the elements, over ``dim`` (an int or a tuple) or all of them."""
+    return _reduce(ops.SUM, x, dim, keepdim, axis, keepdims)
+
+
+def mean(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    return _reduce(ops.MEAN, x, dim, keepdim, axis, keepdims)
+
+
+def prod(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    return _reduce(ops.PROD, x, dim, keepdim, axis, keepdims)
+
+
+def amax(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    return _reduce(ops.AMAX, x, dim, keepdim, axis, keepdims)
+
+
+def amin(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    return _reduce(ops.AMIN, x, dim, keepdim, axis, keepdims)
+
+
+def _extreme(prim: Any, pair: Any, arg: Any, x: Any, dim: Any, keepdim: bool) -> Any:
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        return binary(pair, x, dim)  # max(a, b): elementwise
+    if dim is None:
+        return _reduce(prim, x, None, False, None, None)
+    x = as_tensor(x)
+    values = _reduce(prim, x, dim, keepdim, None, None)
+    indices = arg(np.asarray(x._value), axis=int(dim), keepdims=keepdim)
+    return MinMax(values, wrap(indices))
+
+
+def max(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """``max(x)``: largest element; ``max(x, dim)``: (values, indices); ``max(a, b)``: elementwise."""
+    return _extreme(ops.AMAX, ops.MAXIMUM, np.argmax, x, dim, keepdim)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """``min(x)``: smallest element; ``min(x, dim)``: (values, indices); ``min(a, b)``: elementwise."""
+    return _extreme(ops.AMIN, ops.MINIMUM, np.argmin, x, dim, keepdim)
+
+
+def logsumexp(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over ``dim`` (all elements when omitted), without overflow."""
+    return _reduce(ops.LOGSUMEXP, x, dim, keepdim, None, None)
+
+
+def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """The p-norm (Euclidean by default; ``p=inf`` is the largest magnitude)."""
+    if p in (2, "fro", None):
+        return _reduce(ops.NORM, x, dim, keepdim, None, None)
+    x = as_tensor(x)
+    if p == math.inf:
+        return amax(abs(x), dim, keepdim)
+    if p == 1:
+        return sum(abs(x), dim, keepdim)
+    return sum(abs(x) ** p, dim, keepdim) ** (1.0 / p)
+
+
+def softmax(x: Any, dim: int = -1) -> Tensor:
+    return exp(log_softmax(x, dim))
+
+
+def log_softmax(x: Any, dim: int = -1) -> Tensor:
+    x = as_tensor(x)
+    return x - logsumexp(x, dim, keepdim=True)
+
+
+def dot(a: Any, b: Any) -> Tensor:
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return apply(ops.DOT, (a, b))
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    return _matmul(as_tensor(a), as_tensor(b))
+
+
+def mm(a: Any, b: Any) -> Tensor:
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError("mm: both arguments must be matrices")
+    return apply(ops.MM, (a, b))
+
+
+def mv(a: Any, x: Any) -> Tensor:
+    return apply(ops.MV, (as_tensor(a), as_tensor(x)))
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    """Elements of ``a`` where ``condition`` holds, else of ``b`` (gradient to the chosen one)."""
+    return apply(ops.WHERE, (condition, a, b))
+
+
+def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    return apply(ops.CLAMP, (as_tensor(x),), (min, max))
+
+
+def detach(x: Any) -> Tensor:
+    """The value of ``x``, with no gradient flowing back through it."""
+    return as_tensor(x).detach()
+
+
+# --- shapes -----------------------------------------------------------------------------------
+
+
+def _shape_args(shape: Any) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def reshape(x: Any, *shape: Any) -> Tensor:
+    x = as_tensor(x)
+    return apply(ops.RESHAPE, (x,), (_resolve_shape(x.shape, _shape_args(shape)),))
+
+
+def _resolve_shape(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    size = int(np.prod(old, dtype=np.int64))
+    if new.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in new:
+        known = int(np.prod([s for s in new if s != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise RuntimeError(f"shape '{list(new)}' is invalid for input of size {size}")
+        new = tuple(size // known if s == -1 else s for s in new)
+    if int(np.prod(new, dtype=np.int64)) != size:
+        raise RuntimeError(f"shape '{list(new)}' is invalid for input of size {size}")
+    return new
+
+
+def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    x = as_tensor(x)
+    if x.ndim == 0:
+        return reshape(x, 1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1 :])
+
+
+def squeeze(x: Any, dim: Any = None) -> Tensor:
+    x = as_tensor(x)
+    if dim is None:
+        return reshape(x, tuple(s for s in x.shape if s != 1))
+    if x.ndim == 0:
+        return x
+    d = dim % x.ndim
+    if x.shape[d] != 1:
+        return x
+    return reshape(x, x.shape[:d] + x.shape[d + 1 :])
+
+
+def unsqueeze(x: Any, dim: int) -> Tensor:
+    x = as_tensor(x)
+    d = dim % (x.ndim + 1)
+    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+
+
+def permute(x: Any, *dims: Any) -> Tensor:
+    x = as_tensor(x)
+    axes = tuple(int(d) % x.ndim for d in _shape_args(dims)) if x.ndim else ()
+    if sorted(axes) != list(range(x.ndim)):
+        raise RuntimeError(f"permute: dims {list(axes)} are not a permutation of {x.ndim} dimensions")
+    return apply(ops.PERMUTE, (x,), (axes,))
+
+
+def transpose(x: Any, dim0: int, dim1: int) -> Tensor:
+    x = as_tensor(x)
+    axes = list(range(x.ndim))
+    axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+    return permute(x, axes)
+
+
+def t(x: Any) -> Tensor:
+    x = as_tensor(x)
+    return x if x.ndim < 2 else transpose(x, 0, 1)
+
+
+def expand(x: Any, *sizes: Any) -> Tensor:
+    x = as_tensor(x)
+    shape = _shape_args(sizes)
+    lead = len(shape) - x.ndim
+    shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
+    return apply(ops.EXPAND, (x,), (shape,))
+
+
+def broadcast_to(x: Any, shape: Any) -> Tensor:
+    return expand(x, tuple(shape))
+
+
+def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    items = [as_tensor(t) for t in tensors]
+    return apply(ops.STACK, items, (dim % (items[0].ndim + 1),))
+
+
+def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    items = [as_tensor(t) for t in tensors]
+    return apply(ops.CAT, items, (dim % items[0].ndim,))
+
+
+concatenate = cat
+
+
+def to(x: Any, dtype: Any) -> Tensor:
+    x = as_tensor(x)
+    dtype = np.dtype(dtype)
+    return x if x.dtype == dtype else apply(ops.TO_COPY, (x,), (dtype,))
+
+
+def clone(x: Any) -> Tensor:
+    return unary(ops.CLONE, as_tensor(x))
+
+
+# --- generated from the table ----------------------------------------------------------------------
+
+
+def _unary_function(prim: Any) -> Any:
+    def fn(x: Any) -> Tensor:
+        return unary(prim, as_tensor(x))
+
+    return fn
+
+
+def _binary_function(prim: Any) -> Any:
+    def fn(a: Any, b: Any) -> Tensor:
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = as_tensor(a)
+        return binary(prim, a, b)
+
+    return fn
+
+
+def _generated() -> dict[str, Any]:
+    made = {}
+    for prim in PRIMITIVES.values():
+        if not (prim.public and prim.elementwise and prim.nparams == 0) or prim.arity not in (1, 2):
+            continue
+        fn = _unary_function(prim) if prim.arity == 1 else _binary_function(prim)
+        fn.__name__ = fn.__qualname__ = prim.name
+        fn.__doc__ = f"{prim.doc} (elementwise; graph node {prim.node_name()})."
+        made[prim.name] = fn
+    return made
+
+
+GENERATED = _generated()
+globals().update({name: fn for name, fn in GENERATED.items() if name not in globals()})
+
+add, sub, mul, div, pow, neg = (GENERATED[n] for n in ("add", "sub", "mul", "div", "pow", "neg"))  # noqa: A001
+exp, log, sin, cos, tanh, sigmoid, relu, abs = (  # noqa: A001
+    GENERATED[n] for n in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs")
+)
+maximum, minimum = GENERATED["maximum"], GENERATED["minimum"]
+lt, le, gt, ge, eq, ne = (GENERATED[n] for n in ("lt", "le", "gt", "ge", "eq", "ne"))

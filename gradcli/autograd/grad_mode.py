@@ -1,0 +1,112 @@
+"""Whether operations are recorded: ``no_grad``, ``enable_grad``, ``set_grad_enabled``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+#: Whether operations are recorded. Process-wide, read on every operation: a module
+#: global, because CPython 3.11 caches module-attribute loads but not class-attribute ones.
+enabled: bool = True
+
+
+def is_grad_enabled() -> bool:
+    return enabled
+
+
+def set_enabled(mode: bool) -> bool:
+    """Set the mode; returns the previous one."""
+    global enabled
+    previous, enabled = enabled, bool(mode)
+    return previous
+
+
+def _decorate(fn: F, mode: bool) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = set_enabled(mode)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_enabled(previous)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _SwitchType(type):
+    # ``with gc.no_grad:`` (no parentheses, as seed 001 writes it) works too
+    def __enter__(cls) -> None:
+        cls._class_saved.append(set_enabled(cls.mode))
+
+    def __exit__(cls, *exc: object) -> None:
+        set_enabled(cls._class_saved.pop())
+
+
+class _Switch(metaclass=_SwitchType):
+    """Context manager and decorator (with or without parentheses)."""
+
+    mode: bool
+    _class_saved: list[bool]
+
+    def __init_subclass__(cls) -> None:
+        cls._class_saved = []
+
+    def __new__(cls, fn: Any = None) -> Any:
+        if callable(fn):  # bare decorator: @gc.no_grad
+            return _decorate(fn, cls.mode)
+        return super().__new__(cls)
+
+    def __init__(self, fn: Any = None) -> None:
+        self._saved: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._saved.append(set_enabled(self.mode))
+
+    def __exit__(self, *exc: object) -> None:
+        set_enabled(self._saved.pop())
+
+    def __call__(self, fn: F) -> F:
+        return _decorate(fn, self.mode)
+
+
+class no_grad(_Switch):
+    """Do not record operations (inference; the seeds' ``torch.no_grad()``).
+
+    >>> import gradcli as gc
+    >>> x = gc.tensor(1.0, requires_grad=True)
+    >>> with gc.no_grad():
+    ...     y = x ** 3
+    >>> y.requires_grad
+    False
+    """
+
+    mode = False
+
+
+class enable_grad(_Switch):
+    """Record operations, even inside ``no_grad``."""
+
+    mode = True
+
+
+class set_grad_enabled:
+    """``set_grad_enabled(False)``: takes effect at once, and as a context manager
+    restores the previous mode on exit (PyTorch's semantics)."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._previous = set_enabled(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        set_enabled(self._previous)
+
+    def __call__(self, fn: F) -> F:
+        set_enabled(self._previous)
+        return _decorate(fn, self.mode)

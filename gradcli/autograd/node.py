@@ -1,0 +1,294 @@
+"""Graph nodes: what a tensor's ``grad_fn`` is, and what its edges point to.
+
+As in PyTorch, nodes point at nodes (not at tensors): intermediate tensors can
+be freed while the graph lives, and only what a rule needs is saved. Each
+primitive gets its own node class, named as PyTorch names it (``MulBackward0``),
+so ``type(y.grad_fn).__name__`` and ``repr(y.grad_fn)`` read as they do there.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ..ops import Meta, Primitive, unbroadcast
+from . import tensor as _tensor_mod
+from .tensor import Tensor, storage_root
+
+BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class _Freed:
+    """Marks saved values released by a backward pass without ``retain_graph``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<freed>"
+
+
+FREED = _Freed()
+
+
+class Dirty:
+    """Marks a saved output that was later modified in place."""
+
+    __slots__ = ("version", "shape", "dtype")
+
+    def __init__(self, version: int, shape: tuple[int, ...], dtype: Any) -> None:
+        self.version = version
+        self.shape = shape
+        self.dtype = dtype
+
+
+def inplace_error(shape: tuple[int, ...], dtype: Any, node_name: str, version: int, expected: int) -> RuntimeError:
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{dtype} {list(shape)}], which is output 0 of {node_name}, is at version {version}; "
+        f"expected version {expected} instead. Hint: gradcli.detect_anomaly() names the operation "
+        "that failed to compute its gradient."
+    )
+
+
+class Node:
+    """Anything that can appear in ``next_functions``."""
+
+    __slots__ = ()
+    next: tuple[Any, ...] = ()
+    user_defined = False  # its backward is user code (a custom Function)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        return tuple((e.node, e.index) if e.__class__ is OutputRef else (e, 0) for e in self.next)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+class OutputRef:
+    """Edge to output ``index`` of a node with several outputs (custom Functions)."""
+
+    __slots__ = ("node", "index")
+
+    def __init__(self, node: Node, index: int) -> None:
+        self.node = node
+        self.index = index
+
+
+def edge_node(edge: Any) -> Node:
+    return edge.node if edge.__class__ is OutputRef else edge
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf that requires grad: gradients arriving here go to ``.grad``.
+
+    Holds the leaf weakly (the leaf holds its AccumulateGrad), so no cycle.
+    """
+
+    __slots__ = ("variable", "__weakref__")
+
+    def __init__(self, leaf: Tensor) -> None:
+        self.variable = weakref.ref(leaf)
+
+
+_NONES = tuple((None,) * n for n in range(8))
+
+
+class OpNode(Node):
+    """One recorded primitive application.
+
+    ``saved`` holds the inputs as given (tensors and constants) when the rule
+    needs them, ``Meta`` placeholders when it needs only shapes, else ``None``;
+    ``out`` the output value (or its ``Meta``) likewise; ``shapes`` the input
+    shapes when broadcasting must be undone; ``versions`` the saved tensors'
+    version counters when any was not 0.
+    """
+
+    # What backward reads of every node is a slot; the rarely set fields (params,
+    # versions) default to the class attributes until set.
+    __slots__ = ("next", "saved", "out", "shapes", "_retain", "__dict__", "__weakref__")
+    prim: Primitive
+    params: tuple[Any, ...] = ()
+    versions: tuple[int, ...] | None = None
+
+    def __init__(self, next, saved, out, params=(), shapes=None, versions=None) -> None:  # noqa: A002
+        self.next = next
+        self.saved = saved
+        self.out = out
+        self.shapes = shapes
+        self._retain = None
+        if params:
+            self.params = params
+        if versions is not None:
+            self.versions = versions
+
+    def _check_versions(self) -> None:
+        out = self.out
+        if out.__class__ is Dirty:
+            raise inplace_error(out.shape, out.dtype, self.name(), out.version, 0)
+        expected = self.versions
+        if self.saved is None or self.prim.saves == "meta":
+            return
+        for i, t in enumerate(self.saved):
+            if t.__class__ is Tensor:
+                want = expected[i] if expected else 0
+                now = storage_root(t)._version
+                if now != want:
+                    producer = t._edge.name() if t._edge is not None else "a leaf"
+                    raise inplace_error(t.shape, t._value.dtype, producer, now, want)
+
+    def inputs_for(self, create: bool) -> Any:
+        saved = self.saved
+        if saved is None:
+            return _NONES[len(self.next)] if len(self.next) < 8 else (None,) * len(self.next)
+        if saved is FREED:
+            raise RuntimeError(BACKWARD_TWICE)
+        if create or self.prim.saves == "meta":
+            return saved
+        return [v._value if v.__class__ is Tensor else v for v in saved]
+
+    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> Any:
+        """Gradients for each edge in ``next`` given the gradient ``g`` of the output.
+
+        Without ``retain`` the saved values are released afterwards (PyTorch's
+        default). This is the general case; ``node_class`` installs leaner
+        versions for one- and two-input primitives without parameters.
+        """
+        inputs = self.inputs_for(create)
+        if _tensor_mod.inplace_seen:  # versions can only differ once something was modified in place
+            self._check_versions()
+        out = self.out
+        if create and out is not None and out.__class__ is not Meta:
+            out = Tensor._wrap(out, self)
+        prim = self.prim
+        rules = prim.vjp
+        params = self.params
+        nxt = self.next
+        if prim.arity < 0:
+            grads = rules[0](g, out, *inputs, *params)
+        else:
+            grads = [None if e is None else rules[i](g, out, *inputs, *params) for i, e in enumerate(nxt)]
+        shapes = self.shapes
+        if shapes is not None:
+            grads = [gi if gi is None else unbroadcast(gi, shapes[i], nbatch) for i, gi in enumerate(grads)]
+        if not retain:
+            self.release()
+        return grads
+
+    def release(self) -> None:
+        """Free saved values (after a backward pass without ``retain_graph``)."""
+        if self.frees:
+            self.saved = FREED
+            self.out = None
+
+    def retain(self, tensor: Tensor, edge: Any) -> None:
+        self._retain = weakref.ref(tensor)
+
+    def retained(self, edge: Any) -> Tensor | None:
+        ref = self._retain
+        return None if ref is None else ref()
+
+    def retained_tensors(self) -> list[tuple[Tensor, int | None]]:
+        t = self.retained(None)
+        return [] if t is None else [(t, None)]
+
+
+def mark_output_modified(edge: Any, tensor: Tensor) -> None:
+    """``tensor`` (output of ``edge``'s node) is about to change in place: a saved
+    copy of it is no longer the value the rule needs."""
+    node = edge_node(edge)
+    if isinstance(node, OpNode) and node.prim.saves in ("output", "both"):
+        out = node.out
+        if out is not None and out.__class__ is not Dirty:
+            version = storage_root(tensor)._version + 1
+            node.out = Dirty(version, tensor.shape, tensor.dtype)
+
+
+def _unary_apply(prim: Primitive) -> Any:
+    rule = prim.vjp[0]
+    keeps_input = prim.saves in ("inputs", "both")
+    frees = prim.frees
+
+    def apply(self: OpNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any]:
+        saved = self.saved
+        if saved is FREED:
+            raise RuntimeError(BACKWARD_TWICE)
+        if _tensor_mod.inplace_seen:
+            self._check_versions()
+        x = None
+        if keeps_input:
+            x = saved[0]
+            if not create and x.__class__ is Tensor:
+                x = x._value
+        out = self.out
+        if create and out is not None:
+            out = Tensor._wrap(out, self)
+        if frees and not retain:
+            self.saved = FREED
+            self.out = None
+        return (rule(g, out, x),)
+
+    return apply
+
+
+def _binary_apply(prim: Primitive) -> Any:
+    rule_a, rule_b = prim.vjp
+    keeps_inputs = prim.saves in ("inputs", "both")
+    frees = prim.frees
+
+    def apply(self: OpNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
+        saved = self.saved
+        if saved is FREED:
+            raise RuntimeError(BACKWARD_TWICE)
+        if _tensor_mod.inplace_seen:
+            self._check_versions()
+        a = b = None
+        if keeps_inputs:
+            a, b = saved
+            if not create:
+                if a.__class__ is Tensor:
+                    a = a._value
+                if b.__class__ is Tensor:
+                    b = b._value
+        out = self.out
+        if create and out is not None:
+            out = Tensor._wrap(out, self)
+        if frees and not retain:
+            self.saved = FREED
+            self.out = None
+        edge_a, edge_b = self.next
+        ga = None if edge_a is None else rule_a(g, out, a, b)
+        gb = None if edge_b is None else rule_b(g, out, a, b)
+        shapes = self.shapes
+        if shapes is not None:
+            if ga is not None:
+                ga = unbroadcast(ga, shapes[0], nbatch)
+            if gb is not None:
+                gb = unbroadcast(gb, shapes[1], nbatch)
+        return (ga, gb)
+
+    return apply
+
+
+_NODE_CLASSES: dict[str, type[OpNode]] = {}
+
+
+def node_class(prim: Primitive, name: str) -> type[OpNode]:
+    """The node class ``name`` (``MulBackward0``) for ``prim``, made once."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        body: dict[str, Any] = {"__slots__": (), "prim": prim, "frees": prim.frees, "__module__": "gradcli.autograd"}
+        if prim.nparams == 0 and prim.saves != "meta" and prim.arity == 1:
+            body["apply"] = _unary_apply(prim)
+        elif prim.nparams == 0 and prim.saves != "meta" and prim.arity == 2:
+            body["apply"] = _binary_apply(prim)
+        cls = _NODE_CLASSES[name] = type(name, (OpNode,), body)
+    return cls

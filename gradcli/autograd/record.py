@@ -1,0 +1,216 @@
+"""Applying a primitive: compute the value, and record a node when it needs one.
+
+A node is recorded only when grad mode is on and some input requires grad; it
+points at its inputs' edges and keeps only what the primitive's rule uses.
+``unary`` and ``binary`` are the hot paths of every operator and are kept lean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ops import Meta, Primitive
+from ..ops import linalg as _linalg
+from ..ops import shape as _shape
+from . import grad_mode as _grad_mode
+from . import tensor as _tensor_mod
+from .node import node_class
+from .tensor import Tensor, storage_root, wrap
+
+_ndarray = np.ndarray
+_new = object.__new__
+_SCALARS = (int, float, complex, bool, np.number, np.bool_)
+_plain_classes: dict[Primitive, type] = {}
+_variant_classes: dict[tuple[Any, ...], type] = {}
+
+
+def constant(x: Any) -> Any:
+    """A non-tensor operand as NumPy sees it; numbers stay Python numbers (weakly typed)."""
+    if isinstance(x, _SCALARS) or x.__class__ is _ndarray:
+        return x
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x, dtype=np.float64) if not _has_tensor(x) else np.asarray(_values(x))
+    raise TypeError(f"unsupported operand type: {type(x).__name__}")
+
+
+def _has_tensor(items: Any) -> bool:
+    return any(isinstance(i, Tensor) or (isinstance(i, (list, tuple)) and _has_tensor(i)) for i in items)
+
+
+def _values(items: Any) -> Any:
+    return [_values(i) if isinstance(i, (list, tuple)) else (i._value if isinstance(i, Tensor) else i) for i in items]
+
+
+def _node_cls(prim: Primitive, inputs: Any, params: tuple[Any, ...]) -> type:
+    if prim.variant is None:
+        return _plain_classes.get(prim) or _plain_class(prim)
+    consts = tuple(x.__class__ is not Tensor for x in inputs)
+    choice = prim.variant(consts, params)
+    key = (prim, choice)
+    cls = _variant_classes.get(key)
+    if cls is None:
+        cls = _variant_classes[key] = node_class(prim, prim.node_name(consts, params))
+    return cls
+
+
+def make_node(
+    prim: Primitive, inputs: Any, values: Any, out: Any, params: tuple[Any, ...], edges: tuple[Any, ...]
+) -> Any:
+    saves = prim.saves
+    saved = out_saved = versions = shapes = None
+    if saves == "inputs" or saves == "both":
+        saved = tuple(inputs)
+        if _tensor_mod.inplace_seen:
+            seen = tuple(storage_root(x)._version if x.__class__ is Tensor else 0 for x in inputs)
+            versions = seen if any(seen) else None
+    elif saves == "meta":
+        saved = tuple(Meta.of(v) for v in values)
+        out_saved = Meta.of(out)
+    if saves == "output" or saves == "both":
+        out_saved = out
+    if out.__class__ is _ndarray and (prim.elementwise or prim.arity == 2):
+        oshape = out.shape
+        in_shapes = tuple(np.shape(v) for v in values)
+        for s, e in zip(in_shapes, edges):
+            if e is not None and s != oshape:
+                shapes = in_shapes
+                break
+    return _node_cls(prim, inputs, params)(edges, saved, out_saved, params, shapes, versions)
+
+
+def _mark_view(result: Tensor, inputs: Any) -> None:
+    value = result._value
+    if value.__class__ is _ndarray and value.base is not None:
+        source = inputs[0]
+        if source.__class__ is Tensor:
+            result._base = storage_root(source)
+
+
+def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
+    """Apply ``prim`` to tensors or constants (a sequence of tensors for stack/cat)."""
+    if prim.arity < 0:
+        inputs = tuple(inputs)
+    values = []
+    edges = []
+    recording = False
+    for x in inputs:
+        if x.__class__ is Tensor:
+            values.append(x._value)
+            e = x._edge
+            edges.append(e)
+            recording = recording or e is not None
+        else:
+            values.append(constant(x))
+            edges.append(None)
+    out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
+    if not recording or not _grad_mode.enabled or not prim.differentiable:
+        result = wrap(out)
+    else:
+        if prim.arity >= 0:
+            edges = [e if rule is not None else None for e, rule in zip(edges, prim.vjp)]
+        result = wrap(out, make_node(prim, inputs, values, out, params, tuple(edges)))
+    if not prim.elementwise:
+        _mark_view(result, inputs)
+    return result
+
+
+def _plain_class(prim: Primitive) -> type:
+    cls = _plain_classes.get(prim)
+    if cls is None:
+        cls = _plain_classes[prim] = node_class(prim, prim.node_name())
+    return cls
+
+
+def unary(prim: Primitive, x: Tensor) -> Tensor:
+    """``prim(x)`` for a one-input primitive without parameters (the hot path)."""
+    out = prim.forward(x._value)
+    result = _new(Tensor)
+    result._value = out
+    e = x._edge
+    if e is None or not _grad_mode.enabled or prim.vjp[0] is None:
+        result._edge = None
+        return result
+    saves = prim.saves
+    if _tensor_mod.inplace_seen or saves == "meta":
+        result._edge = make_node(prim, (x,), (x._value,), out, (), (e,))
+        return result
+    # inlined node construction: this runs once per operation
+    node = _new(_plain_classes.get(prim) or _plain_class(prim))
+    node.next = (e,)
+    node.saved = (x,) if saves == "inputs" or saves == "both" else None
+    node.out = out if saves == "output" or saves == "both" else None
+    node.shapes = node._retain = None
+    result._edge = node
+    return result
+
+
+def binary(prim: Primitive, a: Any, b: Any) -> Any:
+    """``prim(a, b)`` for a two-input elementwise primitive (the hot path of every operator)."""
+    if a.__class__ is Tensor:
+        av = a._value
+        ea = a._edge
+    else:
+        if not isinstance(a, _SCALARS):
+            try:
+                a = constant(a)
+            except TypeError:
+                return NotImplemented
+        av = a
+        ea = None
+    if b.__class__ is Tensor:
+        bv = b._value
+        eb = b._edge
+    else:
+        if not isinstance(b, _SCALARS):
+            try:
+                b = constant(b)
+            except TypeError:
+                return NotImplemented
+        bv = b
+        eb = None
+    out = prim.forward(av, bv)
+    result = _new(Tensor)
+    result._value = out
+    if (ea is None and eb is None) or not _grad_mode.enabled:
+        result._edge = None
+        return result
+    rules = prim.vjp
+    if rules[0] is None:
+        ea = None
+    if rules[1] is None:
+        eb = None
+    if ea is None and eb is None:
+        result._edge = None
+        return result
+    if _tensor_mod.inplace_seen or prim.variant is not None or prim.saves == "meta":
+        result._edge = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
+        return result
+    saves = prim.saves
+    # inlined node construction: this runs once per operation
+    node = _new(_plain_classes.get(prim) or _plain_class(prim))
+    node.next = (ea, eb)
+    node.saved = (a, b) if saves == "inputs" or saves == "both" else None
+    node.out = out if saves == "output" or saves == "both" else None
+    node.shapes = node._retain = None
+    if out.__class__ is _ndarray:
+        oshape = out.shape
+        sa = np.shape(av)
+        sb = np.shape(bv)
+        if (ea is not None and sa != oshape) or (eb is not None and sb != oshape):
+            node.shapes = (sa, sb)
+    result._edge = node
+    return result
+
+
+def matmul(a: Any, b: Any) -> Any:
+    a_ndim = a.ndim if a.__class__ is Tensor else np.ndim(a)
+    b_ndim = b.ndim if b.__class__ is Tensor else np.ndim(b)
+    if a_ndim == 0 or b_ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D")
+    return apply(_linalg.matmul_primitive(a_ndim, b_ndim), (a, b))
+
+
+def getitem(x: Tensor, index: tuple[Any, ...]) -> Tensor:
+    return apply(_shape.GETITEM, (x,), (index,))

@@ -1,0 +1,497 @@
+"""The Tensor: a NumPy value and, when it requires grad, its place in the graph.
+
+A tensor's ``_edge`` is where gradients for it go: its ``grad_fn`` when it was
+computed, its ``AccumulateGrad`` when it is a leaf that requires grad, ``None``
+for constants. One slot answers both "does it require grad?" and "which node
+does a consumer point at?", which keeps recording an operation cheap.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from . import format as _format
+from . import grad_mode as _grad_mode
+
+_new = object.__new__
+_ndarray = np.ndarray
+
+#: Set by the first tracked in-place operation; until then no saved value can be
+#: stale, so recording and backward skip version bookkeeping. (A module global:
+#: read on every operation.)
+inplace_seen = False
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during backward(). If you indeed want the .grad field to be populated for a "
+    "non-leaf Tensor, use .retain_grad() on the non-leaf Tensor."
+)
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def as_value(data: Any, dtype: Any = None) -> Any:
+    """A fresh NumPy array for ``data``: float64 unless told, float32 kept, bools kept."""
+    if isinstance(data, Tensor):
+        data = data._value
+    elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
+        data = _unwrap(data)
+    try:
+        value = np.array(data, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot make a tensor from {type(data).__name__}: {exc}") from None
+    if dtype is None and value.dtype.kind in "iu":
+        value = value.astype(np.float64)
+    if value.dtype.kind not in "fcb":
+        raise TypeError(f"cannot make a tensor of dtype {value.dtype}; use numbers")
+    # 0-d values are kept as NumPy scalars: arithmetic on them is ~10x faster than on 0-d
+    # arrays; a tensor that gets aliased (.data, detach, numpy) first gets a real buffer.
+    return value[()] if value.ndim == 0 else value
+
+
+def _flatten(items: Any) -> list[Any]:
+    out: list[Any] = []
+    stack = [items]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
+def _unwrap(obj: Any) -> Any:
+    if isinstance(obj, Tensor):
+        return obj._value
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_unwrap(o) for o in obj)
+    return obj
+
+
+def storage_root(t: Tensor) -> Tensor:
+    """The tensor that owns ``t``'s storage and version counter (``t`` unless it is a view)."""
+    return t if t._base is None else t._base
+
+
+def wrap(value: Any, edge: Any = None) -> Tensor:
+    """The fast internal constructor: no copy, no checks."""
+    t = _new(Tensor)
+    t._value = value
+    t._edge = edge
+    return t
+
+
+def _normalize_index(index: Any) -> tuple[Any, ...]:
+    if not isinstance(index, tuple):
+        index = (index,)
+    return tuple(i._value if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i) for i in index)
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    >>> import gradcli as gc
+    >>> x = gc.tensor(2.0, requires_grad=True)
+    >>> w = gc.tensor(1.0, requires_grad=True)
+    >>> y = (x + w) * (w + 1)
+    >>> y.backward()
+    >>> w.grad
+    tensor(5.)
+    """
+
+    # The two fields every operation touches are slots; the rarely set ones (a leaf's
+    # grad, a view's base, a version bumped by an in-place op, a name) fall back to the
+    # class defaults below until set, so making a tensor costs two stores.
+    __slots__ = ("_value", "_edge", "__dict__", "__weakref__")
+    _grad: Tensor | None = None
+    _version: int = 0
+    _base: Tensor | None = None
+    name: str | None = None
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> None:
+        self._value = as_value(data, dtype)
+        self._edge = None
+        if name is not None:
+            self.name = name
+        if requires_grad:
+            self.requires_grad_(True)
+
+    _wrap = staticmethod(wrap)
+
+    # --- place in the graph -------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._edge is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        edge = self._edge
+        if edge is not None and edge.__class__ is not _node.AccumulateGrad:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+                )
+            return
+        if not flag:
+            self._edge = None
+        elif edge is None:
+            if np.asarray(self._value).dtype.kind not in "fc":
+                raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            self._edge = _node.AccumulateGrad(self)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        edge = self._edge
+        if edge is None or edge.__class__ is _node.AccumulateGrad:
+            return None
+        return edge.node if edge.__class__ is _node.OutputRef else edge
+
+    @property
+    def is_leaf(self) -> bool:
+        edge = self._edge
+        return edge is None or edge.__class__ is _node.AccumulateGrad
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad is None and not self.is_leaf and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            value = value if isinstance(value, Tensor) else Tensor(value)
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
+        self._grad = value
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf's ``.grad`` after backward (leaves keep theirs anyway)."""
+        edge = self._edge
+        if edge is None:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if edge.__class__ is not _node.AccumulateGrad:
+            _node.edge_node(edge).retain(self, edge)
+
+    @property
+    def retains_grad(self) -> bool:
+        edge = self._edge
+        if edge is None or edge.__class__ is _node.AccumulateGrad:
+            return False
+        return _node.edge_node(edge).retained(edge) is self
+
+    def backward(
+        self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False, inputs: Any = None
+    ) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``gradcli.autograd.backward``)."""
+        _engine.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def detach(self) -> Tensor:
+        """The same values, cut from the graph (shares storage and version counter)."""
+        self._materialize()
+        t = wrap(self._value)
+        t._base = storage_root(self)
+        return t
+
+    def detach_(self) -> Tensor:
+        self._edge = None
+        return self
+
+    # --- values -------------------------------------------------------------------------------
+
+    def _materialize(self) -> None:
+        # 0-d results are NumPy scalars (fast, immutable); aliasing needs a real buffer
+        if self._value.__class__ is not _ndarray:
+            self._value = np.array(self._value)
+
+    @property
+    def data(self) -> Tensor:
+        """The values as a tensor outside the graph; changes through it are not recorded."""
+        self._materialize()
+        return wrap(self._value)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._value = value._value if isinstance(value, Tensor) else as_value(value)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def dim(self) -> int:
+        return self._value.ndim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return int(np.size(self._value))
+
+    def item(self) -> Any:
+        n = np.size(self._value)
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        return np.asarray(self._value).item()
+
+    def tolist(self) -> Any:
+        return np.asarray(self._value).tolist()
+
+    def numpy(self) -> np.ndarray:
+        if self._edge is not None:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        self._materialize()
+        return self._value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = np.asarray(self._value)
+        return a.astype(dtype) if dtype is not None else a
+
+    def __repr__(self) -> str:
+        grad_fn = self.grad_fn
+        return _format.tensor_repr(self._value, None if grad_fn is None else grad_fn.name(), self.requires_grad)
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __bool__(self) -> bool:
+        if np.size(self._value) != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._value)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # --- in-place -----------------------------------------------------------------------------
+
+    def _inplace(self, prim: Any, args: tuple[Any, ...], params: tuple[Any, ...] = ()) -> Tensor:
+        edge = self._edge
+        recording = _grad_mode.enabled and (
+            edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
+        )
+        if _grad_mode.enabled:
+            if edge is not None and edge.__class__ is _node.AccumulateGrad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            base = self._base
+            if recording and edge is not None and base is not None and base._edge is not None:
+                if base._edge.__class__ is _node.AccumulateGrad:
+                    raise RuntimeError(
+                        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                    )
+                raise RuntimeError(
+                    "gradcli does not record in-place operations on a view of a tensor that requires grad; "
+                    "assign through the tensor itself (y[i] = v) or use out-of-place operations"
+                )
+        if recording:
+            saves_self = prim.saves in ("inputs", "both")
+            old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
+            result = _record.apply(prim, (old, *args), params)
+            new_value, new_edge = result._value, result._edge
+        else:
+            new_value = prim.forward(self._value, *(_unwrap(a) for a in args), *params)
+            new_edge = edge
+        self._store(new_value)
+        global inplace_seen
+        inplace_seen = True
+        root = storage_root(self)
+        producer = edge if root is self else root._edge  # whose saved output shares this storage
+        if producer is not None:
+            _node.mark_output_modified(producer, root)
+        root._version += 1
+        if new_edge is not edge:
+            if edge is not None and self.retains_grad:
+                _node.edge_node(new_edge).retain(self, new_edge)
+            self._edge = new_edge
+        return self
+
+    def _store(self, new_value: Any) -> None:
+        value = self._value
+        if value.__class__ is _ndarray and value.flags.writeable:
+            if np.shape(new_value) != value.shape:
+                raise RuntimeError(
+                    f"output with shape {list(value.shape)} doesn't match the broadcast shape {list(np.shape(new_value))}"
+                )
+            try:
+                np.copyto(value, new_value, casting="same_kind")
+            except TypeError:
+                raise RuntimeError(
+                    f"result type {np.result_type(new_value)} can't be cast to the desired output type {value.dtype}"
+                ) from None
+        else:
+            self._value = np.asarray(new_value, dtype=np.asarray(value).dtype)[()]
+
+    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self._inplace(_ops.ADD, (other if alpha == 1 else other * alpha,))
+
+    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self._inplace(_ops.SUB, (other if alpha == 1 else other * alpha,))
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._inplace(_ops.MUL, (other,))
+
+    def div_(self, other: Any) -> Tensor:
+        return self._inplace(_ops.DIV, (other,))
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._inplace(_ops.POW, (exponent,))
+
+    def zero_(self) -> Tensor:
+        return self._inplace(_ops.FILL, (), (0,))
+
+    def fill_(self, value: Any) -> Tensor:
+        return self._inplace(_ops.FILL, (), (value,))
+
+    def copy_(self, src: Any) -> Tensor:
+        return self._inplace(_ops.INDEX_PUT, (src,), ((Ellipsis,),))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._inplace(_ops.INDEX_PUT, (value,), (_normalize_index(index),))
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+    __ipow__ = pow_
+
+    # --- operators ------------------------------------------------------------------------------
+
+    def __add__(self, other: Any) -> Any:
+        return _record.binary(_ops.ADD, self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _record.binary(_ops.ADD, other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _record.binary(_ops.SUB, self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _record.binary(_ops.SUB, other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return _record.binary(_ops.MUL, self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _record.binary(_ops.MUL, other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _record.binary(_ops.DIV, self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _record.binary(_ops.DIV, other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _record.binary(_ops.POW, self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _record.binary(_ops.POW, other, self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return _record.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _record.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return _record.unary(_ops.NEG, self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return _record.unary(_ops.ABS, self)
+
+    def __lt__(self, other: Any) -> Any:
+        return _record.binary(_ops.LT, self, other)
+
+    def __le__(self, other: Any) -> Any:
+        return _record.binary(_ops.LE, self, other)
+
+    def __gt__(self, other: Any) -> Any:
+        return _record.binary(_ops.GT, self, other)
+
+    def __ge__(self, other: Any) -> Any:
+        return _record.binary(_ops.GE, self, other)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _record.binary(_ops.EQ, self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _record.binary(_ops.NE, self, other)
+
+    def __and__(self, other: Any) -> Any:
+        return _record.binary(_ops.LOGICAL_AND, self, other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Any:
+        return _record.binary(_ops.LOGICAL_OR, self, other)
+
+    __ror__ = __or__
+
+    def __invert__(self) -> Tensor:
+        return _record.unary(_ops.LOGICAL_NOT, self)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return _record.getitem(self, _normalize_index(index))
+
+    # --- NumPy interoperability: rules written with NumPy run on tensors ------------------------
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _numpy_compat.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _numpy_compat.array_function(func, args, kwargs)
+
+
+# Late imports: these modules build on Tensor. The order matters (node before the
+# modules that import it), so the sorter leaves this block alone.
+# isort: off
+from .. import ops as _ops  # noqa: E402
+from . import node as _node  # noqa: E402
+from . import engine as _engine  # noqa: E402
+from . import record as _record  # noqa: E402
+from . import numpy_compat as _numpy_compat  # noqa: E402
+
+# isort: on

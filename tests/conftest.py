@@ -1,0 +1,20 @@
+"""Shared test settings.
+
+Hypothesis runs derandomized by default so CI is reproducible; set
+GRADCLI_HYPOTHESIS=explore to search new examples (and keep any failure found
+as a regression test).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests import their helpers (numdiff) directly
+
+settings.register_profile("ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("GRADCLI_HYPOTHESIS", "ci"))
