@@ -1,0 +1,136 @@
+"""The benchmark cases: each builds its contenders (callables) and names its reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import gradcli as gc
+
+try:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+except RuntimeError:  # interop threads already set
+    pass
+
+TORCH_MISSING = "PyTorch is not installed: its columns are skipped (pip install torch==2.13.0 to compare)"
+
+
+def versions() -> str:
+    parts = [f"numpy {np.__version__}", f"gradcli {gc.__version__}"]
+    parts.append(f"torch {torch.__version__}" if torch is not None else "torch: not installed")
+    return ", ".join(parts)
+
+
+@dataclass
+class Case:
+    name: str
+    reference: str
+    target: str
+    setup: Callable[[], tuple[dict[str, Callable[[], object]], list[str]]]
+    rounds: int = 0
+    warm_bytes: int = 0  # memory to touch before each timed call (see run.warm_memory)
+
+
+# --- large elementwise: value and gradient of 10^7 float64 ----------------------------------
+
+N_ELEMENTWISE = 10**7
+
+
+def _elementwise():
+    x = np.random.default_rng(0).uniform(-2.0, 2.0, N_ELEMENTWISE)
+
+    def numpy_by_hand():
+        x2 = x * x
+        e = np.exp(-x2)
+        s = np.sin(x)
+        value = np.sum(s * e + np.log(1 + x2))
+        grad = np.cos(x) * e - 2 * x * s * e + 2 * x / (1 + x2)
+        return value, grad
+
+    def gradcli_autograd():
+        t = gc.tensor(x, requires_grad=True)
+        y = gc.sum(gc.sin(t) * gc.exp(-(t**2)) + gc.log(1 + t**2))
+        y.backward()
+        return y.item(), t.grad
+
+    contenders = {"numpy, by hand": numpy_by_hand, "gradcli": gradcli_autograd}
+    notes = []
+    if torch is not None:
+        xt = torch.from_numpy(x)
+
+        def torch_autograd():
+            t = xt.clone().requires_grad_(True)
+            y = torch.sum(torch.sin(t) * torch.exp(-(t**2)) + torch.log(1 + t**2))
+            y.backward()
+            return y.item(), t.grad
+
+        contenders["torch autograd"] = torch_autograd
+    else:
+        notes.append(TORCH_MISSING)
+    value, grad = numpy_by_hand()
+    got_value, got_grad = gradcli_autograd()
+    np.testing.assert_allclose(got_value, value, rtol=1e-12)
+    np.testing.assert_allclose(got_grad._value, grad, rtol=1e-12, atol=1e-12)
+    return contenders, notes
+
+
+# --- scalar graph: 10^5 nodes built one operation at a time ---------------------------------------
+
+TERMS = 100_000 // 7  # sin(c*x + y) * exp(-c*y) and the running sum: 7 nodes a term
+
+
+def _scalar_graph():
+    coefficients = [float(c) for c in np.linspace(0.1, 1.0, TERMS)]
+
+    def gradcli_scalars():
+        x = gc.tensor(0.3, requires_grad=True)
+        y = gc.tensor(0.7, requires_grad=True)
+        total = 0.0
+        for c in coefficients:
+            total = total + gc.sin(c * x + y) * gc.exp(-c * y)
+        total.backward()
+        return x.grad.item(), y.grad.item()
+
+    contenders = {"gradcli": gradcli_scalars}
+    notes = [f"{TERMS * 7} nodes: build + backward"]
+    if torch is not None:
+
+        def torch_scalars():
+            x = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+            y = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+            total = 0.0
+            for c in coefficients:
+                total = total + torch.sin(c * x + y) * torch.exp(-c * y)
+            total.backward()
+            return x.grad.item(), y.grad.item()
+
+        contenders["torch eager (0-d tensors)"] = torch_scalars
+        np.testing.assert_allclose(gradcli_scalars(), torch_scalars(), rtol=1e-12)
+    else:
+        notes.append(TORCH_MISSING + "; the gradcli figure is absolute")
+    return contenders, notes
+
+
+CASES = [
+    Case(
+        "elementwise value+grad, 1e7 float64",
+        "numpy, by hand",
+        "gradcli <= 1.3x numpy by hand (issue 2); <= 1.2x (issue 7)",
+        _elementwise,
+        warm_bytes=2 * 10**9,
+    ),
+    Case(
+        "scalar graph, 1e5 nodes",
+        "torch eager (0-d tensors)" if torch is not None else "gradcli",
+        "gradcli <= 1.0x torch eager (issue 2); <= 0.5x (issue 7)",
+        _scalar_graph,
+        rounds=5,
+    ),
+]
