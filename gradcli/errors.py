@@ -1,0 +1,91 @@
+"""Every error a user can cause, with its exit code, formatted in one place.
+
+Library code raises these; only the CLI's edge turns them into a message on
+stderr and an exit code (DESIGN principle 8). A syntax error knows its source
+and column, and prints the line with a caret under that column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1  # check: a derivative disagrees, or a value is not finite
+EXIT_USAGE = 2  # bad input of any kind
+EXIT_MISSING_PROGRAM = 3  # an outside program (Graphviz's dot) is missing
+
+CONTEXT = 36  # characters shown on each side of the caret in a long line
+
+
+class GradcliError(Exception):
+    """A problem with what the user asked for: one clear message, one exit code."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def render(self) -> str:
+        return f"error: {self.message}"
+
+
+class UsageError(GradcliError):
+    """Bad input: unknown names, shapes that do not fit, values that cannot be read."""
+
+
+class MissingProgram(GradcliError):
+    """An outside program is needed and absent; the message says how to install it."""
+
+    exit_code = EXIT_MISSING_PROGRAM
+
+
+@dataclass(frozen=True)
+class Source:
+    """The text of a program, with what is needed to point at a place in it."""
+
+    text: str
+    origin: str = "expression"
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        line = self.text.count("\n", 0, offset) + 1
+        start = self.text.rfind("\n", 0, offset) + 1
+        return line, offset - start + 1
+
+    def where(self, offset: int) -> str:
+        """``column 7``, or ``line 2, column 3`` in a program of several lines."""
+        line, col = self.line_col(max(0, min(offset, len(self.text))))
+        return f"line {line}, column {col}" if "\n" in self.text.strip("\n") else f"column {col}"
+
+    def point(self, offset: int) -> str:
+        """The line holding ``offset`` and a caret under it (long lines are cut)."""
+        offset = max(0, min(offset, len(self.text)))
+        line, col = self.line_col(offset)
+        start = self.text.rfind("\n", 0, offset) + 1
+        end = self.text.find("\n", offset)
+        end = len(self.text) if end < 0 else end
+        shown = self.text[start:end].replace("\t", " ")
+        caret = col - 1
+        if len(shown) > 2 * CONTEXT + 10:
+            left = max(0, caret - CONTEXT)
+            right = min(len(shown), caret + CONTEXT)
+            prefix = "..." if left > 0 else ""
+            shown = prefix + shown[left:right] + ("..." if right < len(shown) else "")
+            caret = caret - left + len(prefix)
+        where = f"line {line}: " if "\n" in self.text.strip("\n") else ""
+        margin = "  " + " " * len(where)
+        return f"  {where}{shown}\n{margin}{' ' * caret}^"
+
+
+class SyntaxProblem(UsageError):
+    """A place in the program where it cannot be read; rendered with a caret."""
+
+    def __init__(self, message: str, source: Source, offset: int) -> None:
+        super().__init__(message)
+        self.source = source
+        self.offset = offset
+        self.line, self.column = source.line_col(max(0, min(offset, len(source.text))))
+
+    def render(self) -> str:
+        return f"error: {self.message}\n{self.source.point(self.offset)}"

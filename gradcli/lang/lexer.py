@@ -1,0 +1,97 @@
+"""Text -> tokens, each with its offset in the source.
+
+Numbers (``2``, ``2.5``, ``.5``, ``1e-3``), names (letters of any script,
+digits, ``_``: ``x``, ``w1``, ``x_2``, ``θ``), operators, brackets, ``;`` and
+new lines (statement separators, ignored inside brackets), ``#`` comments.
+One compiled pattern reads a token per match, so a million characters take
+about a second.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..errors import Source, SyntaxProblem
+
+KEYWORDS = frozenset({"if", "else"})
+OPENERS = {"(": ")", "[": "]"}
+CLOSERS = {")": "(", "]": "["}
+
+# One token per capture; what lies between captures must be blank or a comment.
+_SPLIT = re.compile(
+    r"(#[^\n]*|\n|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[^\W\d]\w*|\*\*|<=|>=|==|!=|[-+*/@^<>=,:;()\[\]])"
+)
+_GAP = re.compile(r"[ \t\r\f\v]*")
+
+
+class Token(NamedTuple):
+    kind: str  # "number", "name", "keyword", "op", "newline", "end"
+    text: str
+    offset: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.text)
+
+
+_new_token = tuple.__new__
+
+
+def tokenize(source: Source) -> list[Token]:
+    text = source.text
+    pieces = _SPLIT.split(text)  # [gap, token, gap, token, ..., gap]: the scanning happens in C
+    tokens: list[Token] = []
+    append = tokens.append
+    brackets: list[Token] = []
+    gap_ok = _GAP.fullmatch
+    offset = 0
+    for k, piece in enumerate(pieces):
+        if k % 2 == 0:  # a gap between tokens
+            if piece:
+                if not gap_ok(piece):
+                    bad = next(i for i, ch in enumerate(piece) if not ch.isspace())
+                    where = offset + bad
+                    raise SyntaxProblem(f"unexpected character {piece[bad]!r} at {source.where(where)}", source, where)
+                offset += len(piece)
+            continue
+        first = piece[0]
+        if first == "#":
+            pass  # a comment, to the end of its line
+        elif first == "\n":
+            if not brackets and tokens and tokens[-1][0] != "newline":
+                append(_new_token(Token, ("newline", "\n", offset)))
+        elif first.isdigit() or (first == "." and len(piece) > 1):
+            append(_new_token(Token, ("number", piece, offset)))
+        elif first.isalpha() or first == "_":
+            append(_new_token(Token, ("keyword" if piece in KEYWORDS else "name", piece, offset)))
+        else:
+            token = _new_token(Token, ("op", piece, offset))
+            if piece in OPENERS:
+                brackets.append(token)
+            elif piece in CLOSERS:
+                _close(source, brackets, piece, offset)
+            append(token)
+        offset += len(piece)
+    if brackets:
+        opener = brackets[-1]
+        raise SyntaxProblem(
+            f"expected '{OPENERS[opener.text]}' to close '{opener.text}' at {source.where(opener.offset)}",
+            source,
+            len(text),
+        )
+    append(_new_token(Token, ("end", "", len(text))))
+    return tokens
+
+
+def _close(source: Source, brackets: list[Token], closer: str, offset: int) -> None:
+    if not brackets:
+        raise SyntaxProblem(f"unmatched '{closer}' at {source.where(offset)}", source, offset)
+    opener = brackets.pop()
+    if OPENERS[opener.text] != closer:
+        raise SyntaxProblem(
+            f"'{closer}' does not close '{opener.text}' at {source.where(opener.offset)}; "
+            f"expected '{OPENERS[opener.text]}'",
+            source,
+            offset,
+        )

@@ -1,0 +1,80 @@
+"""Syntax tree -> canonical text, with only the parentheses precedence needs.
+
+``parse(unparse(tree))`` gives back the same tree (tested); graph views use it
+to label nodes (``a = x + w``).
+"""
+
+from __future__ import annotations
+
+from . import ast
+
+# how tightly each form binds (higher: tighter); mirrors the parser's table
+_POWER = {"+": 30, "-": 30, "*": 40, "/": 40, "@": 40, "^": 60}
+_COMPARE = 20
+_CONDITIONAL = 10
+_UNARY = 50
+_ATOM = 100
+
+
+def unparse(root: ast.Node | ast.Program) -> str:
+    """The text of a node (or a whole program, statements joined by '; ')."""
+    if isinstance(root, ast.Program):
+        parts = [f"{s.name} = {unparse(s.value)}" for s in root.statements]
+        outputs = root.outputs.items
+        last = ", ".join(unparse(item) for item in outputs)
+        named_last = root.statements and len(outputs) == 1 and isinstance(outputs[0], ast.Name)
+        if named_last and outputs[0].id == root.statements[-1].name:
+            return "; ".join(parts)
+        return "; ".join([*parts, last])
+    done: dict[int, tuple[str, int]] = {}
+    for node in ast.postorder(root):
+        kids = [done.pop(id(child)) for child in node.children()]
+        done[id(node)] = _form(node, kids)
+    return done[id(root)][0]
+
+
+def _wrap(part: tuple[str, int], need: int) -> str:
+    text, power = part
+    return f"({text})" if power < need else text
+
+
+def _form(node: ast.Node, kids: list[tuple[str, int]]) -> tuple[str, int]:
+    if isinstance(node, ast.Number):
+        return node.text, _ATOM
+    if isinstance(node, ast.Name):
+        return node.id, _ATOM
+    if isinstance(node, ast.Unary):
+        # the operand of a sign takes in a power (-x^2), nothing looser
+        return f"{node.op}{_wrap(kids[0], _UNARY)}", _UNARY
+    if isinstance(node, ast.Binary):
+        power = _POWER[node.op]
+        if node.op == "^":  # right-associative; its left side is an atom or a call
+            left, right = _wrap(kids[0], _ATOM), _wrap(kids[1], _UNARY)
+        else:
+            left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
+        return f"{left} {node.op} {right}", power
+    if isinstance(node, ast.Compare):
+        return f"{_wrap(kids[0], _COMPARE + 1)} {node.op} {_wrap(kids[1], _COMPARE + 1)}", _COMPARE
+    if isinstance(node, ast.Conditional):
+        then, condition, otherwise = kids
+        return (
+            f"{_wrap(then, _CONDITIONAL + 1)} if {_wrap(condition, _CONDITIONAL + 1)} else {_wrap(otherwise, _CONDITIONAL)}",
+            _CONDITIONAL,
+        )
+    if isinstance(node, ast.Call):
+        return f"{node.function}({', '.join(k[0] for k in kids)})", _ATOM
+    if isinstance(node, ast.Slice):
+        parts = iter(k[0] for k in kids)
+        texts = ["" if p is None else next(parts) for p in (node.lower, node.upper, node.step)]
+        text = ":".join(texts[:2]) + (f":{texts[2]}" if node.step is not None else "")
+        return text, _ATOM
+    if isinstance(node, ast.Index):
+        target, *items = kids
+        return f"{_wrap(target, _ATOM)}[{', '.join(i[0] for i in items)}]", _ATOM
+    if isinstance(node, ast.Vector):
+        return f"[{', '.join(k[0] for k in kids)}]", _ATOM
+    if isinstance(node, (ast.Outputs,)):
+        return ", ".join(k[0] for k in kids), 0
+    if isinstance(node, ast.Assign):
+        return f"{node.name} = {kids[0][0]}", 0
+    raise TypeError(f"cannot unparse {type(node).__name__}")
