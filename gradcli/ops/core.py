@@ -78,6 +78,7 @@ class Primitive:
     nparams: int = 0  # trailing non-tensor arguments (axis, shape, index...)
     public: bool = True  # exported as gradcli.<name> and in `gradcli ops`
     domain: tuple[tuple[float, float], ...] = ()  # per input, an interval where it is smooth (tests, checks)
+    arg_names: tuple[str, ...] = ()  # how docs name the inputs (default x; a, b; c, a, b)
     doc: str = ""
 
     def __post_init__(self) -> None:

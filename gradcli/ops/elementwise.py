@@ -254,6 +254,7 @@ ATAN2 = binary(
     lambda sp, y, x: sp.atan2(y, x),
     analytic=False,
     domain=((0.2, 3.0), (-3.0, 3.0)),
+    arg_names=("y", "x"),
     doc="angle of the point (x, y): atan2(y, x)",
 )
 

@@ -1,0 +1,321 @@
+"""Syntax tree -> gradcli tensors: running a program records its autograd graph.
+
+The walk is iterative (a 500,000-term sum is a tree that deep). Variables
+become leaf tensors (requiring grad when differentiated), numbers stay Python
+numbers (weakly typed, as in NumPy), assigned names label their tensors, and
+every failure points at the node that caused it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gc as _gc
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import gradcli as gc
+
+from ..errors import Source, SyntaxProblem, UsageError
+from . import ast
+from .functions import CONSTANTS, FUNCTIONS
+
+_NUMBERS = (int, float)
+_INF = float("inf")
+
+
+@dataclass
+class Evaluation:
+    """What running a program produced."""
+
+    outputs: list[gc.Tensor]
+    inputs: dict[str, gc.Tensor]  # the variables, as leaves
+    names: dict[str, gc.Tensor]  # every assigned name
+    output_labels: list[str]
+    nonfinite: str | None = None  # where a NaN or infinity first appeared
+    steps: list[tuple[ast.Node, Any]] = field(default_factory=list)  # (node, value) in evaluation order
+
+
+def free_variables(program: ast.Program) -> list[str]:
+    """Names used before any assignment, in order of first appearance (constants excluded)."""
+    assigned: set[str] = set()
+    seen: dict[str, None] = {}
+    name_type = ast.Name
+    for statement in (*program.statements, program.outputs):
+        for node in program.order(statement):
+            if node.__class__ is name_type and node.id not in assigned and node.id not in CONSTANTS:
+                seen.setdefault(node.id)
+        if isinstance(statement, ast.Assign):
+            assigned.add(statement.name)
+    return list(seen)
+
+
+def uses_constant(program: ast.Program, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in program.nodes())
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def evaluate(
+    program: ast.Program,
+    values: Mapping[str, Any],
+    wrt: Iterable[str] = (),
+    *,
+    record_steps: bool = False,
+) -> Evaluation:
+    """Run ``program`` with ``values`` for its variables; ``wrt`` variables require grad."""
+    source = Source(program.text)
+    wrt = set(wrt)
+    inputs: dict[str, gc.Tensor] = {}
+    for name, value in values.items():
+        t = value if isinstance(value, gc.Tensor) else gc.tensor(value)
+        if name in wrt and not t.requires_grad:
+            t.requires_grad_(True)
+        t.name = name
+        inputs[name] = t
+    run = _Run(source, dict(inputs), record_steps, program)
+    collecting = _gc.isenabled()
+    _gc.disable()  # evaluation makes no cycles; collections would rescan the growing graph
+    try:
+        return _run_statements(program, run, source, inputs)
+    finally:
+        if collecting:
+            _gc.enable()
+
+
+def _run_statements(program: ast.Program, run: _Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
+    for statement in program.statements:
+        value = run.value_of(statement.value)
+        tensor = value if isinstance(value, gc.Tensor) else gc.tensor(value)
+        if tensor.name is None:  # an alias ("a = x") keeps its first name; names holds both
+            tensor.name = statement.name
+        run.env[statement.name] = tensor
+        run.names[statement.name] = tensor
+    outputs = []
+    for item in program.outputs.items:
+        value = run.value_of(item)
+        outputs.append(value if isinstance(value, gc.Tensor) else gc.tensor(value))
+    labels = [_label(item, source) for item in program.outputs.items]
+    return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
+
+
+def _label(item: ast.Node, source: Source) -> str:
+    text = source.text[item.start : item.end].strip()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Run:
+    def __init__(self, source: Source, env: dict[str, Any], record: bool, program: ast.Program) -> None:
+        self.program = program
+        self.source = source
+        self.env = env
+        self.names: dict[str, gc.Tensor] = {}
+        self.nonfinite: str | None = None
+        self.record = record
+        self.steps: list[tuple[ast.Node, Any]] = []
+        self.handlers = self.__post_init_handlers()
+
+    def fail(self, message: str, node: ast.Node, offset: int | None = None) -> SyntaxProblem:
+        return SyntaxProblem(message, self.source, node.start if offset is None else offset)
+
+    def value_of(self, root: ast.Node) -> Any:
+        """Evaluate ``root``: post-order on a value stack (each node pops its children's values)."""
+        values: list[Any] = []
+        handlers = self.handlers
+        record, steps = self.record, self.steps
+        for node in self.program.order(root):
+            n = node.arity
+            if n:
+                args = values[-n:]
+                del values[-n:]
+            else:
+                args = ()
+            try:
+                value = handlers[node.__class__](node, args)
+            except SyntaxProblem:
+                raise
+            except (ValueError, TypeError, RuntimeError, IndexError, ZeroDivisionError, OverflowError) as exc:
+                where = self.source.where(node.start)
+                raise self.fail(f"{_describe(node, self.source)} at {where}: {_reason(exc)}", node) from None
+            values.append(value)
+            if record:
+                steps.append((node, value))
+            if n and self.nonfinite is None:
+                self._watch(node, value)
+        return values[0]
+
+    def _watch(self, node: ast.Node, value: Any) -> None:
+        raw = value._value if value.__class__ is gc.Tensor else value
+        if raw.__class__ is float or raw.__class__ is np.float64:
+            if -_INF < raw < _INF:  # false for nan and for infinities
+                return
+        elif not isinstance(raw, (np.ndarray, np.generic)) or raw.dtype.kind not in "fc" or np.isfinite(raw).all():
+            return
+        text = self.source.text[node.start : node.end]
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        kind = "nan" if np.isnan(raw).any() else "inf"
+        self.nonfinite = f"{shown!r} at {self.source.where(node.start)} gave {kind}"
+
+    def __post_init_handlers(self) -> dict[type, Any]:
+        return {
+            ast.Number: lambda node, args: node.value,
+            ast.Name: lambda node, args: self.lookup(node),
+            ast.Unary: lambda node, args: -args[0] if node.op == "-" else args[0],
+            ast.Binary: lambda node, args: self.binary(node, *args),
+            ast.Compare: lambda node, args: _compare(node.op, *args),
+            ast.Conditional: self.conditional,
+            ast.Call: self.call,
+            ast.Slice: self.slice,
+            ast.Index: self.index,
+            ast.Vector: self.vector,
+        }
+
+    def conditional(self, node: ast.Conditional, args: list[Any]) -> Any:
+        then, condition, otherwise = args
+        if all(isinstance(v, _NUMBERS) for v in args):
+            return then if condition else otherwise
+        return gc.where(gc.as_tensor(condition) != 0, then, otherwise)
+
+    def slice(self, node: ast.Slice, args: list[Any]) -> slice:
+        parts = iter(args)
+        return slice(
+            *(None if p is None else self.integer(next(parts), node) for p in (node.lower, node.upper, node.step))
+        )
+
+    def index(self, node: ast.Index, args: list[Any]) -> Any:
+        target, *items = args
+        index = tuple(item if isinstance(item, slice) else self.integer(item, node) for item in items)
+        target = gc.as_tensor(target)
+        if len(index) > target.ndim:
+            raise self.fail(
+                f"too many indices at {self.source.where(node.start)}: {len(index)} for a value of shape {target.shape}",
+                node,
+            )
+        return target[index]
+
+    def lookup(self, node: ast.Name) -> Any:
+        env = self.env
+        if node.id in env:
+            return env[node.id]
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
+        if node.id in FUNCTIONS:
+            raise self.fail(f"'{node.id}' is a function: call it, {node.id}(...)", node)
+        hint = suggest(node.id, [*env, *CONSTANTS])
+        raise self.fail(f"unknown name '{node.id}'{hint} (give it a value with --at {node.id}=...)", node)
+
+    def binary(self, node: ast.Binary, a: Any, b: Any) -> Any:
+        op = node.op
+        if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):  # constants fold with IEEE semantics
+            with np.errstate(all="ignore"):
+                x, y = np.float64(a), np.float64(b)
+                result = {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "^": x**y}.get(op)
+            if result is None:
+                raise self.fail(
+                    f"'@' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
+                )
+            return float(result)
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "^":
+            return a**b
+        return gc.matmul(a, b)
+
+    def call(self, node: ast.Call, args: Any) -> Any:
+        function = FUNCTIONS.get(node.function)
+        if function is None:
+            hint = suggest(node.function, FUNCTIONS)
+            raise self.fail(f"unknown function '{node.function}'{hint}", node)
+        if len(args) not in function.arities:
+            raise self.fail(
+                f"{node.function}() takes {function.arity_text()}, got {len(args)} (at {self.source.where(node.start)})",
+                node,
+            )
+        return function.apply(gc, *args)
+
+    def integer(self, value: Any, node: ast.Node) -> int:
+        raw = value._value if isinstance(value, gc.Tensor) else value
+        if np.ndim(raw) != 0 or float(raw) != int(float(raw)):
+            raise self.fail(f"an index must be a whole number (at {self.source.where(node.start)}), got {raw}", node)
+        return int(float(raw))
+
+    def vector(self, node: ast.Vector, items: Any) -> Any:
+        if all(isinstance(v, _NUMBERS) for v in items):
+            return gc.tensor(items)
+        shapes = {np.shape(v._value if isinstance(v, gc.Tensor) else v) for v in items}
+        if len(shapes) > 1:
+            raise self.fail(
+                f"the items of a vector must have the same shape (at {self.source.where(node.start)}): "
+                + ", ".join(str(s) for s in sorted(shapes)),
+                node,
+            )
+        return gc.stack([gc.as_tensor(v) for v in items])
+
+
+def _compare(op: str, a: Any, b: Any) -> Any:
+    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
+        return float({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
+    t = gc.as_tensor(a)
+    result = {"<": t < b, "<=": t <= b, ">": t > b, ">=": t >= b, "==": t == b, "!=": t != b}[op]
+    return result.to(np.float64)  # 0/1, no gradient
+
+
+def _describe(node: ast.Node, source: Source) -> str:
+    if isinstance(node, ast.Binary):
+        return f"'{node.op}'"
+    if isinstance(node, ast.Call):
+        return f"{node.function}()"
+    if isinstance(node, ast.Index):
+        return "indexing"
+    text = source.text[node.start : node.end]
+    return repr(text if len(text) <= 30 else text[:27] + "...")
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "could not be broadcast" in text:
+        shapes = text.split("shapes", 1)[-1].strip()
+        return f"shapes do not match: {shapes}"
+    if "matmul" in text and "mismatch" in text:
+        return "shapes do not match for a matrix product: " + text.split(":", 1)[-1].strip()
+    return text
+
+
+def check_names(program: ast.Program, given: Iterable[str]) -> None:
+    """Every function exists with a right arity, and every free variable has a value."""
+    source = Source(program.text)
+    call_type = ast.Call
+    for node in program.nodes():
+        if node.__class__ is call_type:
+            function = FUNCTIONS.get(node.function)
+            if function is None:
+                hint = suggest(node.function, FUNCTIONS)
+                raise SyntaxProblem(f"unknown function '{node.function}'{hint}", source, node.start)
+            if len(node.args) not in function.arities:
+                raise SyntaxProblem(
+                    f"{node.function}() takes {function.arity_text()}, got {len(node.args)} (at {source.where(node.start)})",
+                    source,
+                    node.start,
+                )
+    given = set(given)
+    for name in free_variables(program):
+        if name not in given:
+            if name in FUNCTIONS:
+                continue
+            node = next(n for n in program.nodes() if isinstance(n, ast.Name) and n.id == name)
+            hint = suggest(name, [*given, *CONSTANTS])
+            raise SyntaxProblem(f"missing value for '{name}'{hint}: give it with --at {name}=...", source, node.start)
+
+
+__all__ = ["Evaluation", "evaluate", "free_variables", "check_names", "UsageError"]

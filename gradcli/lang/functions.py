@@ -1,0 +1,189 @@
+"""The functions of the language, derived from the primitive table.
+
+Every public primitive is a function under its own name with its table arity;
+a few names add forms of their own (``log(x, b)``, ``max(x)`` vs
+``max(a, b)``, reductions with an axis, ``detach``). ``gradcli ops``, the
+parser's suggestions and the SymPy translation all read this registry, so a
+primitive added to the table is usable everywhere at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ops
+from ..ops import PRIMITIVES, Primitive
+
+ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function of the language: its arities, how it computes, and what it means."""
+
+    name: str
+    arities: tuple[int, ...]
+    apply: Callable[..., Any]  # (gradcli module, *args) -> tensor
+    derivative: str  # the derivative rule, in words a student reads
+    sympy: Callable[..., Any] | None  # (sympy module, *args) -> expr
+    primitive: Primitive | None = None
+    doc: str = ""
+    elementwise: tuple[int, ...] = ()  # the arities at which it acts element by element
+    reduces: bool = False  # name(x) over every element, name(x, axis) along one
+
+    def arity_text(self) -> str:
+        a = self.arities
+        if len(a) == 1:
+            return f"{a[0]} argument" + ("s" if a[0] != 1 else "")
+        return f"{' or '.join(map(str, a))} arguments"
+
+
+def _derivative_text(prim: Primitive, names: tuple[str, ...]) -> str:
+    parts = []
+    for name, formula in zip(names, prim.formulas):
+        if prim.vjp[names.index(name)] is None:
+            continue
+        text = formula.replace("{out}", f"{prim.name}({', '.join(names)})")
+        for i, n in enumerate(names):
+            text = text.replace("{" + str(i) + "}", n)
+        parts.append(f"d/d{name} = {text}")
+    return "; ".join(parts) if parts else "not differentiable (derivative 0)"
+
+
+def _from_primitive(prim: Primitive) -> Function:
+    names = prim.arg_names or ARG_NAMES.get(prim.arity, ("x",))
+    library = getattr(_gc(), prim.name, None) if prim.public else None
+    return Function(
+        prim.name,
+        (prim.arity,),
+        (lambda gc, *args, _f=library: _f(*args))
+        if library
+        else (lambda gc, *args, _p=prim: gc.autograd.apply(_p, args)),
+        _derivative_text(prim, names),
+        (lambda sp, *args, _p=prim: _p.sympy(sp, *args)) if prim.sympy else None,
+        prim,
+        prim.doc,
+        elementwise=(prim.arity,) if prim.elementwise else (),
+    )
+
+
+def _gc() -> Any:
+    import gradcli
+
+    return gradcli
+
+
+def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> Function:
+    """``name(x)`` over every element, or ``name(x, axis)``."""
+
+    def apply(gc: Any, x: Any, axis: Any = None) -> Any:
+        return getattr(gc, prim.name)(x, None if axis is None else _axis(axis))
+
+    return Function(
+        prim.name, (1, 2), apply, derivative, sympy_full, prim, prim.doc + "; name(x, axis) along an axis", reduces=True
+    )
+
+
+def _axis(value: Any) -> int:
+    number = float(value.item() if hasattr(value, "item") else value)
+    if number != int(number):
+        raise ValueError(f"an axis must be a whole number, got {number:g}")
+    return int(number)
+
+
+def _log(gc: Any, x: Any, base: Any = None) -> Any:
+    return gc.log(x) if base is None else gc.log(x) / gc.log(base)
+
+
+def _extreme(reduce_name: str, pair_name: str) -> Callable[..., Any]:
+    def apply(gc: Any, a: Any, b: Any = None) -> Any:
+        return getattr(gc, reduce_name)(a) if b is None else getattr(gc, pair_name)(a, b)
+
+    return apply
+
+
+def _sym_sum(sp: Any, x: Any) -> Any:
+    return sum(_flat(x), sp.Integer(0))
+
+
+def _sym_mean(sp: Any, x: Any) -> Any:
+    items = _flat(x)
+    return sum(items, sp.Integer(0)) / len(items)
+
+
+def _sym_prod(sp: Any, x: Any) -> Any:
+    return math.prod(_flat(x), start=sp.Integer(1))
+
+
+def _sym_norm(sp: Any, x: Any) -> Any:
+    return sp.sqrt(sum((v * v for v in _flat(x)), sp.Integer(0)))
+
+
+def _sym_logsumexp(sp: Any, x: Any) -> Any:
+    return sp.log(sum((sp.exp(v) for v in _flat(x)), sp.Integer(0)))
+
+
+def _sym_extreme(kind: str) -> Callable[..., Any]:
+    def build(sp: Any, a: Any, b: Any = None) -> Any:
+        fn = sp.Max if kind == "max" else sp.Min
+        return fn(*_flat(a)) if b is None else fn(a, b)
+
+    return build
+
+
+def _flat(x: Any) -> list[Any]:
+    import numpy as np
+
+    return list(np.asarray(x, dtype=object).reshape(-1))
+
+
+def _build() -> dict[str, Function]:
+    table: dict[str, Function] = {}
+    for prim in PRIMITIVES.values():
+        if prim.public and prim.elementwise:
+            table[prim.name] = _from_primitive(prim)
+    table["log"] = Function(
+        "log", (1, 2), _log, "d/dx = 1/x; log(x, b): d/dx = 1/(x*log(b))",
+        lambda sp, x, base=None: sp.log(x) if base is None else sp.log(x) / sp.log(base), ops.LOG,
+        "natural logarithm; log(x, b) to base b", elementwise=(1, 2),
+    )  # fmt: skip
+    table["max"] = Function(
+        "max", (1, 2), _extreme("max", "maximum"),
+        "max(x): 1 at the largest element (ties share it); max(a, b): 1 to the larger (ties: 1/2 each)",
+        _sym_extreme("max"), ops.AMAX, "max(x): largest element; max(a, b): elementwise", elementwise=(2,),
+    )  # fmt: skip
+    table["min"] = Function(
+        "min", (1, 2), _extreme("min", "minimum"),
+        "min(x): 1 at the smallest element (ties share it); min(a, b): 1 to the smaller (ties: 1/2 each)",
+        _sym_extreme("min"), ops.AMIN, "min(x): smallest element; min(a, b): elementwise", elementwise=(2,),
+    )  # fmt: skip
+    table["sum"] = _reduction(ops.SUM, "d/dx_i = 1", _sym_sum)
+    table["mean"] = _reduction(ops.MEAN, "d/dx_i = 1/n", _sym_mean)
+    table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
+    table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
+    table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
+    table["dot"] = Function(
+        "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",
+        lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
+        "inner product of two vectors",
+    )  # fmt: skip
+    table["detach"] = Function(
+        "detach", (1,), lambda gc, x: gc.detach(x), "0: the value passes, the gradient stops",
+        None, None, "the value of x, with no gradient through it", elementwise=(1,),
+    )  # fmt: skip
+    table["clamp"] = Function(
+        "clamp", (3,), lambda gc, x, lo, hi: gc.clamp(x, _number(lo), _number(hi)), "d/dx = 1 where lo <= x <= hi, else 0",
+        lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
+    )  # fmt: skip
+    return dict(sorted(table.items()))
+
+
+def _number(value: Any) -> float:
+    return float(value.item() if hasattr(value, "item") else value)
+
+
+FUNCTIONS = _build()
+CONSTANTS = {"pi": math.pi, "e": math.e}

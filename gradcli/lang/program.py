@@ -1,0 +1,204 @@
+"""A program to differentiate: an expression of the language, or a Python function.
+
+``load`` turns what the user typed into a ``Program``; ``value_and_grad`` and
+``symbolic_derivatives`` are what ``gradcli eval`` and ``gradcli diff``
+compute, as library calls the commands only format.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gradcli as gc
+
+from ..errors import UsageError
+from . import ast
+from .evaluate import Evaluation, check_names, evaluate, free_variables
+from .parser import parse
+from .values import _read_text, seed_vector
+
+_PYTHON_FUNCTION = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+@dataclass
+class Program:
+    """What to differentiate: ``text`` (a parsed program) or a Python ``function``."""
+
+    origin: str
+    tree: ast.Program | None = None
+    function: Callable[..., Any] | None = None
+
+    @property
+    def variables(self) -> list[str]:
+        """Free variables in order of first appearance (a function's parameters)."""
+        if self.tree is not None:
+            return free_variables(self.tree)
+        assert self.function is not None
+        return [
+            p.name
+            for p in inspect.signature(self.function).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+
+    def run(self, values: Mapping[str, Any], wrt: Sequence[str] = (), record_steps: bool = False) -> Evaluation:
+        if self.tree is not None:
+            check_names(self.tree, values)
+            with np.errstate(all="ignore"):
+                return evaluate(self.tree, values, wrt, record_steps=record_steps)
+        return _run_function(self, values, wrt)
+
+
+def load(expression: str | None, file: str | None = None) -> Program:
+    """The program named on the command line: EXPR, ``-`` (stdin), ``-f FILE`` or ``file.py:func``."""
+    if file is not None and expression not in (None, ""):
+        raise UsageError("give the expression either as EXPR or with -f FILE, not both")
+    if file is not None:
+        text = sys.stdin.read() if file == "-" else _read_text(file, "-f")
+        return Program(file, tree=parse(text, file))
+    if expression is None:
+        raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
+    if expression == "-":
+        return Program("<stdin>", tree=parse(sys.stdin.read(), "<stdin>"))
+    match = _PYTHON_FUNCTION.match(expression.strip())
+    if match:
+        return Program(expression, function=_load_function(match["path"], match["name"]))
+    return Program("expression", tree=parse(expression))
+
+
+def _load_function(path: str, name: str) -> Callable[..., Any]:
+    """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file")
+    spec = importlib.util.spec_from_file_location(f"_gradcli_user_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
+    except Exception as exc:  # the user's module failed while importing
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise UsageError(f"{path} has no function {name!r}")
+    return function
+
+
+def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
+    assert program.function is not None
+    parameters = program.variables
+    missing = [p for p in parameters if p not in values]
+    if missing:
+        raise UsageError(f"{program.origin} needs --at {missing[0]}=... (its parameters: {', '.join(parameters)})")
+    inputs: dict[str, gc.Tensor] = {}
+    for name, value in values.items():
+        t = gc.tensor(value, requires_grad=name in wrt)
+        t.name = name
+        inputs[name] = t
+    try:
+        with np.errstate(all="ignore"):
+            result = program.function(**{p: inputs[p] for p in parameters})
+    except Exception as exc:  # the user's function raised: report it, not a traceback of ours
+        raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    outputs = [r if isinstance(r, gc.Tensor) else gc.tensor(r) for r in results]
+    labels = (
+        [f"{program.function.__name__}[{i}]" for i in range(len(outputs))]
+        if len(outputs) > 1
+        else [program.function.__name__]
+    )
+    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o._value).any() else 'inf'}"
+                      for i, o in enumerate(outputs) if not np.isfinite(o._value).all()), None)  # fmt: skip
+    return Evaluation(outputs, inputs, {}, labels, nonfinite)
+
+
+# --- what the commands compute -----------------------------------------------------------------
+
+
+def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> list[str]:
+    """``--wrt`` names, checked; by default every free variable, in order of first appearance."""
+    if not wrt:
+        return [v for v in program.variables if v in values] or list(values)
+    known = set(program.variables) | set(values)
+    for name in wrt:
+        if name not in known:
+            raise UsageError(f"--wrt {name}: '{name}' is neither in the expression nor given with --at")
+        if name not in values:
+            raise UsageError(f"--wrt {name}: give it a value with --at {name}=...")
+    return list(wrt)
+
+
+@dataclass
+class Gradient:
+    """``value`` of the output and d(output)/d(variable) for each variable (a VJP with a seed)."""
+
+    value: np.ndarray
+    gradient: dict[str, np.ndarray]
+    evaluation: Evaluation
+
+
+SCALAR_ONLY = (
+    "grad can be implicitly created only for scalar outputs: the output has shape {shape}; "
+    "give --seed ones (or a vector) for the vector-Jacobian product, or use gradcli jacobian"
+)
+
+
+def single_output(evaluation: Evaluation) -> gc.Tensor:
+    outputs = evaluation.outputs
+    if len(outputs) == 1:
+        return outputs[0]
+    shapes = {o.shape for o in outputs}
+    if len(shapes) != 1:
+        raise UsageError(f"the {len(outputs)} outputs have different shapes; use gradcli jacobian")
+    return gc.stack(outputs)
+
+
+def value_and_grad(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None = None, seed: str | None = None
+) -> Gradient:
+    """The value and the gradient (or ``v^T J`` with ``seed``) at one point."""
+    names = resolve_wrt(program, values, wrt)
+    evaluation = program.run(values, names)
+    output = single_output(evaluation)
+    if seed is None and output.numel() != 1:
+        raise UsageError(SCALAR_ONLY.format(shape=output.shape))
+    vector = None if seed is None else seed_vector(seed, output.shape)
+    inputs = [evaluation.inputs[n] for n in names]
+    if output.requires_grad and inputs:
+        grads = gc.grad(output, inputs, grad_outputs=vector, allow_unused=True, materialize_grads=True)
+    else:
+        grads = tuple(gc.zeros_like(t) for t in inputs)
+    value = output._value if output.numel() != 1 or seed is not None else np.asarray(output._value).reshape(())
+    return Gradient(np.asarray(value), {n: np.asarray(g._value) for n, g in zip(names, grads)}, evaluation)
+
+
+def symbolic_derivatives(
+    program: Program, wrt: Sequence[str] | None, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> dict[str, Any]:
+    """SymPy's derivative of the (single, scalar) output with respect to each variable, simplified."""
+    if program.tree is None:
+        raise UsageError("diff needs an expression; a Python function has no symbolic form")
+    check_names(program.tree, set(program.variables))
+    from .symbolic import derivative_of, to_sympy
+
+    outputs, symbols = to_sympy(program.tree, shapes)
+    if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
+        raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
+    names = list(wrt) if wrt else list(symbols)
+    result = {}
+    for name in names:
+        if name not in symbols:
+            raise UsageError(f"--wrt {name}: '{name}' is not a variable of the expression")
+        result[name] = derivative_of(outputs[0], symbols[name])
+    return result

@@ -1,0 +1,155 @@
+"""Syntax tree -> SymPy, node by node (user text never goes through ``sympify``).
+
+Numbers become exact rationals (``2.5`` is 5/2), variables real symbols, and
+array values NumPy object arrays of SymPy expressions, so indexing,
+broadcasting, reductions and ``@`` behave exactly as they do numerically.
+SymPy is imported here and only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ..errors import Source, SyntaxProblem
+from . import ast
+from .functions import FUNCTIONS
+
+
+class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
+    """``detach(e)``: the value of ``e``, whose derivative is 0."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.Integer(0)
+
+    def _eval_evalf(self, prec: int) -> Any:
+        return self.args[0]._eval_evalf(prec)
+
+
+def number(text: str) -> sp.Rational:
+    """An exact rational for a numeric literal (``2.5`` -> 5/2, ``1e-3`` -> 1/1000)."""
+    fraction = Fraction(text)
+    return sp.Rational(fraction.numerator, fraction.denominator)
+
+
+def symbols_for(name: str, shape: tuple[int, ...]) -> Any:
+    """A real symbol, or an object array of element symbols ``x_0, x_1, ...``."""
+    if not shape:
+        return sp.Symbol(name, real=True)
+    flat = [sp.Symbol(f"{name}_{'_'.join(map(str, idx))}", real=True) for idx in np.ndindex(shape)]
+    return np.array(flat, dtype=object).reshape(shape)
+
+
+def to_sympy(
+    program: ast.Program, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[list[Any], dict[str, Any]]:
+    """The program's outputs as SymPy expressions, and the symbols of its variables."""
+    shapes = dict(shapes or {})
+    source = Source(program.text)
+    env: dict[str, Any] = {}
+    variables: dict[str, Any] = {}
+
+    def lookup(node: ast.Name) -> Any:
+        if node.id in env:
+            return env[node.id]
+        if node.id == "pi":
+            return sp.pi
+        if node.id == "e":
+            return sp.E
+        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())))
+        variables[node.id] = env[node.id] = symbol
+        return symbol
+
+    for statement in program.statements:
+        env[statement.name] = _convert(statement.value, lookup, source)
+    outputs = [_convert(item, lookup, source) for item in program.outputs.items]
+    return outputs, variables
+
+
+def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
+    results: dict[int, Any] = {}
+    for node in ast.postorder(root):
+        args = [results.pop(id(child)) for child in node.children()]
+        try:
+            results[id(node)] = _node(node, args, lookup)
+        except SyntaxProblem:
+            raise
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise SyntaxProblem(
+                f"cannot translate this to SymPy at {source.where(node.start)}: {exc}", source, node.start
+            ) from None
+    return results[id(root)]
+
+
+def _elementwise(fn: Any, *args: Any) -> Any:
+    if any(isinstance(a, np.ndarray) for a in args):
+        return np.frompyfunc(fn, len(args), 1)(*args)
+    return fn(*args)
+
+
+def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
+    if isinstance(node, ast.Number):
+        return number(node.text)
+    if isinstance(node, ast.Name):
+        return lookup(node)
+    if isinstance(node, ast.Unary):
+        return -args[0] if node.op == "-" else args[0]
+    if isinstance(node, ast.Binary):
+        a, b = args
+        if node.op == "^":
+            return _elementwise(lambda u, v: u**v, a, b)
+        if node.op == "@":
+            return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()
+    if isinstance(node, ast.Compare):
+        relation = {"<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge, "==": sp.Eq, "!=": sp.Ne}[node.op]
+        return _elementwise(lambda u, v: sp.Piecewise((1, relation(u, v)), (0, True)), *args)
+    if isinstance(node, ast.Conditional):
+        then, condition, otherwise = args
+        return _elementwise(lambda t, c, o: sp.Piecewise((t, sp.Ne(c, 0)), (o, True)), then, condition, otherwise)
+    if isinstance(node, ast.Call):
+        return _call(node.function, args)
+    if isinstance(node, ast.Slice):
+        parts = iter(args)
+        return slice(*(None if p is None else int(next(parts)) for p in (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.Index):
+        target, *items = args
+        index = tuple(i if isinstance(i, slice) else int(i) for i in items)
+        return np.asarray(target, dtype=object)[index]
+    if isinstance(node, ast.Vector):
+        return np.array([np.asarray(a, dtype=object) if isinstance(a, np.ndarray) else a for a in args], dtype=object)
+    raise TypeError(f"no SymPy form for {type(node).__name__}")
+
+
+def _call(name: str, args: list[Any]) -> Any:
+    function = FUNCTIONS[name]
+    build = stop_gradient if name == "detach" else None
+    if build is None:
+        if function.sympy is None:
+            raise TypeError(f"{name}() has no SymPy counterpart")
+        build = lambda *a: function.sympy(sp, *a)  # noqa: E731
+    if len(args) in function.elementwise:
+        return _elementwise(build, *args)
+    if function.reduces and len(args) == 2:  # name(x, axis)
+        return np.apply_along_axis(build, int(args[1]), np.asarray(args[0], dtype=object))
+    return build(*args)
+
+
+SIMPLIFY_LIMIT = 400  # operations; beyond this, simplify() can take minutes
+
+
+def simplified(expr: Any) -> Any:
+    """``sympy.simplify`` when the expression is small enough to simplify quickly."""
+    return sp.simplify(expr) if sp.count_ops(expr) <= SIMPLIFY_LIMIT else expr
+
+
+def derivative_of(expr: Any, symbol: Any) -> Any:
+    """d expr / d symbol, simplified; an array of derivatives for an array of symbols."""
+    if isinstance(symbol, np.ndarray):
+        flat = [simplified(sp.diff(expr, s)) for s in symbol.reshape(-1)]
+        return np.array(flat, dtype=object).reshape(symbol.shape)
+    return simplified(sp.diff(expr, symbol))

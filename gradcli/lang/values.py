@@ -1,0 +1,168 @@
+"""Values given on the command line: ``--at x=2,w=[1,2]``, ``--seed``, ``--points`` files.
+
+A value is a constant expression of the language (``pi/4``, ``[1, 2, 3]``,
+``2^-3``), read by the same safe parser; nothing is handed to Python.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import Source, SyntaxProblem, UsageError
+from . import ast
+from .parser import parse
+
+_NAME_CHARS = str.isidentifier
+
+
+def split_top_level(text: str, sep: str = ",") -> list[tuple[int, str]]:
+    """Pieces of ``text`` split at ``sep`` outside brackets, with their offsets."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            pieces.append((start, text[start:i]))
+            start = i + 1
+    pieces.append((start, text[start:]))
+    return pieces
+
+
+def constant(text: str, origin: str = "value") -> np.ndarray:
+    """The value of a constant expression: ``2``, ``-1.5e3``, ``pi/2``, ``[[1, 2], [3, 4]]``."""
+    from .evaluate import evaluate
+
+    program = parse(text, origin)
+    names = [n for n in program.nodes() if isinstance(n, ast.Name) and n.id not in ("pi", "e")]
+    if names or program.statements or len(program.outputs.items) != 1:
+        offset = names[0].start if names else 0
+        raise SyntaxProblem("a value must be a number or a list of numbers (no names)", Source(text, origin), offset)
+    (value,) = evaluate(program, {}).outputs
+    return np.asarray(value._value, dtype=np.float64)
+
+
+def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
+    """``["x=2,w=1", "v=[1,2]"]`` -> ``{"x": 2.0, "w": 1.0, "v": [1., 2.]}``, in order."""
+    values: dict[str, np.ndarray] = {}
+    for item in items:
+        for offset, piece in split_top_level(item):
+            if not piece.strip():
+                continue
+            name, eq, value = piece.partition("=")
+            name = name.strip()
+            source = Source(item, "--at")
+            if not eq:
+                raise SyntaxProblem(f"--at expects NAME=VALUE, got {piece.strip()!r}", source, offset)
+            if not _NAME_CHARS(name) or name in ("if", "else"):
+                raise SyntaxProblem(f"--at: {name!r} is not a name", source, offset)
+            if not value.strip():
+                raise SyntaxProblem(f"--at {name}= needs a value", source, offset + len(piece))
+            try:
+                values[name] = constant(value.strip(), f"--at {name}")
+            except SyntaxProblem as problem:
+                raise UsageError(f"--at {name}: {problem.message}") from None
+    return values
+
+
+def names_list(items: Iterable[str]) -> list[str]:
+    """``["x,w", "v"]`` -> ``["x", "w", "v"]`` (``--wrt``)."""
+    out: list[str] = []
+    for item in items:
+        for _, piece in split_top_level(item):
+            name = piece.strip()
+            if not name:
+                continue
+            if not _NAME_CHARS(name):
+                raise UsageError(f"--wrt: {name!r} is not a name")
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def seed_vector(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``--seed ones`` or a literal vector, checked against the output's shape."""
+    if text.strip() == "ones":
+        return np.ones(shape)
+    seed = constant(text, "--seed")
+    if seed.shape != shape:
+        if seed.ndim == 0:
+            return np.full(shape, float(seed))
+        raise UsageError(f"--seed has shape {seed.shape} but the output has shape {shape}")
+    return seed
+
+
+def read_points(path: str) -> dict[str, np.ndarray]:
+    """A CSV file, one point a row, a header naming the variables: columns as float arrays."""
+    return read_points_with_rows(path)[0]
+
+
+def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] | None]:
+    """The columns, and each row's own text (to echo it unchanged) when the rows line up."""
+    text = _read_text(path, "--points")
+    header_line, _, body = text.lstrip("\ufeff").partition("\n")
+    header = [h.strip() for h in header_line.split(",")]
+    if not header_line.strip():
+        raise UsageError(f"--points {path}: the file is empty; expected a header naming the variables")
+    for h in header:
+        if not _NAME_CHARS(h):
+            raise UsageError(f"--points {path}: header column {h!r} is not a variable name")
+    if len(set(header)) != len(header):
+        raise UsageError(f"--points {path}: a variable is named twice in the header")
+    if not body.strip():
+        raise UsageError(f"--points {path}: no points after the header")
+    try:  # NumPy's C reader: a million rows in about a second
+        data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2, comments=None)
+    except ValueError:
+        _locate_bad_row(path, header, body)
+        raise
+    if data.shape[1] != len(header):
+        _locate_bad_row(path, header, body)
+    rows = [line.strip() for line in body.split("\n")]
+    rows = [line for line in rows if line]
+    columns = {name: data[:, i] for i, name in enumerate(header)}
+    return columns, rows if len(rows) == len(data) else None
+
+
+def _locate_bad_row(path: str, header: list[str], body: str) -> None:
+    """Raise an error naming the first row (and column) that cannot be read."""
+    for number, row in enumerate(csv.reader(io.StringIO(body)), start=2):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise UsageError(f"--points {path}: row {number} has {len(row)} values, the header names {len(header)}")
+        for column, cell in zip(header, row):
+            try:
+                float(cell)
+            except ValueError:
+                raise UsageError(
+                    f"--points {path}: row {number}, column {column!r}: {cell.strip()!r} is not a number"
+                ) from None
+    raise UsageError(f"--points {path}: cannot read the values")
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path}: is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def as_numbers(value: Any) -> Any:
+    """A NumPy value as plain Python numbers and lists (for output)."""
+    return np.asarray(value).tolist()
