@@ -118,6 +118,52 @@ def _scalar_graph():
     return contenders, notes
 
 
+# --- start-up: a whole process, gradcli eval vs python -c "import numpy" -----------------------------
+
+
+def _startup():
+    import compileall
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # bytecode as an install leaves it (this machine sets PYTHONDONTWRITEBYTECODE)
+    compileall.compile_dir(str(Path(gc.__file__).parent), quiet=1)
+    command = shutil.which("gradcli")
+    gradcli = [command] if command else [sys.executable, "-m", "gradcli"]
+
+    def run(args):
+        return lambda: subprocess.run(args, stdout=subprocess.DEVNULL, check=True)
+
+    contenders = {
+        'python -c "import numpy"': run([sys.executable, "-c", "import numpy"]),
+        "gradcli eval": run([*gradcli, "eval", "(x+w)*(w+1)", "--at", "x=2,w=1"]),
+    }
+    return contenders, ["output to a pipe (plain text, as scripts and CI read it)"]
+
+
+# --- the language: parse + evaluate + backward of a long expression --------------------------------
+
+
+def _long_expression():
+    from gradcli.lang.program import load
+
+    text = "+".join(f"sin({k % 7 + 1}*x)*y" for k in range(100_000 // 4))  # 4 operations a term: 1e5 nodes
+    sums = "+".join(["x"] * 100_000)
+
+    def pipeline(source):
+        def run():
+            program = load(source)
+            evaluation = program.run({"x": 0.5, "y": 2.0}, ["x", "y"])
+            return gc.grad(evaluation.outputs[0], list(evaluation.inputs.values()), allow_unused=True)
+
+        return run
+
+    contenders = {"1e5 terms x+x+...": pipeline(sums), "25,000 terms sin(k*x)*y (1e5 nodes)": pipeline(text)}
+    return contenders, [f"absolute times; {len(sums):,} and {len(text):,} characters"]
+
+
 CASES = [
     Case(
         "elementwise value+grad, 1e7 float64",
@@ -132,5 +178,19 @@ CASES = [
         "gradcli <= 1.0x torch eager (issue 2); <= 0.5x (issue 7)",
         _scalar_graph,
         rounds=5,
+    ),
+    Case(
+        "start-up, whole process",
+        'python -c "import numpy"',
+        "gradcli eval <= 2.0x import numpy (issue 3); <= 1.3x (issue 7)",
+        _startup,
+        rounds=15,
+    ),
+    Case(
+        "parse+evaluate+backward, 1e5 terms",
+        "1e5 terms x+x+...",
+        "each under 1 s (issue 3)",
+        _long_expression,
+        rounds=3,
     ),
 ]

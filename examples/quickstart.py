@@ -1,6 +1,6 @@
 """The SPEC's library example: y = (x + w) * (w + 1) at x = 2, w = 1 (seed 002).
 
-    python examples/quickstart.py
+python examples/quickstart.py
 """
 
 import gradcli as gc

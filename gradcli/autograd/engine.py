@@ -95,8 +95,11 @@ def _collect(roots: list[Any]) -> dict[Any, list[Any]]:
     return state
 
 
-def _needed(state: dict[Any, list[Any]], roots: list[Any], targets: set[Any]) -> set[Any]:
-    """Nodes from which some target is reachable (the rest need not run)."""
+def _needed(state: dict[Any, list[Any]], roots: list[Any], targets: set[Any]) -> set[Any] | None:
+    """Nodes from which some target is reachable (the rest need not run); ``None``: all of them."""
+    leaves = {n for n in state if n.__class__ is AccumulateGrad}
+    if targets == leaves:  # every node reaches some leaf, and every leaf is wanted
+        return None
     order = []
     remaining = {node: record[PENDING] for node, record in state.items()}
     ready = [n for n in {edge_node(e) for e in roots} if remaining[n] == 0]

@@ -14,13 +14,20 @@ double = float64
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
-_rng = np.random.default_rng()
+_generator: np.random.Generator | None = None  # made on first use: numpy.random costs ~15 ms to import
+
+
+def _rng() -> np.random.Generator:
+    global _generator
+    if _generator is None:
+        _generator = np.random.default_rng()
+    return _generator
 
 
 def manual_seed(seed: int) -> None:
     """Seed ``rand``/``randn`` for reproducible runs."""
-    global _rng
-    _rng = np.random.default_rng(seed)
+    global _generator
+    _generator = np.random.default_rng(seed)
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
@@ -70,8 +77,8 @@ def _like(fill: Any) -> Any:
 
 zeros_like = _like(lambda v, dt: np.zeros(v.shape, dtype=dt))
 ones_like = _like(lambda v, dt: np.ones(v.shape, dtype=dt))
-randn_like = _like(lambda v, dt: _rng.standard_normal(v.shape).astype(dt))
-rand_like = _like(lambda v, dt: _rng.random(v.shape).astype(dt))
+randn_like = _like(lambda v, dt: _rng().standard_normal(v.shape).astype(dt))
+rand_like = _like(lambda v, dt: _rng().random(v.shape).astype(dt))
 
 
 def full_like(t: Any, fill_value: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
@@ -96,12 +103,12 @@ def eye(n: int, m: int | None = None, requires_grad: bool = False, dtype: Any = 
 def randn(*size: Any, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
     """Standard normal samples; ``randn(size=())`` is a scalar, as seed 004 uses it."""
     shape = _size(size, kw.get("size"))
-    return _made(np.asarray(_rng.standard_normal(shape), dtype=dtype or float64), requires_grad)
+    return _made(np.asarray(_rng().standard_normal(shape), dtype=dtype or float64), requires_grad)
 
 
 def rand(*size: Any, requires_grad: bool = False, dtype: Any = None, **kw: Any) -> Tensor:
     shape = _size(size, kw.get("size"))
-    return _made(np.asarray(_rng.random(shape), dtype=dtype or float64), requires_grad)
+    return _made(np.asarray(_rng().random(shape), dtype=dtype or float64), requires_grad)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:

@@ -1,0 +1,5 @@
+"""``python -m gradcli`` is the ``gradcli`` command."""
+
+from .cli import main
+
+main()

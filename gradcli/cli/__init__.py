@@ -1,0 +1,70 @@
+"""The ``gradcli`` command: typer commands over the library (see ``app``).
+
+Only this edge turns errors into exit codes: bad input is reported as one
+clear message on stderr (with a caret for syntax errors) and exit code 2;
+a missing outside program is exit 3; an internal failure is reported as
+such (exit 70) and never as a traceback unless ``GRADCLI_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+EXIT_INTERNAL = 70
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Run a command body; report a ``GradcliError`` as its message and exit code."""
+    from ..errors import GradcliError
+
+    try:
+        yield
+    except GradcliError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None
+    except RecursionError:
+        sys.stderr.write("error: the input is nested too deeply to process\n")
+        raise SystemExit(2) from None
+    except MemoryError:
+        sys.stderr.write("error: not enough memory for this computation\n")
+        raise SystemExit(2) from None
+    except (SystemExit, BrokenPipeError):
+        raise
+    except Exception as exc:
+        if os.environ.get("GRADCLI_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"error: internal error ({type(exc).__name__}: {exc}); "
+            "please report it (GRADCLI_DEBUG=1 shows the traceback)\n"
+        )
+        raise SystemExit(EXIT_INTERNAL) from None
+
+
+def expression_after_dashes(argv: list[str]) -> list[str]:
+    """``eval -- "-x^2" --at x=3``: an expression starting with '-' follows ``--`` (SPEC),
+    and options may still follow it. Click stops reading options at ``--``, so the
+    expression moves to the end: ``eval --at x=3 -- "-x^2"``."""
+    if "--" not in argv:
+        return argv
+    i = argv.index("--")
+    if i + 2 >= len(argv):
+        return argv
+    return argv[:i] + argv[i + 2 :] + ["--", argv[i + 1]]
+
+
+def main() -> None:
+    """Entry point of the ``gradcli`` console script."""
+    from .app import app
+
+    try:
+        app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli")
+    except BrokenPipeError:  # e.g. `gradcli ops | head`
+        sys.stderr.close()
+        raise SystemExit(0) from None

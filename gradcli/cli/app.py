@@ -1,0 +1,67 @@
+"""The commands: parse options, call the library, format the result."""
+
+from __future__ import annotations
+
+import typer
+
+from . import commands
+
+app = typer.Typer(
+    name="gradcli",
+    help="Compute, check and see derivatives. Run `gradcli COMMAND --help` for a command's options and an example.",
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXPR = typer.Argument(
+    None, metavar="EXPR", help="the expression, '-' for stdin, or path/to/file.py:func", show_default=False
+)
+AT = typer.Option(None, "--at", metavar="NAME=VALUE,...", help="the point: x=2,w=1 or v=[1,2,3] (repeatable)")
+WRT = typer.Option(None, "--wrt", metavar="NAME,...", help="variables to differentiate (default: all, in order)")
+JSON = typer.Option(False, "--json", help="one JSON document on stdout")
+FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
+
+
+@app.command("eval")
+def eval_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
+    points: str = typer.Option(None, "--points", metavar="FILE.csv", help="evaluate every row of a CSV file at once"),
+) -> None:
+    """Value and gradient of EXPR at a point.
+
+    Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
+    """
+    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points)
+
+
+@app.command("diff")
+def diff_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
+) -> None:
+    """Symbolic derivative of EXPR (SymPy), simplified.
+
+    Example: gradcli diff "x^2 * sin(x)" --wrt x
+    """
+    commands.differentiate(expression, file, at or [], wrt or [], json, latex)
+
+
+@app.command("ops")
+def ops_command(json: bool = JSON) -> None:
+    """The functions of the language, their arities and derivative rules.
+
+    Example: gradcli ops --json
+    """
+    commands.list_functions(json)

@@ -1,0 +1,155 @@
+"""How results are shown: JSON, plain text (pipes, NO_COLOR) or rich tables (a terminal).
+
+Every command formats through here, so numbers print the same way everywhere:
+full float64 precision (the shortest text that reads back to the same
+double), ``6`` rather than ``6.0`` for humans, ``"nan"``/``"inf"`` in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+SUMMARY_EDGE = 3  # elements shown at each end of a long array (human output)
+SUMMARY_LIMIT = 20
+
+
+def rich_wanted() -> bool:
+    """Rich tables on a terminal; plain text without colour codes otherwise or with NO_COLOR."""
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+# --- numbers -----------------------------------------------------------------------------------
+
+
+def number(value: Any) -> str:
+    """Shortest round-trip text of a number; integral floats without '.0'."""
+    v = value.item() if hasattr(value, "item") else value
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, complex):
+        return repr(v)
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return repr(v)
+
+
+def array(value: Any, summarize: bool = True) -> str:
+    """``[1, 2.5, 3]``, nested for matrices; long axes shown as ``[1, 2, 3, ..., 98, 99, 100]``."""
+    a = np.asarray(value)
+
+    def render(x: np.ndarray) -> str:  # recursion depth is the number of axes
+
+        if x.ndim == 0:
+            return number(x)
+        n = x.shape[0]
+        if summarize and n > SUMMARY_LIMIT:
+            items = (
+                [render(x[i]) for i in range(SUMMARY_EDGE)]
+                + ["..."]
+                + [render(x[i]) for i in range(n - SUMMARY_EDGE, n)]
+            )
+        else:
+            items = [render(x[i]) for i in range(n)]
+        return "[" + ", ".join(items) + "]"
+
+    return render(a)
+
+
+def shape_text(value: Any) -> str:
+    shape = np.shape(value)
+    return "scalar" if not shape else f"shape {shape}"
+
+
+# --- JSON --------------------------------------------------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data: arrays as nested lists, non-finite floats as "nan", "inf", "-inf"."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return jsonable(value.tolist())
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if hasattr(value, "_value"):  # a gradcli tensor
+        return jsonable(np.asarray(value._value))
+    return value
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(jsonable(document), ensure_ascii=False) + "\n")
+
+
+# --- human output ------------------------------------------------------------------------------------
+
+
+def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, detail: str | None = None) -> None:
+    """``label = text`` lines (plain), or a heading and a two-column table on a terminal.
+
+    The heading (what was computed) and detail (where) are for people: plain output
+    leaves them out, so scripts read the same lines whatever the expression.
+    """
+    if rich_wanted():
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(highlight=False)
+        if heading:
+            line = Text(heading, style="bold")
+            if detail:
+                line.append("   " + detail, style="dim")
+            console.print(line)
+        table = Table(show_header=False)
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column(overflow="fold")
+        for label, text in rows:
+            table.add_row(label.replace("d/d", "∂/∂", 1) if label.startswith("d/d") else label, text)
+        console.print(table)
+        return
+    width = max((len(label) for label, _ in rows), default=0)
+    out = [f"{label.ljust(width)} = {text}" for label, text in rows]
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
+    """A table with a header: rich on a terminal, aligned columns otherwise."""
+    rows = [list(r) for r in rows]
+    if rich_wanted():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for name in header:
+            table.add_column(name, overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        Console().print(table)
+        return
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")

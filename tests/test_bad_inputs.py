@@ -1,0 +1,98 @@
+"""Bad input of every kind: exit code 2, a clear message on stderr, never a traceback, never code run."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.cli import expression_after_dashes
+from gradcli.cli.app import app
+
+runner = CliRunner()
+
+BAD = [
+    # (arguments, a phrase the message must contain)
+    (["eval", "sin((x + 1)", "--at", "x=1"], "expected ')' to close '(' at column 4"),
+    (["eval", "x +", "--at", "x=1"], "expected a value after '+'"),
+    (["eval", "2x", "--at", "x=1"], "missing operator before 'x'"),
+    (["eval", "x $ 1", "--at", "x=1"], "unexpected character '$'"),
+    (["eval", "(x]", "--at", "x=1"], "']' does not close '('"),
+    (["eval", "", "--at", "x=1"], "empty expression"),
+    (["eval", "a < b < c", "--at", "a=1,b=2,c=3"], "comparisons cannot be chained"),
+    (["eval", "sinn(x)", "--at", "x=1"], "unknown function 'sinn'; did you mean 'sin'?"),
+    (["eval", "x + y", "--at", "x=1"], "missing value for 'y'"),
+    (["eval", "xx + 1", "--at", "x=1"], "missing value for 'xx'"),
+    (["eval", "sin(x, x)", "--at", "x=1"], "sin() takes 1 argument, got 2"),
+    (["eval", "atan2(x)", "--at", "x=1"], "atan2() takes 2 arguments, got 1"),
+    (["eval", "sin + 1"], "'sin' is a function: call it, sin(...)"),
+    (["eval", "x + [1, 2]", "--at", "x=[1,2,3]"], "shapes do not match"),
+    (["eval", "x @ y", "--at", "x=[1,2],y=[1,2,3]"], "'@'"),
+    (["eval", "[x, [1, 2]]", "--at", "x=1"], "the items of a vector must have the same shape"),
+    (["eval", "x[1.5]", "--at", "x=[1,2]"], "an index must be a whole number"),
+    (["eval", "x[0, 0]", "--at", "x=[1,2]"], "too many indices"),
+    (["eval", "x[5]", "--at", "x=[1,2]"], "out of bounds"),
+    (["eval", "x * x", "--at", "x=[1,2]"], "grad can be implicitly created only for scalar outputs"),
+    (["eval", "x", "--at", "x"], "--at expects NAME=VALUE"),
+    (["eval", "x", "--at", "x="], "--at x= needs a value"),
+    (["eval", "x", "--at", "1x=2"], "is not a name"),
+    (["eval", "x", "--at", "x=y"], "a value must be a number or a list of numbers"),
+    (["eval", "x", "--at", "x=[1,"], "--at x"),
+    (["eval", "x * x", "--at", "x=[1,2]", "--seed", "[1,2,3]"], "--seed has shape (3,) but the output has shape (2,)"),
+    (["eval", "x", "--at", "x=1", "--wrt", "q"], "'q' is neither in the expression nor given with --at"),
+    (["eval", "x", "--at", "x=1", "--wrt", "1q"], "is not a name"),
+    (["eval", "-f", "/no/such/file.txt", "--at", "x=1"], "no such file"),
+    (["eval", "x", "-f", "/etc/hostname", "--at", "x=1"], "either as EXPR or with -f FILE, not both"),
+    (["eval", "--at", "x=1"], "missing EXPR"),
+    (["eval", "/no/such/module.py:f", "--at", "a=1"], "no such file"),
+    (["eval", "x", "--bogus"], "No such option"),
+    (["eval", "(" * 10_000 + "x" + ")" * 10_000, "--at", "x=1"], "nested too deeply"),
+    (["eval", "x" + "^x" * 5_000, "--at", "x=1"], "nested too deeply"),
+    # attempts to run code: all of them are just unknown names, functions or characters
+    (["eval", "__import__('os').system('touch /tmp/gradcli-pwned')"], "unexpected character"),
+    (["eval", "__import__(x)", "--at", "x=1"], "unknown function '__import__'"),
+    (["eval", "eval(x)", "--at", "x=1"], "unknown function 'eval'"),
+    (["eval", "exec(x)", "--at", "x=1"], "unknown function 'exec'"),
+    (["eval", "x.__class__", "--at", "x=1"], "unexpected character '.'"),
+    (["eval", "open(x)", "--at", "x=1"], "unknown function 'open'"),
+    (["eval", "lambda: 1"], "unexpected"),
+    (["eval", "`ls`"], "unexpected character '`'"),
+    (["eval", "x; import os", "--at", "x=1"], "missing operator before 'os'"),
+    (["diff", "sinn(x)"], "unknown function 'sinn'"),
+    (["diff", "x * y", "--wrt", "z"], "'z' is not a variable of the expression"),
+    (["diff", "sin((x"], "expected ')' to close '('"),
+]
+
+
+@pytest.mark.parametrize("args,phrase", BAD, ids=[" ".join(a)[:50] for a, _ in BAD])
+def test_bad_input_exits_2_with_a_message(args, phrase, tmp_path):
+    result = runner.invoke(app, expression_after_dashes(args))
+    text = result.stdout + result.stderr
+    assert result.exit_code == 2, text
+    assert "Traceback" not in text
+    assert phrase in result.stderr, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(("error: ", "Usage: ")) and len(first) < 300
+
+
+def test_no_bad_input_ran_code():
+    import os
+
+    assert not os.path.exists("/tmp/gradcli-pwned")
+
+
+def test_binary_and_non_utf8_files_are_refused(tmp_path):
+    path = tmp_path / "binary.bin"
+    path.write_bytes(b"x + \xff\xfe\x00")
+    result = runner.invoke(app, ["eval", "-f", str(path), "--at", "x=1"])
+    assert result.exit_code == 2 and "not UTF-8 text (byte 4)" in result.stderr
+
+
+def test_a_python_function_that_raises_is_reported(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("def f(a):\n    return a / undefined_name\n")
+    result = runner.invoke(app, ["eval", f"{path}:f", "--at", "a=1"])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {path}:f raised NameError: name 'undefined_name' is not defined\n"
+    (tmp_path / "syntax.py").write_text("def f(a:\n")
+    result = runner.invoke(app, ["eval", f"{tmp_path / 'syntax.py'}:f", "--at", "a=1"])
+    assert result.exit_code == 2 and "line 1" in result.stderr
