@@ -84,6 +84,15 @@ globals().update({name: getattr(_factory, name) for name in _FACTORIES})
 globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
 globals().update(_functions.GENERATED)
 
+
+def __getattr__(name: str):  # gradcli.render loads on first use (graphviz is imported only there)
+    if name == "render":
+        import importlib
+
+        return importlib.import_module(".render", __name__)
+    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
+
+
 __all__ = [
     "Function",
     "Tensor",

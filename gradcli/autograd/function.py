@@ -27,6 +27,7 @@ import numpy as np
 
 from ..ops import unbroadcast
 from . import grad_mode as _grad_mode
+from . import record as _record
 from .grad_mode import no_grad
 from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error
 from .tensor import Tensor, as_value, storage_root, wrap
@@ -215,4 +216,7 @@ class Function:
                 continue
             edge = OutputRef(node, k) if many else node
             results.append(wrap(o._value, edge))
+        if _record.trace is not None:
+            for result in results:
+                _record.trace.append((node, result, args))
         return tuple(results) if many else results[0]

@@ -23,6 +23,11 @@ _ndarray = np.ndarray
 _new = object.__new__
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
 _plain_classes: dict[Primitive, type] = {}
+
+#: While a graph is being drawn, every recorded node with its output tensor and its
+#: inputs (tensors and constants), in evaluation order; ``None`` otherwise (one
+#: global read per operation).
+trace: list[tuple[Any, Tensor, tuple[Any, ...]]] | None = None
 _variant_classes: dict[tuple[Any, ...], type] = {}
 
 
@@ -111,6 +116,8 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
         if prim.arity >= 0:
             edges = [e if rule is not None else None for e, rule in zip(edges, prim.vjp)]
         result = wrap(out, make_node(prim, inputs, values, out, params, tuple(edges)))
+        if trace is not None:
+            trace.append((result._edge, result, tuple(inputs)))
     if not prim.elementwise:
         _mark_view(result, inputs)
     return result
@@ -135,6 +142,8 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
     saves = prim.saves
     if _tensor_mod.inplace_seen or saves == "meta":
         result._edge = make_node(prim, (x,), (x._value,), out, (), (e,))
+        if trace is not None:
+            trace.append((result._edge, result, (x,)))
         return result
     # inlined node construction: this runs once per operation
     node = _new(_plain_classes.get(prim) or _plain_class(prim))
@@ -143,6 +152,8 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
     node.out = out if saves == "output" or saves == "both" else None
     node.shapes = node._retain = None
     result._edge = node
+    if trace is not None:
+        trace.append((node, result, (x,)))
     return result
 
 
@@ -186,6 +197,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         return result
     if _tensor_mod.inplace_seen or prim.variant is not None or prim.saves == "meta":
         result._edge = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
+        if trace is not None:
+            trace.append((result._edge, result, (a, b)))
         return result
     saves = prim.saves
     # inlined node construction: this runs once per operation
@@ -201,6 +214,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         if (ea is not None and sa != oshape) or (eb is not None and sb != oshape):
             node.shapes = (sa, sb)
     result._edge = node
+    if trace is not None:
+        trace.append((node, result, (a, b)))
     return result
 
 

@@ -58,6 +58,26 @@ def diff_command(
     commands.differentiate(expression, file, at or [], wrt or [], json, latex)
 
 
+@app.command("graph")
+def graph_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    fmt: str = typer.Option(None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it"),
+    out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
+    highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
+    max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),
+    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
+) -> None:
+    """The computation graph of EXPR: values, gradients and local derivatives with --at.
+
+    Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
+    """
+    commands.draw(expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed)
+
+
 @app.command("ops")
 def ops_command(json: bool = JSON) -> None:
     """The functions of the language, their arities and derivative rules.

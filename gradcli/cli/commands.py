@@ -87,13 +87,14 @@ def _evaluate_points(program: Any, path: str, values: dict[str, Any], wrt: list[
         output.warn(f"non-finite value: {evaluation.nonfinite}")
     value_text = _texts(out._value)
     grad_texts = [_texts(g) for g in grad_columns]
-    if as_json:
+    if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
         keys = [f'"{name}": ' for name in names]
+        values_json = _json_numbers(value_text)
+        grads_json = [_json_numbers(g) for g in grad_texts]
         lines = (
-            '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grad_texts)) + "}}"
-            for i, v in enumerate(_json_numbers(value_text))
+            '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
+            for i, v in enumerate(values_json)
         )
-        grad_texts = [_json_numbers(g) for g in grad_texts]
         sys.stdout.write("\n".join(lines) + "\n")
         return
     header = [*columns, "value", *(f"grad_{name}" for name in names)]
@@ -163,3 +164,89 @@ def list_functions(as_json: bool) -> None:
             return
         rows = [(e["name"], str(e["arity"]), e["derivative"], e["doc"]) for e in entries]
         output.print_table(["function", "arity", "derivative", "what it computes"], rows)
+
+
+def draw(
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    fmt: str | None,
+    out: str | None,
+    highlight: list[str],
+    max_nodes: int,
+    seed: str | None,
+) -> None:
+    with reported():
+        from pathlib import Path
+
+        from ..errors import UsageError
+        from ..lang.program import load, resolve_wrt
+        from ..lang.values import assignments, names_list, seed_vector
+        from ..render.build import build, recording
+        from ..render.output import format_for, show, write
+
+        if max_nodes < 1:
+            raise UsageError("--max-nodes must be at least 1")
+        program = load(expression, file)
+        values = assignments(at)
+        point = bool(values)
+        if not point:  # the structure alone: any value of the right kind will do
+            values = {name: 1.0 for name in program.variables}
+        names = resolve_wrt(program, values, names_list(wrt) or None)
+        path = Path(out) if out else None
+        fmt = format_for(path, fmt)
+        with recording() as trace:
+            try:
+                evaluation = program.run(values, names, record_steps=True)
+            except UsageError as problem:
+                if not point:
+                    raise UsageError(f"{problem.message} (give the variables values with --at)") from None
+                raise
+        outputs = evaluation.outputs
+        vector = None
+        if point and seed is not None:
+            from ..lang.program import single_output
+
+            vector = seed_vector(seed, single_output(evaluation).shape)
+        graph = build(
+            outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
+            highlight=names_list(highlight), max_nodes=max_nodes,
+        )  # fmt: skip
+        if evaluation.nonfinite and point:
+            output.warn(f"non-finite value: {evaluation.nonfinite}")
+        if path is not None:
+            write(graph, path, fmt)
+            sys.stderr.write(f"wrote {path} ({len(graph.nodes)} nodes)\n")
+        else:
+            show(graph, fmt)
+
+
+class _ProgramTexts:
+    """``id(tensor) -> program text``, unparsed on demand for the nodes a view shows.
+
+    Only subexpressions of up to ``LIMIT`` nodes get their text: unparsing the
+    subtree under every value of a 1e5-term sum would be quadratic, and such a
+    label could not be read anyway (the view writes ``n3 + n7`` instead).
+    """
+
+    LIMIT = 40
+
+    def __init__(self, evaluation: Any) -> None:
+        import gradcli as gc
+
+        from ..lang import ast
+
+        self._nodes: dict[int, Any] = {}
+        size: dict[int, int] = {}
+        for node, value in evaluation.steps:  # children come before their parents
+            size[id(node)] = 1 + sum(size.get(id(child), 1) for child in node.children())
+            computed = isinstance(value, gc.Tensor) and not isinstance(node, (ast.Name, ast.Number))
+            if computed and size[id(node)] <= self.LIMIT:
+                self._nodes.setdefault(id(value), node)
+
+    def get(self, key: int, default: str | None = None) -> str | None:
+        from ..lang.unparse import unparse
+
+        node = self._nodes.get(key)
+        return default if node is None else unparse(node)

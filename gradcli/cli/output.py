@@ -28,8 +28,8 @@ def rich_wanted() -> bool:
 # --- numbers -----------------------------------------------------------------------------------
 
 
-def number(value: Any) -> str:
-    """Shortest round-trip text of a number; integral floats without '.0'."""
+def number(value: Any, digits: int | None = None) -> str:
+    """Shortest round-trip text of a number; integral floats without '.0'; ``digits`` rounds (for people)."""
     v = value.item() if hasattr(value, "item") else value
     if isinstance(v, bool):
         return "1" if v else "0"
@@ -42,17 +42,20 @@ def number(value: Any) -> str:
         return "inf" if v > 0 else "-inf"
     if v.is_integer() and abs(v) < 1e16:
         return str(int(v))
+    if digits is not None:
+        text = f"{v:.{digits}g}"
+        return text if "e" in text or "." in text or "inf" in text or "nan" in text else text
     return repr(v)
 
 
-def array(value: Any, summarize: bool = True) -> str:
+def array(value: Any, summarize: bool = True, digits: int | None = None) -> str:
     """``[1, 2.5, 3]``, nested for matrices; long axes shown as ``[1, 2, 3, ..., 98, 99, 100]``."""
     a = np.asarray(value)
 
     def render(x: np.ndarray) -> str:  # recursion depth is the number of axes
 
         if x.ndim == 0:
-            return number(x)
+            return number(x, digits)
         n = x.shape[0]
         if summarize and n > SUMMARY_LIMIT:
             items = (

@@ -48,10 +48,9 @@ def _form(node: ast.Node, kids: list[tuple[str, int]]) -> tuple[str, int]:
         return f"{node.op}{_wrap(kids[0], _UNARY)}", _UNARY
     if isinstance(node, ast.Binary):
         power = _POWER[node.op]
-        if node.op == "^":  # right-associative; its left side is an atom or a call
-            left, right = _wrap(kids[0], _ATOM), _wrap(kids[1], _UNARY)
-        else:
-            left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
+        if node.op == "^":  # right-associative; its left side is an atom or a call; written tight: x^2
+            return f"{_wrap(kids[0], _ATOM)}^{_wrap(kids[1], _UNARY)}", power
+        left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
         return f"{left} {node.op} {right}", power
     if isinstance(node, ast.Compare):
         return f"{_wrap(kids[0], _COMPARE + 1)} {node.op} {_wrap(kids[1], _COMPARE + 1)}", _COMPARE

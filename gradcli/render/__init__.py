@@ -1,0 +1,88 @@
+"""See a computation graph: one model (``model``), built from autograd (``build``), many views.
+
+From Python:
+
+>>> import gradcli as gc
+>>> from gradcli.render import graph, recording
+>>> x = gc.tensor(2.0, requires_grad=True, name="x")
+>>> with recording() as trace:
+...     y = (x + 1) * x
+>>> print(graph(y, trace=trace).text())
+x = variable  # value=2  grad=5 (2 + 3)
+n2 = add(x, 1)  # AddBackward0  value=3  grad=2
+f = mul(n2, x)  # MulBackward0  value=6  grad=1  output
+<BLANKLINE>
+
+``graph(y).dot()``, ``.json()``, ``.tree()`` and ``.save("g.png")`` give the
+other views; without a trace the graph has its structure but not the values
+of intermediate nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .build import DEFAULT_MAX_NODES, build, recording
+from .model import Edge, Graph, Node
+
+
+class View:
+    """A built graph with its views (what ``graph()`` returns)."""
+
+    def __init__(self, model: Graph) -> None:
+        self.model = model
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.model.nodes
+
+    @property
+    def edges(self) -> list[Edge]:
+        return self.model.edges
+
+    def text(self) -> str:
+        from .views import text
+
+        return text(self.model)
+
+    def tree(self) -> str:
+        from .views import tree_plain
+
+        return tree_plain(self.model)
+
+    def dot(self) -> str:
+        from .views import dot
+
+        return dot(self.model)
+
+    def json(self) -> dict[str, Any]:
+        return self.model.to_dict()
+
+    def save(self, path: str | Path, fmt: str | None = None) -> Path:
+        """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .dot .json .txt)."""
+        from .output import write
+
+        return write(self.model, Path(path), fmt)
+
+    def _repr_svg_(self) -> str:  # pictures in Jupyter
+        from .views import picture
+
+        return picture(self.model, "svg").decode()
+
+
+def graph(
+    *outputs: Any,
+    trace: Sequence[Any] | None = None,
+    seed: Any = None,
+    point: bool = True,
+    highlight: Sequence[str] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> View:
+    """The graph behind tensors built in Python (``recording()`` around the code adds values)."""
+    flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
+    return View(build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes))
+
+
+__all__ = ["Edge", "Graph", "Node", "View", "build", "graph", "recording"]

@@ -1,0 +1,429 @@
+"""Autograd graph -> the graph model.
+
+The autograd nodes reachable from the outputs are the graph; a trace of the
+run (``recording()``) adds what the nodes do not keep: each node's output
+value and its constant operands. The program, when there is one, adds names and
+expression text. With a point, one backward pass captures the gradient at every
+node, and each scalar edge gets its local derivative from the primitive's own
+rule (the table, not a second copy of the calculus).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..autograd import record as _record
+from ..autograd.engine import run_backward
+from ..autograd.function import FunctionNode
+from ..autograd.node import FREED, AccumulateGrad, OpNode, edge_node
+from ..autograd.tensor import Tensor
+from ..errors import UsageError
+from ..ops import Meta
+from .model import Edge, Graph, Node
+
+DEFAULT_MAX_NODES = 200
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "^", "mm": "@", "mv": "@", "matmul": "@",
+         "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}  # fmt: skip
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
+    """Keep every recorded node's output and inputs while the block runs (for values on a graph).
+
+    >>> import gradcli as gc
+    >>> from gradcli.render import graph, recording
+    >>> x = gc.tensor(2.0, requires_grad=True, name="x")
+    >>> with recording() as trace:
+    ...     y = x * x + 1
+    >>> [n.label for n in graph(y, trace=trace).nodes]
+    ['x', 'x * x', '1', 'n1 + 1']
+    """
+    previous = _record.trace
+    _record.trace = entries = []
+    try:
+        yield entries
+    finally:
+        _record.trace = previous
+
+
+def build(
+    outputs: Sequence[Tensor],
+    *,
+    trace: Sequence[tuple[Any, Tensor, tuple[Any, ...]]] | None = None,
+    texts: Mapping[int, str] | None = None,
+    seed: Any = None,
+    point: bool = True,
+    free: bool = False,
+    highlight: Sequence[str] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> Graph:
+    """The model of the graph behind ``outputs``.
+
+    ``trace`` (from ``recording()``) supplies values and constants; ``texts`` maps
+    ``id(tensor)`` to the program text that computed it. With ``point``, gradients
+    and local derivatives are computed (one backward pass, ``seed`` as its vector
+    for a non-scalar output); ``free`` lets that pass release the saved values, as
+    a plain ``backward()`` does, and shows which nodes lost them.
+    """
+    texts = texts if texts is not None else {}
+    traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
+    roots = [edge_node(t._edge) for t in outputs if t._edge is not None]
+    kept, hidden = _reachable(roots, max_nodes)
+    builder = _Builder(traced, texts)
+    for node in _evaluation_order(kept, traced, roots):
+        builder.add(node)
+    out_ids = [builder.output_node(t) for t in outputs]
+    if hidden:
+        builder.add_hidden(hidden, kept)
+    graph = Graph(builder.nodes, builder.edges, out_ids)
+    taken = {n.name for n in graph.nodes if n.name}
+    for k, node_id in enumerate(out_ids):
+        node = graph.node(node_id)
+        node.output = True
+        if node.kind == "op" and not node.name:  # an unnamed result is "f", as in f(x, w)
+            name = "f" if len(out_ids) == 1 else f"f{k + 1}"
+            node.name = name if name not in taken else f"{name}_out"
+    if hidden:
+        graph.hidden = sum(hidden.values())
+        graph.hidden_kinds = dict(hidden.most_common())
+        graph.notes.append(
+            f"{graph.hidden:,} more nodes not shown (--max-nodes {max_nodes}): "
+            + ", ".join(f"{name} x{count:,}" for name, count in hidden.most_common(4))
+        )
+    if not point:  # the values were stand-ins to trace the structure: show none
+        for node in graph.nodes:
+            if node.kind != "constant":
+                node.value = None
+    if point:
+        graph.has_point = True
+        _gradients(graph, builder, outputs, seed, free)
+        _local_derivatives(graph, builder)
+        _gradient_parts(graph)
+    if highlight:
+        _highlight(graph, highlight)
+    return graph
+
+
+# --- which nodes ---------------------------------------------------------------------------------
+
+
+def _reachable(roots: list[Any], limit: int) -> tuple[list[Any], Counter]:
+    """Nodes reachable from the roots, nearest first, at most ``limit``; a count of the rest by kind."""
+    seen = dict.fromkeys(roots)
+    queue = deque(roots)
+    while queue:
+        node = queue.popleft()
+        for e in node.next:
+            if e is not None:
+                m = edge_node(e)
+                if m not in seen:
+                    seen[m] = None
+                    queue.append(m)
+    ordered = list(seen)
+    if len(ordered) <= limit:
+        return ordered, Counter()
+    return ordered[:limit], Counter(n.name() for n in ordered[limit:])
+
+
+def _evaluation_order(nodes: list[Any], traced: dict[int, Any], roots: list[Any]) -> list[Any]:
+    """Inputs before the nodes that use them: the run's own order where it was traced."""
+    kept = set(nodes)
+    order: list[Any] = []
+    done: set[Any] = set()
+    for root in reversed(roots):
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in done:
+                continue
+            if expanded:
+                done.add(node)
+                order.append(node)
+                continue
+            stack.append((node, True))
+            for e in reversed(node.next):
+                if e is not None and edge_node(e) in kept and edge_node(e) not in done:
+                    stack.append((edge_node(e), False))
+    if traced and all(id(n) in traced for n in order if n.__class__ is not AccumulateGrad):
+        position = {key: i for i, key in enumerate(traced)}  # traced keys are ids, in run order
+        ops = sorted((n for n in order if n.__class__ is not AccumulateGrad), key=lambda n: position[id(n)])
+        leaves = [n for n in order if n.__class__ is AccumulateGrad]
+        order = _leaves_before_first_use(ops, leaves)
+    return order
+
+
+def _leaves_before_first_use(ops: list[Any], leaves: list[Any]) -> list[Any]:
+    pending = set(leaves)
+    order = []
+    for op in ops:
+        for e in op.next:
+            m = None if e is None else edge_node(e)
+            if m in pending:
+                pending.discard(m)
+                order.append(m)
+        order.append(op)
+    return [leaf for leaf in leaves if leaf in pending] + order
+
+
+# --- building the model ----------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, traced: dict[int, Any], texts: dict[int, str]) -> None:
+        self.traced = traced
+        self.texts = texts
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.ids: dict[Any, str] = {}  # autograd node -> model id
+        self.tensors: dict[str, Tensor] = {}  # model id -> the tensor it computed
+        self.autograd: dict[str, Any] = {}  # model id -> autograd node
+        self.inputs: dict[str, tuple[Any, ...]] = {}  # model id -> the op's inputs as given
+        self.leaf_count = 0
+
+    def new_id(self) -> str:
+        return f"n{len(self.nodes)}"
+
+    def add(self, node: Any) -> None:
+        if node.__class__ is AccumulateGrad:
+            self._variable(node)
+        else:
+            self._op(node)
+
+    def _variable(self, node: AccumulateGrad) -> None:
+        tensor = node.variable()
+        node_id = self.new_id()
+        name = tensor.name if tensor is not None and tensor.name else f"leaf{self.leaf_count}"
+        self.leaf_count += 1
+        model = Node(node_id, "variable", "variable", name, name=name)
+        if tensor is not None:
+            model.shape = tensor.shape
+            model.value = np.asarray(tensor._value)
+            self.tensors[node_id] = tensor
+        self._append(node, model)
+
+    def _op(self, node: Any) -> None:
+        result, inputs = self.traced.get(id(node), (None, None))
+        sources = self._sources(node, inputs)  # constants get their ids before the node using them
+        node_id = self.new_id()
+        if isinstance(node, FunctionNode):
+            op, saves = node.function.__name__, "inputs" if node.ctx._saved else "nothing"
+        else:
+            op, saves = node.prim.name, node.prim.saves
+        model = Node(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
+        if result is not None:
+            model.value = np.asarray(result._value)
+            model.shape = result.shape
+            model.name = result.name
+            self.tensors[node_id] = result
+            self.inputs[node_id] = inputs
+        elif isinstance(node, OpNode) and node.out is not None and not isinstance(node.out, Meta):
+            model.value = np.asarray(node.out)
+            model.shape = model.value.shape
+        self._append(node, model)
+        refs = []
+        for i, source in enumerate(sources):
+            if source is None:  # a constant operand the graph did not see (no trace)
+                refs.append("const")
+                continue
+            self.edges.append(Edge(source, node_id, i))
+            refs.append("..." if source == "hidden" else self.nodes[int(source[1:])].key)
+        text = self.texts.get(id(result)) if result is not None else None
+        model.label = text or _expression(op, refs)
+        model.generated = text is None
+
+    def _append(self, node: Any, model: Node) -> None:
+        self.nodes.append(model)
+        self.ids[node] = model.id
+        self.autograd[model.id] = node
+
+    def _sources(self, node: Any, inputs: tuple[Any, ...] | None) -> list[str | None]:
+        """The model id feeding each input of ``node`` (a new constant node where needed)."""
+        edges = node.next
+        if isinstance(node, FunctionNode):
+            slots = dict(zip(node.positions, edges))
+            count = len(inputs) if inputs is not None else (max(node.positions) + 1 if node.positions else 0)
+            edges = tuple(slots.get(i) for i in range(count))
+        sources: list[str | None] = []
+        for i, e in enumerate(edges):
+            if e is not None:
+                sources.append(self.ids.get(edge_node(e), "hidden"))  # not kept: beyond the cut
+            elif inputs is not None and i < len(inputs):
+                sources.append(self._constant(inputs[i]).id)
+            else:
+                sources.append(None)
+        return sources
+
+    def _constant(self, value: Any) -> Node:
+        raw = value._value if isinstance(value, Tensor) else value
+        text = self.texts.get(id(value)) if isinstance(value, Tensor) else None
+        if text is None:
+            text = _value_text(raw)
+        model = Node(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
+        if isinstance(value, Tensor) and value.name:
+            model.name = value.name
+        self.nodes.append(model)
+        return model
+
+    def output_node(self, tensor: Tensor) -> str:
+        if tensor._edge is not None:
+            return self.ids[edge_node(tensor._edge)]
+        constant = self._constant(tensor)
+        constant.label = self.texts.get(id(tensor), constant.label)
+        return constant.id
+
+    def add_hidden(self, hidden: Counter, kept: list[Any]) -> None:
+        summary = Node("hidden", "hidden", "hidden", f"... {sum(hidden.values()):,} more nodes")
+        self.nodes.append(summary)
+
+
+def _value_text(raw: Any) -> str:
+    from ..cli.output import array, number
+
+    a = np.asarray(raw)
+    if a.ndim == 0:
+        return number(a)
+    return array(a) if a.size <= 6 else f"[{a.size} values]"
+
+
+def _expression(op: str, refs: list[str]) -> str:
+    """Text for a node the program did not name: ``x * 2``, ``sin(n3)``."""
+    symbol = INFIX.get(op)
+    if symbol and len(refs) == 2:
+        return f"{refs[0]} {symbol} {refs[1]}"
+    if op == "neg" and len(refs) == 1:
+        return f"-{refs[0]}"
+    return f"{op}({', '.join(refs)})"
+
+
+# --- values, gradients, local derivatives -----------------------------------------------------------
+
+
+def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed: Any, free: bool) -> None:
+    if len(outputs) != 1 or outputs[0]._edge is None:
+        if len(outputs) != 1:
+            graph.notes.append("gradients are shown for a single output")
+        return
+    out = outputs[0]
+    if seed is None:
+        if np.size(out._value) != 1:
+            graph.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
+            return
+        seed = np.ones_like(out._value)
+    captured_ids = [i for i in builder.autograd if i != "hidden"]
+    capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
+    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out._value).dtype)],
+                         retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
+    for node_id, g in zip(captured_ids, found):
+        graph.node(node_id).grad = None if g is None else np.asarray(g)
+    for node_id in captured_ids:
+        node = builder.autograd[node_id]
+        if isinstance(node, OpNode):
+            graph.node(node_id).freed = node.saved is FREED
+        elif isinstance(node, FunctionNode):
+            graph.node(node_id).freed = node.ctx._saved is FREED
+
+
+def _local_derivatives(graph: Graph, builder: _Builder) -> None:
+    """d node / d input for scalar nodes, from the primitive's own reverse rule with g = 1."""
+    for node_id, node in builder.autograd.items():
+        if not isinstance(node, OpNode) or node_id not in builder.inputs:
+            continue
+        model = graph.node(node_id)
+        inputs = builder.inputs[node_id]
+        if np.size(model.value) != 1:
+            continue
+        prim = node.prim
+        values = [x._value if isinstance(x, Tensor) else x for x in inputs]
+        if any(np.size(v) != 1 for v in values):
+            continue
+        args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
+        out = Meta.of(model.value) if prim.saves == "meta" else model.value[()]
+        one = np.ones_like(model.value)[()]
+        edges = {e.input: e for e in graph.inputs_of(node_id)}
+        refs = [
+            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "?"
+            for i in range(len(inputs))
+        ]
+        for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
+            edge = edges.get(i)
+            if rule is None or edge is None or graph.node(edge.source).kind == "constant":
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
+            except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
+                continue
+            if i < len(prim.formulas):
+                edge.formula = _formula(prim.formulas[i], refs, model.ref)
+
+
+def _formula(template: str, refs: list[str], out: str) -> str:
+    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``."""
+    whole = template.strip("{}")
+    if template == "{" + whole + "}" and whole.isdigit() and int(whole) < len(refs):
+        ref = refs[int(whole)]
+        return ref[1:-1] if ref.startswith("(") and ref.endswith(")") else ref  # no parentheses alone
+    text = template.replace("{out}", out)
+    for i, ref in enumerate(refs):
+        bare = ref[1:-1] if ref.startswith("(") and ref.endswith(")") else ref
+        text = text.replace("({" + str(i) + "})", f"({bare})")  # exp({0}): one pair of parentheses
+        text = text.replace("{" + str(i) + "}", ref)
+    return _tidy(text)
+
+
+_POWER_MINUS_ONE = re.compile(r"\^\((-?\d+(?:\.\d+)?)-1\)")
+_POWER_ONE = re.compile(r"\^1(?![\d.])")
+
+
+def _tidy(text: str) -> str:
+    """Arithmetic on numbers in a formula: ``2*x^(2-1)`` reads ``2*x``."""
+    from ..cli.output import number
+
+    text = _POWER_MINUS_ONE.sub(lambda m: "^" + number(float(m.group(1)) - 1), text)
+    text = _POWER_ONE.sub("", text)
+    return text
+
+
+def _gradient_parts(graph: Graph) -> None:
+    """At a node with several consumers, each consumer's share of its gradient."""
+    for node in graph.nodes:
+        consumers = graph.consumers_of(node.id)
+        if len(consumers) < 2 or node.grad is None or np.size(node.grad) != 1:
+            continue
+        parts = []
+        for edge in consumers:
+            target = graph.node(edge.target)
+            if edge.local_grad is None or target.grad is None or np.size(target.grad) != 1:
+                parts = []
+                break
+            parts.append(np.asarray(target.grad).reshape(()) * edge.local_grad)
+        node.grad_parts = parts or None
+
+
+def _highlight(graph: Graph, names: Sequence[str]) -> None:
+    """The paths from each named leaf to the outputs: the leaf and everything that depends on it."""
+    for name in names:
+        starts = [n.id for n in graph.nodes if n.kind == "variable" and n.name == name]
+        if not starts:
+            variables = ", ".join(n.name for n in graph.nodes if n.kind == "variable" and n.name)
+            raise UsageError(
+                f"--highlight {name}: no variable {name!r} in the graph (variables: {variables or 'none'})"
+            )
+        on_path = set(starts)
+        queue = deque(starts)
+        while queue:
+            current = queue.popleft()
+            for edge in graph.consumers_of(current):
+                if edge.target not in on_path:
+                    on_path.add(edge.target)
+                    queue.append(edge.target)
+        for node in graph.nodes:
+            node.highlighted = node.highlighted or node.id in on_path
+        for edge in graph.edges:
+            edge.highlighted = edge.highlighted or (edge.source in on_path and edge.target in on_path)

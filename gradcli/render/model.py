@@ -1,0 +1,155 @@
+"""One model of a computation graph; every view (tree, text, DOT, JSON) reads it.
+
+Nodes are in evaluation order with stable ids (``n0``, ``n1``, ...); edges
+go from an input (``source``) to the node that consumes it (``target``).
+With a point, nodes carry their value and their gradient (d output / d node)
+and scalar edges their local derivative, with its formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Node:
+    id: str
+    kind: str  # "variable", "constant" or "op"
+    op: str  # the primitive ("add", "mul"), a custom Function's name, "variable" or "constant"
+    label: str  # the expression it computes ("x + w"), a name, or a number
+    grad_fn: str | None = None  # PyTorch's name for its backward: "AddBackward0"
+    name: str | None = None  # the program's name for it (a, b, y) or the variable's
+    shape: tuple[int, ...] = ()
+    value: Any = None
+    grad: Any = None  # d output / d this node
+    grad_parts: list[Any] | None = None  # with several consumers, what each contributed
+    saves: str = ""  # what its backward keeps: "inputs", "output", "both", "shapes", "nothing"
+    freed: bool = False  # its saved values were released by a backward without retain_graph
+    output: bool = False
+    highlighted: bool = False
+    blamed: bool = False
+    generated: bool = False  # the label was made from ids (no program text): show the id too
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind != "op"
+
+    @property
+    def key(self) -> str:
+        """How the text view refers to it: its name, its number, or its id."""
+        if self.name:
+            return self.name
+        if self.kind == "constant":
+            return self.label
+        return self.id
+
+    @property
+    def ref(self) -> str:
+        """How a formula refers to it: its name, its expression in parentheses if short, else its id."""
+        if self.name or self.kind != "op":
+            return self.key
+        if not self.generated and len(self.label) <= REF_LIMIT:
+            return self.label if _atomic(self.label) else f"({self.label})"
+        return self.id
+
+
+REF_LIMIT = 20
+
+
+def _atomic(text: str) -> bool:
+    """Reads as one term (``x``, ``sin(x)``, ``x[0]``), so needs no parentheses in a formula."""
+    depth = 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and (ch == " " or ch in "+-*/^@<>=!,"):
+            return False
+    return not text.startswith("-")
+
+
+@dataclass
+class Edge:
+    source: str  # the input
+    target: str  # the node that consumes it
+    input: int  # which input of the target
+    local_grad: Any = None  # d target / d source, where both are scalars
+    formula: str | None = None  # the same as a formula of the inputs ("b", "cos(x)")
+    highlighted: bool = False
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    edges: list[Edge]
+    outputs: list[str]
+    hidden: int = 0  # nodes left out of a large graph
+    hidden_kinds: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    has_point: bool = False  # values and gradients were computed
+
+    def node(self, node_id: str) -> Node:
+        return self._by_id[node_id]
+
+    def __post_init__(self) -> None:
+        self._by_id = {n.id: n for n in self.nodes}
+
+    def inputs_of(self, node_id: str) -> list[Edge]:
+        return sorted((e for e in self.edges if e.target == node_id), key=lambda e: e.input)
+
+    def consumers_of(self, node_id: str) -> list[Edge]:
+        return [e for e in self.edges if e.source == node_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        """SPEC's JSON keys (nodes: id, op, label, grad_fn, is_leaf, value, grad; edges: source,
+        target, local_grad), and a few more."""
+        return {
+            "nodes": [
+                {
+                    "id": n.id,
+                    "op": n.op,
+                    "label": n.label,
+                    "grad_fn": n.grad_fn,
+                    "is_leaf": n.is_leaf,
+                    "value": _plain(n.value),
+                    "grad": _plain(n.grad),
+                    "kind": n.kind,
+                    "name": n.name,
+                    "shape": list(n.shape),
+                    "saves": n.saves,
+                    "freed": n.freed,
+                    "output": n.output,
+                    "highlighted": n.highlighted,
+                    "blamed": n.blamed,
+                    **({"grad_parts": _plain(n.grad_parts)} if n.grad_parts else {}),
+                }
+                for n in self.nodes
+            ],
+            "edges": [
+                {
+                    "source": e.source,
+                    "target": e.target,
+                    "local_grad": _plain(e.local_grad),
+                    "input": e.input,
+                    "formula": e.formula,
+                    "highlighted": e.highlighted,
+                }
+                for e in self.edges
+            ],
+            "outputs": self.outputs,
+            "hidden": self.hidden,
+            **({"hidden_kinds": self.hidden_kinds} if self.hidden else {}),
+            "notes": self.notes,
+        }
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return np.asarray(value).tolist()

@@ -1,0 +1,298 @@
+"""Views of the graph model: text lines, a tree, DOT (and pictures through Graphviz)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingProgram, UsageError
+from .model import Edge, Graph, Node
+
+# --- shared pieces ----------------------------------------------------------------------------------
+
+
+def number(value: Any, digits: int | None = None) -> str:
+    from ..cli.output import array
+
+    return array(value, digits=digits)
+
+
+HUMAN = 6  # significant digits in the tree and the picture (text and JSON keep every digit)
+
+
+def title(node: Node) -> str:
+    """``a = x + w``, ``x + w``, ``x`` or ``1``: what the node is, as the program says it."""
+    if node.kind == "op" and node.label != node.ref and not node.ref.startswith("("):
+        return f"{node.ref} = {node.label}"  # named, or too long to be its own reference
+    return node.name or node.label
+
+
+def grad_text(node: Node, digits: int | None = HUMAN) -> str:
+    text = number(node.grad, digits)
+    if node.grad_parts:
+        text += " = " + _signed_sum(node.grad_parts, digits)
+    return text
+
+
+def _signed_sum(parts: list[Any], digits: int | None) -> str:
+    """``2 + 3``, ``0.68 - 0.37 + 0.8``."""
+    text = ""
+    for i, part in enumerate(parts):
+        v = float(np.asarray(part))
+        if i == 0:
+            text = number(v, digits)
+        else:
+            text += (" - " if v < 0 else " + ") + number(abs(v), digits)
+    return text
+
+
+def partial(graph: Graph, edge: Edge) -> str:
+    """``∂y/∂a = b = 2``: the local derivative along an edge, formula and value."""
+    target, source = graph.node(edge.target), graph.node(edge.source)
+    text = f"∂{target.ref}/∂{source.ref}"
+    if edge.formula and edge.formula != number(edge.local_grad):
+        text += f" = {edge.formula}"
+    if edge.local_grad is not None:
+        text += f" = {number(edge.local_grad, HUMAN)}"
+    return text
+
+
+# --- text: one line a node, in evaluation order --------------------------------------------------------
+
+
+def text(graph: Graph) -> str:
+    """``a = add(x, w)  # AddBackward0  value=3  grad=2``, a line a node, for diffs and grep."""
+    lines = []
+    for node in graph.nodes:
+        if node.kind == "constant" and not node.output:
+            continue
+        if node.kind == "hidden":
+            lines.append(f"# {node.label}")
+            continue
+        name = node.key if node.kind != "constant" else node.id
+        if node.kind == "op":
+            args = ", ".join(_ref(graph, e) for e in graph.inputs_of(node.id))
+            body = f"{node.op}({args})"
+        else:
+            body = node.kind
+        facts = [node.grad_fn] if node.grad_fn else []
+        if node.shape:
+            facts.append(f"shape={node.shape}")
+        if node.value is not None and graph.has_point:
+            facts.append(f"value={_compact(node.value)}")
+        if node.grad is not None:
+            facts.append(
+                f"grad={_compact(node.grad)}" + (f" ({_signed_sum(node.grad_parts, None)})" if node.grad_parts else "")
+            )
+        if node.freed:
+            facts.append("saved values freed")
+        if node.output:
+            facts.append("output")
+        if node.highlighted:
+            facts.append("highlighted")
+        if node.blamed:
+            facts.append("BLAMED")
+        lines.append(f"{name} = {body}" + (f"  # {'  '.join(facts)}" if facts else ""))
+    lines += [f"# {note}" for note in graph.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _ref(graph: Graph, edge: Edge) -> str:
+    if edge.source == "hidden":
+        return "..."
+    return graph.node(edge.source).key
+
+
+def _compact(value: Any, digits: int | None = None) -> str:
+    a = np.asarray(value)
+    return number(a, digits) if a.size <= 8 else f"[{a.size} values, mean {number(np.mean(a), HUMAN)}]"
+
+
+# --- tree: the output at the root, inputs below ------------------------------------------------------------
+
+
+def tree_lines(graph: Graph) -> list[tuple[int, str, str]]:
+    """(depth, node line, edge text) from each output down; a node seen before is not repeated."""
+    rows: list[tuple[int, str, str]] = []
+    seen: set[str] = set()
+    stack: list[tuple[str, int, Edge | None]] = [(node_id, 0, None) for node_id in reversed(graph.outputs)]
+    while stack:
+        node_id, depth, edge = stack.pop()
+        node = graph.node(node_id)
+        edge_text = partial(graph, edge) if edge is not None and edge.local_grad is not None else ""
+        if node_id in seen and node.kind != "constant":
+            rows.append((depth, f"{title(node)}  (shown above)", edge_text))
+            continue
+        seen.add(node_id)
+        rows.append((depth, _describe(graph, node), edge_text))
+        for e in reversed(graph.inputs_of(node_id)):
+            stack.append((e.source, depth + 1, e))
+    return rows
+
+
+def _describe(graph: Graph, node: Node) -> str:
+    parts = [title(node)]
+    if node.kind == "op":
+        parts.append(f"[{node.grad_fn}]")
+    elif node.kind == "variable":
+        parts.append("(variable)")
+    elif node.kind == "constant":
+        parts.append("(constant)")
+    if node.shape:
+        parts.append(f"shape {node.shape}")
+    if graph.has_point and node.value is not None and node.kind != "constant":
+        parts.append(f"value {_compact(node.value, HUMAN)}")
+    if node.grad is not None:
+        parts.append(f"grad {grad_text(node)}")
+    if node.freed:
+        parts.append("saved values freed")
+    if node.blamed:
+        parts.append("<- BLAMED")
+    return "  ".join(parts)
+
+
+def tree_plain(graph: Graph) -> str:
+    """The tree in plain text, with guide lines (``├──``, ``│``, ``└──``)."""
+    rows = tree_lines(graph)
+    out = []
+    open_levels: list[bool] = []  # per ancestor depth: does it have more children to come?
+    for i, (depth, line, edge_text) in enumerate(rows):
+        last = _is_last_child(rows, i)
+        if depth == 0:
+            prefix = ""
+            open_levels = []
+        else:
+            del open_levels[depth - 1 :]
+            prefix = "".join("│   " if more else "    " for more in open_levels) + ("└── " if last else "├── ")
+            open_levels.append(not last)
+        out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
+    out += [f"({note})" for note in graph.notes]
+    return "\n".join(out) + "\n"
+
+
+def _is_last_child(rows: list[tuple[int, str, str]], i: int) -> bool:
+    """No later sibling before the parent's subtree ends."""
+    depth = rows[i][0]
+    for later_depth, _, _ in rows[i + 1 :]:
+        if later_depth < depth:
+            return True
+        if later_depth == depth:
+            return False
+    return True
+
+
+def tree_rich(graph: Graph) -> Any:
+    from rich.text import Text
+    from rich.tree import Tree
+
+    rows = tree_lines(graph)
+    roots: list[Any] = []
+    parents: list[Any] = []
+    for depth, line, edge_text in rows:
+        label = Text(line, style="bold" if depth == 0 else "")
+        if "(shown above)" in line:
+            label.stylize("dim")
+        if edge_text:
+            label.append(f"   {edge_text}", style="cyan")
+        if depth == 0:
+            node = Tree(label, guide_style="dim")
+            roots.append(node)
+            parents = [node]
+        else:
+            del parents[depth:]
+            node = parents[-1].add(label)
+            parents.append(node)
+    return roots
+
+
+# --- DOT and pictures ------------------------------------------------------------------------------------------------
+
+COLOURS = {
+    "variable": "#cfe8ff",
+    "constant": "#f2f2f2",
+    "op": "#fffbe6",
+    "output": "#d8f5d0",
+    "highlight": "#d62728",
+    "blamed": "#ffb3b3",
+}
+
+
+def dot(graph: Graph) -> str:
+    """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes."""
+    import graphviz
+
+    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "bgcolor": "white",
+                                                "nodesep": "0.35", "ranksep": "0.6"},
+                         node_attr={"fontname": "Helvetica", "fontsize": "11"},
+                         edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
+    for node in graph.nodes:
+        g.node(node.id, _dot_label(graph, node), **_dot_style(node))
+    for edge in graph.edges:
+        attrs: dict[str, str] = {}
+        if edge.local_grad is not None:
+            attrs["label"] = " " + partial(graph, edge) + " "
+            attrs["fontcolor"] = "#1f4e96"
+        if edge.highlighted:
+            attrs.update(color=COLOURS["highlight"], penwidth="2.6")
+        g.edge(edge.source, edge.target, **attrs)
+    if graph.notes:
+        g.attr(label=html.escape("\n".join(graph.notes)), labelloc="b", fontsize="10", fontcolor="#666666")
+    return g.source
+
+
+def _dot_style(node: Node) -> dict[str, str]:
+    if node.kind == "variable":
+        style = {"shape": "ellipse", "style": "filled", "fillcolor": COLOURS["variable"]}
+    elif node.kind == "constant":
+        style = {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": COLOURS["constant"], "color": "#999999"}
+    elif node.kind == "hidden":
+        style = {"shape": "note", "style": "filled", "fillcolor": "#eeeeee"}
+    else:
+        style = {"shape": "box", "style": "rounded,filled", "fillcolor": COLOURS["op"]}
+    if node.output:
+        style.update(fillcolor=COLOURS["output"], peripheries="2")
+    if node.blamed:
+        style.update(fillcolor=COLOURS["blamed"], color="#b00000", penwidth="2")
+    if node.highlighted:
+        style.update(color=COLOURS["highlight"], penwidth="2.6")
+    return style
+
+
+def _dot_label(graph: Graph, node: Node) -> str:
+    esc = html.escape
+    lines = [f"<b>{esc(title(node))}</b>"]
+    if node.kind == "op":
+        lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
+    elif node.kind == "variable":
+        lines.append('<font color="#777777" point-size="9">variable (leaf)</font>')
+    if node.shape:
+        lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
+    if graph.has_point and node.value is not None and node.kind != "constant":
+        lines.append(f"value {esc(_compact(node.value, HUMAN))}")
+    if node.grad is not None:
+        lines.append(f'<font color="#1f4e96">grad {esc(grad_text(node))}</font>')
+    if node.freed:
+        lines.append('<font color="#aa5500" point-size="9">saved values freed</font>')
+    if node.blamed:
+        lines.append('<font color="#b00000"><b>derivative disagrees</b></font>')
+    return "<" + "<br/>".join(lines) + ">"
+
+
+FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf")
+
+
+def picture(graph: Graph, fmt: str) -> bytes:
+    """PNG, SVG or PDF bytes, drawn by Graphviz's dot program."""
+    import graphviz
+
+    try:
+        return graphviz.Source(dot(graph)).pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise MissingProgram(
+            f"{fmt.upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
+            "macOS: brew install graphviz); --format dot writes the DOT text without it"
+        ) from None
+    except graphviz.CalledProcessError as exc:
+        raise UsageError(f"dot could not draw the graph: {exc.stderr.decode(errors='replace').strip()}") from None
