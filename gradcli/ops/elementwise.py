@@ -412,6 +412,7 @@ TO_COPY = primitive(
     formulas=("1",),
     public=False,
     doc="convert to another dtype",
+    jvp=lambda t, out, x, dtype: t.astype(dtype) if hasattr(t, "astype") else t,
 )
 
 # --- comparisons: values 0/1, no gradient --------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import primitive
+from .shape import lift
 
 
 def _col(g):
@@ -46,6 +47,7 @@ MV = primitive(
     label="@",
     public=False,
     doc="matrix times vector",
+    jvp=lambda ta, tx, out, a, x: (0.0 if ta is None else ta @ x) + (0.0 if tx is None else tx @ a.T),
 )
 MM = primitive(
     "mm",
@@ -57,6 +59,7 @@ MM = primitive(
     label="@",
     public=False,
     doc="matrix times matrix",
+    jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else ta @ b) + (0.0 if tb is None else a @ tb),
 )
 
 
@@ -76,6 +79,25 @@ def _matmul_db(g, out, a, b):
     return np.swapaxes(a, -1, -2) @ g
 
 
+def _matmul_side(t, own, other, out_ndim, left):
+    """d(a @ b) along a tangent of one side: the tangent lifted so its batch axes stay in front."""
+    if own.ndim == 1:  # a vector side: make it a row (left) or a column (right), then drop that axis
+        matrix = lift(np.reshape(t, np.shape(t) + (1,)) if not left else _row(t), 2, max(2, other.ndim))
+        product = matrix @ other if left else other @ matrix
+        return _drop_row(product) if left else np.reshape(product, np.shape(product)[:-1])
+    lifted = lift(t, own.ndim, max(own.ndim, out_ndim if other.ndim > 1 else own.ndim))
+    return lifted @ other if left else other @ lifted
+
+
+def _matmul_jvp(ta, tb, out, a, b):
+    total = 0.0
+    if ta is not None:
+        total = total + _matmul_side(ta, a, b, np.ndim(out), True)
+    if tb is not None:
+        total = total + _matmul_side(tb, b, a, np.ndim(out), False)
+    return total
+
+
 MATMUL = primitive(
     "matmul",
     2,
@@ -86,6 +108,7 @@ MATMUL = primitive(
     label="@",
     numpy=(np.matmul,),
     doc="matrix product with NumPy's broadcasting (a @ b)",
+    jvp=_matmul_jvp,
 )
 
 

@@ -21,6 +21,22 @@ def _keep(v, x_shape, axis, keepdims, nbatch=0):
     return np.reshape(v, v.shape[:nbatch] + kept)
 
 
+def _trailing(axis, ndim):
+    """The reduced axes counted from the end: ``None`` is all of the value's own axes
+    (and none of the batch axes in front of them)."""
+    return tuple(range(-ndim, 0)) if axis is None else axis
+
+
+def _reduce_jvp(weight):
+    """Forward rule of a reduction: the tangent, weighted, summed over the reduced axes."""
+
+    def jvp(t, out, x, axis, keepdims):
+        w = weight(out, x, axis, keepdims)
+        return np.sum(t if w is None else t * w, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims)
+
+    return jvp
+
+
 def _spread(g, out, x, axis, keepdims):
     """The gradient of a reduction, broadcast back over the reduced axes."""
     nb = batch_ndim(g, out)
@@ -52,7 +68,7 @@ SUM = primitive(
     nparams=2,
     variant=_full_or_dim("sum", 0, "sum", 1),
     formulas=("1",),
-    jvp=lambda t, out, x, axis, keepdims: np.sum(t, axis=axis, keepdims=keepdims),
+    jvp=_reduce_jvp(lambda out, x, axis, keepdims: None),
     doc="sum of the elements",
 )
 
@@ -65,7 +81,7 @@ MEAN = primitive(
     nparams=2,
     variant=_full_or_dim("mean", 0, "mean", 1),
     formulas=("1/n",),
-    jvp=lambda t, out, x, axis, keepdims: np.mean(t, axis=axis, keepdims=keepdims),
+    jvp=_reduce_jvp(lambda out, x, axis, keepdims: 1.0 / _count(np.shape(x), axis)),
     doc="mean of the elements",
 )
 
@@ -111,7 +127,18 @@ PROD = primitive(
     variant=_full_or_dim("prod", 0, "prod", 1),
     formulas=("prod/{0}",),
     doc="product of the elements; exact at zeros",
+    jvp=_reduce_jvp(lambda out, x, axis, keepdims: _prod_of_others(x, axis)),
 )
+
+
+def _share(out, x, axis, keepdims):
+    mask = np.asarray(x) == _keep(np.asarray(out), np.shape(x), axis, keepdims)
+    return mask / mask.sum(axis=axis, keepdims=True)
+
+
+def _norm_weight(out, x, axis, keepdims):
+    norm = _keep(out, np.shape(x), axis, keepdims)
+    return x * np.where(norm == 0, 0.0, 1.0 / np.where(norm == 0, 1.0, norm))
 
 
 def _extreme_rule(g, out, x, axis, keepdims):
@@ -133,6 +160,7 @@ AMAX = primitive(
     analytic=False,
     formulas=("[{0} == max]",),
     doc="largest element; ties share the gradient",
+    jvp=_reduce_jvp(_share),
 )
 AMIN = primitive(
     "min",
@@ -145,6 +173,7 @@ AMIN = primitive(
     analytic=False,
     formulas=("[{0} == min]",),
     doc="smallest element; ties share the gradient",
+    jvp=_reduce_jvp(_share),
 )
 
 
@@ -168,6 +197,7 @@ LOGSUMEXP = primitive(
     nparams=2,
     formulas=("softmax({0})",),
     doc="log(sum(exp(x))), without overflow",
+    jvp=_reduce_jvp(lambda out, x, axis, keepdims: np.exp(x - _keep(out, np.shape(x), axis, keepdims))),
 )
 
 
@@ -188,4 +218,5 @@ NORM = primitive(
     torch="linalg_vector_norm",
     formulas=("{0}/norm",),
     doc="Euclidean norm sqrt(sum(x^2)); gradient 0 at 0",
+    jvp=_reduce_jvp(_norm_weight),
 )

@@ -16,6 +16,17 @@ def batch_ndim(g, out) -> int:
     return np.ndim(g) - out.ndim
 
 
+def lift(t, ndim: int, target_ndim: int):
+    """A tangent of ``ndim`` own axes (after its batch axes) given ones up to ``target_ndim``,
+    so that it broadcasts against values of that many axes (batch axes stay in front)."""
+    missing = target_ndim - ndim
+    if missing <= 0:
+        return t
+    nb = np.ndim(t) - ndim
+    shape = np.shape(t)
+    return np.reshape(t, shape[:nb] + (1,) * missing + shape[nb:])
+
+
 def unbroadcast(g, shape: tuple[int, ...], nbatch: int = 0):
     """Sum ``g`` down to ``batch + shape``, undoing NumPy broadcasting.
 
@@ -89,7 +100,9 @@ EXPAND = primitive(
     saves="meta",
     nparams=1,
     public=False,
-    jvp=lambda t, out, x, shape: np.broadcast_to(t, t.shape[: np.ndim(t) - len(x.shape)] + shape),
+    jvp=lambda t, out, x, shape: np.broadcast_to(
+        lift(t, len(x.shape), len(shape)), t.shape[: np.ndim(t) - len(x.shape)] + shape
+    ),
     doc="broadcast to a larger shape without copying",
 )
 
@@ -176,6 +189,15 @@ def _index_put_rule_value(g, out, x, value, index):
     return GETITEM(g, _batched(index, batch_ndim(g, out)))
 
 
+def _index_put_jvp(tx, tv, out, x, value, index):
+    nb = np.ndim(tx) - np.ndim(x) if tx is not None else np.ndim(tv) - np.ndim(value)
+    base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x))
+    if tv is None:
+        return INDEX_PUT(base, 0.0, _batched(index, nb))
+    region = np.ndim(np.empty(np.shape(x))[index])  # a value broadcast into the region: lift its tangent
+    return INDEX_PUT(base, lift(tv, np.ndim(value), region), _batched(index, nb))
+
+
 INDEX_PUT = primitive(
     "index_put",
     2,
@@ -184,11 +206,25 @@ INDEX_PUT = primitive(
     saves="meta",
     nparams=1,
     public=False,
-    jvp=lambda tx, tv, out, x, value, index: INDEX_PUT(tx, tv, _batched(index, np.ndim(tx) - x.ndim)),
+    jvp=lambda tx, tv, out, x, value, index: _index_put_jvp(tx, tv, out, x, value, index),
     doc="x with x[index] replaced by value (x[index] = value)",
 )
 
 # --- joining --------------------------------------------------------------------------------------------
+
+
+def _join_jvp(join):
+    """Forward rule of stack/cat: join the tangents (zeros for inputs without one) after the batch axes."""
+
+    def jvp(tangents, out, *args):
+        *xs, axis = args
+        present = next(i for i, t in enumerate(tangents) if t is not None)
+        nb = np.ndim(tangents[present]) - np.ndim(xs[present])
+        batch = np.shape(tangents[present])[:nb]
+        filled = [t if t is not None else np.zeros(batch + np.shape(x)) for t, x in zip(tangents, xs)]
+        return join(filled, nb + axis)
+
+    return jvp
 
 
 def _stack_rule(g, out, *args):
@@ -207,6 +243,7 @@ STACK = primitive(
     nparams=1,
     public=False,
     doc="join values along a new axis",
+    jvp=_join_jvp(np.stack),
 )
 
 
@@ -227,4 +264,5 @@ CAT = primitive(
     nparams=1,
     public=False,
     doc="join values along an existing axis",
+    jvp=_join_jvp(np.concatenate),
 )
