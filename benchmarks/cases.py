@@ -164,6 +164,88 @@ def _long_expression():
     return contenders, [f"absolute times; {len(sums):,} and {len(text):,} characters"]
 
 
+# --- Jacobians and Hessians -----------------------------------------------------------------------------
+
+
+def _jacobian_case(n):
+    def setup():
+        from gradcli.functional import jacobian
+
+        rng = np.random.default_rng(n)
+        A = rng.standard_normal((n, n)) / np.sqrt(n)
+        x = rng.standard_normal(n)
+        At = gc.tensor(A)
+
+        def by_hand():
+            return (1.0 - np.tanh(A @ x) ** 2)[:, None] * A
+
+        contenders = {
+            "hand formula": by_hand,
+            "gradcli reverse": lambda: jacobian(lambda v: gc.tanh(At @ v), gc.tensor(x), mode="reverse"),
+            "gradcli forward": lambda: jacobian(lambda v: gc.tanh(At @ v), gc.tensor(x), mode="forward"),
+        }
+        np.testing.assert_allclose(contenders["gradcli reverse"]()._value, by_hand(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(contenders["gradcli forward"]()._value, by_hand(), rtol=1e-12, atol=1e-14)
+        notes = []
+        if torch is not None:
+            Atorch, xt = torch.from_numpy(A), torch.from_numpy(x)
+
+            def f(v):
+                return torch.tanh(Atorch @ v)
+
+            contenders["torch.func.jacrev"] = lambda: torch.func.jacrev(f)(xt)
+            contenders["torch.func.jacfwd"] = lambda: torch.func.jacfwd(f)(xt)
+            contenders["torch functional, vectorized"] = lambda: torch.autograd.functional.jacobian(
+                f, xt, vectorize=True
+            )
+        else:
+            notes.append(TORCH_MISSING)
+        return contenders, notes
+
+    return setup
+
+
+def _hessian_case(n):
+    def setup():
+        from gradcli.functional import hessian
+
+        rng = np.random.default_rng(n + 1)
+        x = rng.standard_normal(n) * 0.5
+
+        def by_hand():
+            e = np.exp(x[:-1])
+            H = 8.0 * np.outer(x, x) + 4.0 * (x @ x) * np.eye(n)
+            i = np.arange(n - 1)
+            H[i, i] += e * x[1:]
+            H[i, i + 1] += e
+            H[i + 1, i] += e
+            return H
+
+        def f(v):
+            return gc.sum(gc.exp(v[:-1]) * v[1:]) + (v @ v) ** 2
+
+        contenders = {"analytic Hessian": by_hand, "gradcli": lambda: hessian(f, gc.tensor(x))}
+        np.testing.assert_allclose(contenders["gradcli"]()._value, by_hand(), rtol=1e-12, atol=1e-12)
+        notes = []
+        if torch is not None:
+            xt = torch.from_numpy(x)
+
+            def ft(v):
+                return torch.sum(torch.exp(v[:-1]) * v[1:]) + (v @ v) ** 2
+
+            contenders["torch.func.hessian"] = lambda: torch.func.hessian(ft)(xt)
+            contenders["torch functional, vectorized"] = lambda: torch.autograd.functional.hessian(
+                ft, xt, vectorize=True
+            )
+            if n <= 300:
+                contenders["torch functional, loop"] = lambda: torch.autograd.functional.hessian(ft, xt)
+        else:
+            notes.append(TORCH_MISSING)
+        return contenders, notes
+
+    return setup
+
+
 CASES = [
     Case(
         "elementwise value+grad, 1e7 float64",
@@ -185,6 +267,26 @@ CASES = [
         "gradcli eval <= 2.0x import numpy (issue 3); <= 1.3x (issue 7)",
         _startup,
         rounds=15,
+    ),
+    *(
+        Case(
+            f"Jacobian of tanh(A @ x), n={n}",
+            "hand formula",
+            "gradcli <= fastest torch (issue 5); aim: JAX jit (7x)",
+            _jacobian_case(n),
+            rounds=5,
+        )
+        for n in (300, 1000)
+    ),
+    *(
+        Case(
+            f"Hessian of sum(exp(x[:-1])*x[1:])+(x@x)^2, n={n}",
+            "analytic Hessian",
+            "gradcli <= fastest torch (issue 5); aim: JAX jit (1x)",
+            _hessian_case(n),
+            rounds=5,
+        )
+        for n in (300, 1000)
     ),
     Case(
         "parse+evaluate+backward, 1e5 terms",

@@ -13,7 +13,7 @@ tensor(5.)
 <MulBackward0 object at ...>
 """
 
-from . import autograd
+from . import autograd, functional
 from .autograd import Function, Tensor, backward, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import factory as _factory
 from .autograd import functions as _functions
@@ -95,6 +95,7 @@ def __getattr__(name: str):  # gradcli.render loads on first use (graphviz is im
 
 __all__ = [
     "Function",
+    "functional",
     "Tensor",
     "autograd",
     "backward",

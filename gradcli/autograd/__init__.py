@@ -10,6 +10,7 @@ from .tensor import Tensor  # first: the modules below build on it
 
 # isort: on
 from .. import ops as _ops
+from . import functional
 from . import methods as _methods  # noqa: F401  (binds the functions as Tensor methods)
 from .engine import backward, grad
 from .function import Function, FunctionCtx
@@ -29,6 +30,7 @@ def _bind(prim, inputs, params):
 _ops.set_binding(_bind)
 
 __all__ = [
+    "functional",
     "AccumulateGrad",
     "Function",
     "FunctionCtx",

@@ -105,13 +105,14 @@ class FunctionNode(Node):
                 out.append(None)
                 continue
             gi = gi if isinstance(gi, Tensor) else wrap(as_value(gi))
-            if gi.shape != shape:
-                if np.broadcast_shapes(gi.shape, shape) != gi.shape:
+            own = gi.shape[nbatch:]  # leading batch axes (a batched Jacobian) are kept
+            if own != shape:
+                if np.broadcast_shapes(own, shape) != own:
                     raise RuntimeError(
-                        f"Function {self.name()} returned an invalid gradient at index {pos} - got {list(gi.shape)} "
+                        f"Function {self.name()} returned an invalid gradient at index {pos} - got {list(own)} "
                         f"but expected shape compatible with {list(shape)}"
                     )
-                gi = unbroadcast(gi, shape)
+                gi = unbroadcast(gi, shape, nbatch)
             out.append(gi if create else gi._value)
         if not retain:
             self.release()

@@ -78,6 +78,43 @@ def graph_command(
     commands.draw(expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed)
 
 
+MODE = typer.Option("auto", "--mode", metavar="auto|forward|reverse", help="forward or reverse accumulation")
+EXPLAIN = typer.Option(False, "--explain", help="say which strategy was used and why")
+
+
+@app.command("jacobian")
+def jacobian_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    mode: str = MODE,
+    explain: bool = EXPLAIN,
+) -> None:
+    """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
+
+    Example: gradcli jacobian "x * y, x + y" --at x=2,y=3
+    """
+    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain)
+
+
+@app.command("hessian")
+def hessian_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    explain: bool = EXPLAIN,
+) -> None:
+    """Hessian of a scalar EXPR (forward-over-reverse).
+
+    Example: gradcli hessian "x^2 * y" --at x=2,y=3
+    """
+    commands.hessian(expression, file, at or [], wrt or [], json, explain)
+
+
 @app.command("ops")
 def ops_command(json: bool = JSON) -> None:
     """The functions of the language, their arities and derivative rules.

@@ -250,3 +250,54 @@ class _ProgramTexts:
 
         node = self._nodes.get(key)
         return default if node is None else unparse(node)
+
+
+def jacobian(
+    expression: str | None, file: str | None, at: list[str], wrt: list[str], as_json: bool, mode: str, explain: bool
+) -> None:
+    with reported():
+        from ..errors import UsageError
+        from ..lang.program import load, program_jacobian
+        from ..lang.values import assignments, names_list
+
+        if mode not in ("auto", "forward", "reverse"):
+            raise UsageError(f"--mode {mode}: use auto, forward or reverse")
+        program = load(expression, file)
+        values = assignments(at)
+        result = program_jacobian(program, values, names_list(wrt) or None, mode)
+        if as_json:
+            document: dict[str, Any] = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
+                                        "value": result.value, "mode": result.plan.mode}  # fmt: skip
+            if explain:
+                document["explain"] = result.plan.explain()
+            output.print_json(document)
+            return
+        output.print_matrix(
+            result.rows, result.columns, result.matrix, title=f"Jacobian of {_source_text(program, expression)}"
+        )
+        if explain:
+            sys.stdout.write(result.plan.explain() + "\n")
+
+
+def hessian(
+    expression: str | None, file: str | None, at: list[str], wrt: list[str], as_json: bool, explain: bool
+) -> None:
+    with reported():
+        from ..lang.program import load, program_hessian
+        from ..lang.values import assignments, names_list
+
+        program = load(expression, file)
+        values = assignments(at)
+        result = program_hessian(program, values, names_list(wrt) or None)
+        if as_json:
+            document: dict[str, Any] = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
+                                        "gradient": result.gradient}  # fmt: skip
+            if explain:
+                document["explain"] = result.plan.explain()
+            output.print_json(document)
+            return
+        output.print_matrix(
+            result.rows, result.columns, result.matrix, title=f"Hessian of {_source_text(program, expression)}"
+        )
+        if explain:
+            sys.stdout.write(result.plan.explain() + "\n")

@@ -156,3 +156,45 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
 
 def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
+
+
+MATRIX_EDGE = 6  # rows/columns shown at each end of a large matrix
+MATRIX_DIGITS = 10  # significant digits in a table of many numbers (JSON keeps every digit)
+
+
+def _window(n: int) -> list[int | None]:
+    """Indices to show: all, or the first and last few with None for the gap."""
+    if n <= 2 * MATRIX_EDGE + 1:
+        return list(range(n))
+    return [*range(MATRIX_EDGE), None, *range(n - MATRIX_EDGE, n)]
+
+
+def print_matrix(rows: Sequence[str], columns: Sequence[str], matrix: Any, title: str | None = None) -> None:
+    """A labelled matrix (rows x columns); large ones show their corners."""
+    m = np.asarray(matrix)
+    row_idx, col_idx = _window(m.shape[0]), _window(m.shape[1])
+    header = ["", *("..." if j is None else columns[j] for j in col_idx)]
+    body = []
+    for i in row_idx:
+        if i is None:
+            body.append(["...", *("..." for _ in col_idx)])
+            continue
+        body.append([rows[i], *("" if j is None else number(m[i, j], MATRIX_DIGITS) for j in col_idx)])
+    note = f"{m.shape[0]} x {m.shape[1]}" if m.shape[0] > len(body) or m.shape[1] > len(col_idx) else None
+    if rich_wanted():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left", caption=note)
+        for k, name in enumerate(header):
+            table.add_column(name, justify="left" if k == 0 else "right", style="bold cyan" if k == 0 else None)
+        for r in body:
+            table.add_row(*r)
+        Console(highlight=False).print(table)
+        return
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    lines = ["  ".join(str(c).rjust(w) if k else str(c).ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+             for r in [header, *body]]  # fmt: skip
+    if note:
+        lines.append(f"({note})")
+    sys.stdout.write("\n".join(lines) + "\n")

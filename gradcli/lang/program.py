@@ -202,3 +202,89 @@ def symbolic_derivatives(
             raise UsageError(f"--wrt {name}: '{name}' is not a variable of the expression")
         result[name] = derivative_of(outputs[0], symbols[name])
     return result
+
+
+# --- Jacobians and Hessians of a program ----------------------------------------------------------------
+
+
+def element_labels(base: str, shape: tuple[int, ...]) -> list[str]:
+    """``y`` for a scalar, ``y[0], y[1]`` for a vector, ``A[0,1]`` for a matrix (C order)."""
+    if not shape:
+        return [base]
+    return [f"{base}[{','.join(map(str, idx))}]" for idx in np.ndindex(shape)]
+
+
+def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
+    """Names for the outputs: a program's own name, ``f`` for one unnamed output, else its text."""
+    items = program.tree.outputs.items if program.tree is not None else []
+    bases = []
+    for k, label in enumerate(evaluation.output_labels):
+        item = items[k] if k < len(items) else None
+        if isinstance(item, ast.Name) or program.tree is None:
+            bases.append(label)
+        else:
+            bases.append("f" if len(evaluation.output_labels) == 1 else label)
+    return bases
+
+
+@dataclass
+class Matrix:
+    """A labelled matrix: ``rows`` x ``columns`` (Jacobian or Hessian) and how it was computed."""
+
+    rows: list[str]
+    columns: list[str]
+    matrix: np.ndarray
+    plan: Any
+    value: np.ndarray | None = None
+    gradient: np.ndarray | None = None
+
+
+def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) -> Callable[..., Any]:
+    def run(*leaves: Any) -> tuple[gc.Tensor, ...]:
+        return tuple(program.run({**values, **dict(zip(names, leaves))}, names).outputs)
+
+    return run
+
+
+def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, mode: str) -> Matrix:
+    """d outputs / d variables, one row per output element, one column per input element."""
+    from ..autograd.functional import jacobian_blocks
+
+    names = resolve_wrt(program, values, wrt)
+    evaluation = program.run(values, names)
+    inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
+    _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
+    rows = [
+        label for base, o in zip(output_bases(program, evaluation), outs) for label in element_labels(base, o.shape)
+    ]
+    columns = [label for n, x in zip(names, inputs) for label in element_labels(n, x.shape)]
+    matrix = np.block(
+        [[np.asarray(b, dtype=np.float64).reshape(np.size(o._value), np.size(x)) for b, x in zip(row, inputs)]
+         for row, o in zip(blocks, outs)]
+    ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
+    value = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+    return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value)
+
+
+def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Matrix:
+    """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
+    from ..autograd.functional import hessian_blocks
+
+    names = resolve_wrt(program, values, wrt)
+    evaluation = program.run(values, names)
+    output = single_output(evaluation)
+    if output.numel() != 1:
+        raise UsageError(f"hessian needs a scalar output; the output has shape {output.shape} (use gradcli jacobian)")
+    inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
+
+    def scalar(*leaves: Any) -> gc.Tensor:
+        return single_output(program.run({**values, **dict(zip(names, leaves))}, names))
+
+    out, grads, blocks, plan = hessian_blocks(scalar, inputs)
+    columns = [label for n, x in zip(names, inputs) for label in element_labels(n, x.shape)]
+    matrix = np.block([[np.asarray(b, dtype=np.float64).reshape(np.size(xi), np.size(xj)) for b, xj in zip(row, inputs)]
+                       for row, xi in zip(blocks, inputs)]) if inputs else np.zeros((0, 0))  # fmt: skip
+    gradient = (
+        np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
+    )
+    return Matrix(columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out._value), gradient)

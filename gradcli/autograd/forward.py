@@ -1,0 +1,106 @@
+"""Forward mode: tangents pushed through a recorded run, in the order it ran.
+
+A run recorded with ``render.recording()`` (the tape: each node with its output
+and inputs) is replayed for tangents only: each primitive's forward rule turns
+its inputs' tangents into its output's. Tangents carry leading batch axes, so
+a whole basis of directions (a Jacobian's columns) goes through in one pass.
+Elementwise primitives need no rule of their own: their Jacobian is diagonal,
+so the tangent is the sum of the reverse rules applied to the inputs' tangents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..ops import Meta, Primitive
+from ..ops.shape import lift
+from .function import FunctionNode
+from .node import OpNode
+from .tensor import Tensor, wrap
+
+
+class NoForwardRule(RuntimeError):
+    """A node on the tape has no forward-mode rule (a custom Function without ``jvp``)."""
+
+
+def key(tensor: Any) -> Any:
+    """What tangents are keyed by: the tensor's edge (its grad_fn, or its leaf's AccumulateGrad),
+    which the tensor and any copy the backward pass makes of it share."""
+    return tensor._edge if isinstance(tensor, Tensor) else None
+
+
+def primitive_tangent(
+    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...]
+) -> Any:
+    """The output's tangent of one primitive application (``None`` when no input has one)."""
+    if all(t is None for t in tangents):
+        return None
+    values = [x._value if isinstance(x, Tensor) else x for x in inputs]
+    if prim.arity < 0:
+        return prim.jvp(tangents, out, *values, *params)
+    if prim.jvp is not None:
+        return prim.jvp(*tangents, out, *values, *params)
+    # elementwise: a diagonal Jacobian, so jvp = sum of the reverse rules applied to the tangents
+    out_ndim = np.ndim(out)
+    args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
+    total = None
+    for i, t in enumerate(tangents):
+        rule = prim.vjp[i]
+        if t is None or rule is None:
+            continue
+        part = rule(lift(t, np.ndim(values[i]), out_ndim), out, *args, *params)
+        if total is None:
+            total = part
+        elif _fresh(total, tangents) and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part)):
+            total += part  # a new array of this rule's: add in place (saves a pass over memory)
+        else:
+            total = total + part
+    return total
+
+
+def _fresh(value: Any, tangents: list[Any]) -> bool:
+    """An array a rule just made (not one of the inputs' tangents, which rules may pass through)."""
+    return (
+        value.__class__ is np.ndarray
+        and value.base is None
+        and value.flags.writeable
+        and all(value is not t for t in tangents)
+    )
+
+
+def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, Any], nbatch: int) -> dict[Any, Any]:
+    """Tangents of every recorded value, given ``seeds`` (tangents of some inputs, by ``key``)."""
+    tangents = dict(seeds)
+    with np.errstate(all="ignore"):
+        for node, result, inputs in tape:
+            ts = [tangents.get(key(x)) if isinstance(x, Tensor) else None for x in inputs]
+            if all(t is None for t in ts):
+                continue
+            out = result._value
+            if isinstance(node, OpNode):
+                t = primitive_tangent(node.prim, ts, out, list(inputs), node.params)
+            elif isinstance(node, FunctionNode):
+                t = _function_tangent(node, ts, inputs, nbatch)
+            else:
+                continue
+            if t is None:
+                continue
+            batch = np.shape(t)[:nbatch] if nbatch else ()
+            tangents[key(result)] = (
+                np.broadcast_to(t, batch + np.shape(out)) if np.shape(t) != batch + np.shape(out) else t
+            )
+    return tangents
+
+
+def _function_tangent(node: FunctionNode, tangents: list[Any], inputs: tuple[Any, ...], nbatch: int) -> Any:
+    jvp = getattr(node.function, "jvp", None)
+    if jvp is None:
+        raise NoForwardRule(f"{node.function.__name__} has no jvp(ctx, *tangents) for forward mode")
+    results = []
+    for row in range(int(np.prod(np.shape(next(t for t in tangents if t is not None))[:nbatch]))):
+        per_input = [None if t is None else wrap(np.reshape(t, (-1,) + np.shape(t)[nbatch:])[row]) for t in tangents]
+        results.append(np.asarray(jvp(node.ctx, *per_input)._value))
+    return np.stack(results)
