@@ -46,6 +46,10 @@ CASES = {
         ([np.array([[True], [False]]), arr(2, 3), arr(3)], ()),
     ],
     "clamp": [([arr(7)], (-1.0, 1.0)), ([arr(5)], (None, 0.5)), ([arr(5)], (-0.5, None))],
+    "clamp_tensor": [
+        ([np.array([-2.0, -0.3, 0.4, 2.5]), np.array([-1.0, -1.0, 0.0, 1.0]), np.array([1.0, 0.5, 1.0, 2.0])], ()),
+        ([arr(2, 3), np.array(-0.5), np.array([0.5, 1.0, 3.0])], ()),
+    ],
     "fill": [([arr(3)], (0,)), ([arr(2, 2)], (1.5,))],
     "to": [([arr(3)], (np.dtype(np.float64),))],
     "sum": [([arr(2, 3)], (None, False)), ([arr(2, 3)], ((-1,), False)), ([arr(2, 3, 2)], ((-3, -1), True))],

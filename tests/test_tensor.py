@@ -448,3 +448,17 @@ def test_custom_function_freed_after_backward():
     y.backward()
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
+
+
+def test_clamp_with_tensor_bounds_sends_gradients_to_the_bounds_as_pytorch_does():
+    # torch 2.13: x.grad [1, 0, 0, 1], min.grad [0, 1, 0, 0], max.grad [0, 0, 1, 0]; ties go to x
+    x = gc.tensor([0.5, -2.0, 3.0, 1.0], requires_grad=True)
+    lo = gc.tensor([0.0, -1.0, 0.0, 1.0], requires_grad=True)
+    hi = gc.tensor([1.0, 1.0, 2.0, 1.0], requires_grad=True)
+    y = gc.clamp(x, lo, hi)
+    assert y.grad_fn.name() == "ClampBackward0"
+    assert gc.clamp(x, 0.0, 1.0).grad_fn.name() == "ClampBackward1"
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert lo.grad.tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [0.0, 0.0, 1.0, 0.0]

@@ -148,6 +148,11 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 
 def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """``x`` limited to [min, max]; tensor bounds get gradients too (where they are the value)."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = as_tensor(-np.inf if min is None else min)
+        hi = as_tensor(np.inf if max is None else max)
+        return apply(ops.CLAMP_TENSOR, (as_tensor(x), lo, hi))
     return apply(ops.CLAMP, (as_tensor(x),), (min, max))
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import ops
 from ..ops import PRIMITIVES, Primitive
 
@@ -175,10 +177,17 @@ def _build() -> dict[str, Function]:
         None, None, "the value of x, with no gradient through it", elementwise=(1,),
     )  # fmt: skip
     table["clamp"] = Function(
-        "clamp", (3,), lambda gc, x, lo, hi: gc.clamp(x, _number(lo), _number(hi)), "d/dx = 1 where lo <= x <= hi, else 0",
+        "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo; d/dhi = 1 where x > hi",
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return dict(sorted(table.items()))
+
+
+def _clamp(gc: Any, x: Any, lo: Any, hi: Any) -> Any:
+    """Number bounds are parameters (ClampBackward1); variable or array ones are inputs with gradients."""
+    if any(getattr(b, "requires_grad", False) or np.ndim(getattr(b, "_value", b)) for b in (lo, hi)):
+        return gc.clamp(x, gc.as_tensor(lo), gc.as_tensor(hi))
+    return gc.clamp(x, _number(lo), _number(hi))
 
 
 def _number(value: Any) -> float:

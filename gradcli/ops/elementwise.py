@@ -495,6 +495,30 @@ CLAMP = primitive(
     sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo if lo is not None else -sp.oo), hi if hi is not None else sp.oo),
     doc="clamp(x, lo, hi): x limited to [lo, hi]; gradient 1 inside, bounds included",
 )
+def _clamp_bound_rule(which):
+    # PyTorch's clamp_backward_min_max: a bound gets the gradient where it is the value
+    if which == "lo":
+        return lambda g, out, x, lo, hi: np.where((x < lo) & (lo < hi), g, 0.0)
+    return lambda g, out, x, lo, hi: np.where((x > hi) | (hi < lo), g, 0.0)
+
+
+CLAMP_TENSOR = primitive(
+    "clamp_tensor",
+    3,
+    lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    (
+        lambda g, out, x, lo, hi: np.where((x >= lo) & (x <= hi), g, 0.0),
+        _clamp_bound_rule("lo"),
+        _clamp_bound_rule("hi"),
+    ),
+    elementwise=True,
+    torch="clamp",  # torch.clamp with tensor bounds: ClampBackward0
+    formulas=("[lo <= {0} <= hi]", "[{0} < lo < hi]", "[{0} > hi or hi < lo]"),
+    analytic=False,
+    public=False,  # the language's clamp() picks it when a bound is a variable
+    sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi),
+    doc="clamp(x, lo, hi) with tensor bounds: each bound gets the gradient where it is the value",
+)
 FILL = primitive(
     "fill",
     1,
