@@ -164,6 +164,55 @@ def _long_expression():
     return contenders, [f"absolute times; {len(sums):,} and {len(text):,} characters"]
 
 
+# --- gradcli check of a 1e3-term expression ------------------------------------------------------------
+
+CHECK_VARIABLES = "abcdfghjkm"  # ten variables (e is the constant)
+
+
+def _check_case():
+    from gradcli.check import check
+    from gradcli.check.numeric import finite_differences
+    from gradcli.check.run import _Recorded
+    from gradcli.lang.program import load
+
+    rng = np.random.default_rng(3)
+    functions = ["sin", "cos", "exp", "tanh", "log1p"]
+    terms = [
+        f"{functions[rng.integers(5)]}({rng.choice(list(CHECK_VARIABLES))}*{rng.uniform(0.1, 1):.3f})*{rng.choice(list(CHECK_VARIABLES))}"
+        for _ in range(1000)
+    ]
+    program = load(" + ".join(terms))
+    values = {v: np.asarray(0.1 * (i + 1)) for i, v in enumerate(CHECK_VARIABLES)}
+
+    def autograd_only():
+        evaluation = program.run(values, list(CHECK_VARIABLES))
+        return gc.grad(evaluation.outputs[0], [evaluation.inputs[v] for v in CHECK_VARIABLES])
+
+    def method(name):
+        def run():
+            result = check(program, values, methods=[name], sympy_timeout=300.0)
+            assert result.ok and all(c.ok for c in result.checks.values()), result.verdict()
+            return result
+
+        return run
+
+    def fd_one_call_a_point():  # what the batched replay replaces
+        recorded = _Recorded(program, values, list(CHECK_VARIABLES), None)
+        return finite_differences(recorded._call_each_expression, recorded.x0, recorded.f0)
+
+    contenders = {
+        "autograd value+grad": autograd_only,
+        "check --method fd": method("fd"),
+        "check --method complex": method("complex"),
+        "check --method sympy": method("sympy"),
+        "check (all three)": method("sympy,fd,complex"),
+        "fd, one evaluation a point (not used)": fd_one_call_a_point,
+    }
+    notes = [f"1,000 terms, 10 variables, {len(program.tree.text):,} characters; FD and complex step replay the "
+             "recorded program once for all their points"]  # fmt: skip
+    return contenders, notes
+
+
 # --- Jacobians and Hessians -----------------------------------------------------------------------------
 
 
@@ -287,6 +336,13 @@ CASES = [
             rounds=5,
         )
         for n in (300, 1000)
+    ),
+    Case(
+        "gradcli check, 1e3-term expression",
+        "autograd value+grad",
+        "every method vectorised (issue 6): time per method",
+        _check_case,
+        rounds=2,
     ),
     Case(
         "parse+evaluate+backward, 1e5 terms",

@@ -85,11 +85,11 @@ globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
 globals().update(_functions.GENERATED)
 
 
-def __getattr__(name: str):  # gradcli.render loads on first use (graphviz is imported only there)
-    if name == "render":
+def __getattr__(name: str):  # loaded on first use: graphviz only for render, the checkers only for testing
+    if name in ("render", "testing"):
         import importlib
 
-        return importlib.import_module(".render", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
 
 
@@ -104,6 +104,7 @@ __all__ = [
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",
+    "testing",
     *_FACTORIES,
     *_FUNCTIONS,
     *sorted(_functions.GENERATED),

@@ -70,12 +70,15 @@ def graph_command(
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
     max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
+    blame: bool = typer.Option(False, "--blame", help="mark the first node whose own derivative is wrong"),
 ) -> None:
     """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
     """
-    commands.draw(expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed)
+    commands.draw(
+        expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame
+    )
 
 
 MODE = typer.Option("auto", "--mode", metavar="auto|forward|reverse", help="forward or reverse accumulation")
@@ -113,6 +116,38 @@ def hessian_command(
     Example: gradcli hessian "x^2 * y" --at x=2,y=3
     """
     commands.hessian(expression, file, at or [], wrt or [], json, explain)
+
+
+@app.command("check")
+def check_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    wrt: list[str] = WRT,
+    json: bool = JSON,
+    file: str = FILE,
+    expect: list[str] = typer.Option(
+        None, "--expect", metavar="VAR=EXPR", help="your derivative with respect to VAR, checked too (repeatable)"
+    ),
+    method: list[str] = typer.Option(
+        None, "--method", metavar="sympy,fd,complex", help="which methods to compare with (default: all)"
+    ),
+    rtol: float = typer.Option(None, "--rtol", metavar="R", help="relative tolerance (default: from the dtype)"),
+    atol: float = typer.Option(None, "--atol", metavar="A", help="absolute tolerance (default: from the dtype)"),
+    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="check v^T J when the output is not a scalar"),
+    blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
+    sympy_timeout: float = typer.Option(
+        10.0, "--sympy-timeout", metavar="SECONDS", help="give up on SymPy (reported as skipped) after this long"
+    ),
+) -> None:
+    """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
+
+    Exit 0 when all agree, 1 on a mismatch or a non-finite value, 2 on bad input.
+
+    Example: gradcli check "x^2 * y" --at x=2,y=3 --expect x="2*x*y"
+    """
+    commands.check(
+        expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout
+    )
 
 
 @app.command("ops")

@@ -176,6 +176,7 @@ def draw(
     highlight: list[str],
     max_nodes: int,
     seed: str | None,
+    blame: bool = False,
 ) -> None:
     with reported():
         from pathlib import Path
@@ -209,10 +210,22 @@ def draw(
             from ..lang.program import single_output
 
             vector = seed_vector(seed, single_output(evaluation).shape)
+        found = None
+        if blame:  # before build: building with gradients frees what the nodes saved
+            from ..check.blame import blame_nodes
+
+            found, _ = blame_nodes(trace)
         graph = build(
             outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-            highlight=names_list(highlight), max_nodes=max_nodes,
+            highlight=names_list(highlight), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
         )  # fmt: skip
+        if blame:
+            marked = next((n for n in graph.nodes if n.blamed), None)
+            if found is None:
+                sys.stderr.write("blame: every node's derivative agrees with finite differences\n")
+            else:
+                where = f"node {marked.id} ({marked.label})" if marked else "a node not shown"
+                sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
         if path is not None:
@@ -301,3 +314,165 @@ def hessian(
         )
         if explain:
             sys.stdout.write(result.plan.explain() + "\n")
+
+
+def check(
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    as_json: bool,
+    expect: list[str],
+    methods: list[str],
+    rtol: float | None,
+    atol: float | None,
+    seed: str | None,
+    blame: bool,
+    sympy_timeout: float = 10.0,
+) -> None:
+    """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
+    with reported():
+        from ..check import check as run_check
+        from ..errors import UsageError
+        from ..lang.program import load
+        from ..lang.values import assignments, names_list
+
+        if not (sympy_timeout > 0 and np.isfinite(sympy_timeout)):
+            raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {sympy_timeout}")
+        for name, value in (("--rtol", rtol), ("--atol", atol)):
+            if value is not None and not (value >= 0 and np.isfinite(value)):
+                raise UsageError(f"{name} must be a finite number >= 0, got {value}")
+        program = load(expression, file)
+        values = assignments(at)
+        formulas = _expectations(expect)
+        result = run_check(
+            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout
+        )
+        if as_json:
+            output.print_json(result.to_dict())
+        else:
+            _print_check(result, _source_text(program, expression), _point_text(values))
+        if not result.ok:
+            raise SystemExit(1)
+
+
+def _expectations(items: list[str]) -> dict[str, str]:
+    """``--expect x="2*x*y"`` (repeatable) -> ``{"x": "2*x*y"}``; the formula may itself hold '='."""
+    from ..errors import UsageError
+    from ..lang.values import _NAME_CHARS
+
+    formulas: dict[str, str] = {}
+    for item in items:
+        name, eq, formula = item.partition("=")
+        name = name.strip()
+        if not eq or not name or not formula.strip():
+            raise UsageError(f"--expect expects VAR=EXPR (the derivative with respect to VAR), got {item!r}")
+        if not _NAME_CHARS(name):
+            raise UsageError(f"--expect {item!r}: {name!r} is not a variable name")
+        if name in formulas:
+            raise UsageError(f"--expect {name} is given twice")
+        formulas[name] = formula
+    return formulas
+
+
+CHECK_ROWS = 12  # elements listed one by one; beyond, the worst element of each variable
+
+
+def _print_check(result: Any, heading: str, point: str) -> None:
+    """The table (element | autograd | each method | abs err | rel err | ok), the notes, the verdict."""
+    from ..check.result import METHOD_NAMES
+
+    labels = result.labels
+    autograd = (
+        np.concatenate([np.asarray(g, dtype=np.float64).reshape(-1) for g in result.gradient.values()])
+        if labels
+        else np.zeros(0)
+    )
+    shown_methods = [c for c in result.checks.values() if c.ok is not None]
+    columns = {}  # method -> flat values (nan where it has none)
+    for c in shown_methods:
+        flat = np.full(len(labels), np.nan)
+        offset = 0
+        for name, g in result.gradient.items():
+            size = int(np.size(g))
+            if name in c.values:
+                flat[offset : offset + size] = np.asarray(c.values[name], dtype=np.float64).reshape(-1)
+            offset += size
+        columns[c.name] = flat
+    kinked = {k.element for k in result.kinks}
+    with np.errstate(all="ignore"):
+        errors = np.stack([np.abs(autograd - v) for v in columns.values()]) if columns else np.zeros((0, len(labels)))
+        references = np.stack(list(columns.values())) if columns else np.zeros((0, len(labels)))
+        abs_error = np.nanmax(np.where(np.isnan(errors), -np.inf, errors), axis=0, initial=-np.inf)
+        worst_method = np.argmax(np.where(np.isnan(errors), -np.inf, errors), axis=0) if columns else None
+    element_ok = np.ones(len(labels), dtype=bool)
+    for c in shown_methods:
+        if c.element_ok is not None:
+            element_ok &= c.element_ok
+    rows_shown = list(range(len(labels)))
+    note = None
+    if len(labels) > CHECK_ROWS:
+        rows_shown, offset = [], 0
+        for g in result.gradient.values():
+            size = int(np.size(g))
+            block = np.arange(offset, offset + size)
+            failing = block[~element_ok[block]]
+            pick = failing if failing.size else block
+            score = abs_error[pick] / np.maximum(np.abs(autograd[pick]), 1e-300)
+            rows_shown.append(int(pick[np.argmax(np.where(np.isfinite(score), score, -1.0))]) if pick.size else None)
+            offset += size
+        rows_shown = [r for r in rows_shown if r is not None]
+        note = f"{len(labels)} elements: the worst of each variable shown (--json has them all)"
+    header = ["", "autograd", *(METHOD_NAMES[name] for name in columns), "abs err", "rel err", ""]
+    body = []
+    for k in rows_shown:
+        cells = [f"d/d{labels[k]}", output.number(autograd[k], 12)]
+        cells += ["" if np.isnan(v[k]) else output.number(v[k], 12) for v in columns.values()]
+        if np.isfinite(abs_error[k]):
+            scale = max(abs(references[worst_method[k], k]), abs(autograd[k]))
+            rel = abs_error[k] / scale if scale else 0.0
+            cells += [f"{abs_error[k]:.2g}", f"{rel:.2g}"]
+        else:
+            cells += ["", ""]
+        compared = any(not np.isnan(v[k]) for v in columns.values())
+        cells.append(
+            "kink" if labels[k] in kinked else ("MISMATCH" if not element_ok[k] else "ok" if compared else "-")
+        )
+        body.append(cells)
+    lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.ok is None]
+    lines += [k.text() for k in result.kinks]
+    lines += result.notes
+    if result.blame is not None:
+        lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
+    elif result.blame_checked:
+        lines.append(f"blame: the derivatives of all {result.blame_checked} nodes agree with finite differences")
+    verdict = result.verdict()
+    if output.rich_wanted():
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(highlight=False)
+        title = Text(heading, style="bold")
+        title.append(f"   at {point}" if point else "", style="dim")
+        console.print(title)
+        table = Table(caption=note)
+        for i, name in enumerate(header):
+            table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
+        for cells in body:
+            mark = cells[-1]
+            cells[-1] = {"ok": "[green]✓[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(mark, "[bold red]✗[/]")
+            cells[0] = cells[0].replace("d/d", "∂/∂", 1)
+            table.add_row(*cells)
+        console.print(table)
+        for line in lines:
+            console.print(Text(line, style="dim" if "skipped" in line or "agree" in line else "yellow"))
+        console.print(Text(verdict, style="bold green" if result.ok else "bold red"))
+        return
+    header[-1] = "ok"
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    text = ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in [header, *body]]  # fmt: skip
+    if note:
+        text.append(f"({note})")
+    sys.stdout.write("\n".join(text + lines + [verdict]) + "\n")

@@ -96,6 +96,11 @@ class Primitive:
         return any(rule is not None for rule in self.vjp)
 
     @property
+    def linear(self) -> bool:
+        """Linear in its inputs: its rules need only shapes (so its forward rule is itself)."""
+        return self.saves == "meta" and not self.elementwise
+
+    @property
     def frees(self) -> bool:
         """Whether backward releases what this primitive saved (values, not just shapes)."""
         return self.saves in ("inputs", "output", "both")

@@ -333,8 +333,14 @@ MINIMUM = binary(
 
 
 def _sigmoid(x):
+    if np.iscomplexobj(x):  # complex step: no overflow to avoid at a tiny imaginary part
+        return 1.0 / (1.0 + np.exp(-x))
     # exp(-softplus(-x)): no overflow and full relative precision in both tails
     return np.exp(-np.logaddexp(0.0, -x))
+
+
+def _softplus(x):
+    return np.log1p(np.exp(x)) if np.iscomplexobj(x) else np.logaddexp(0.0, x)
 
 
 SIGMOID = unary(
@@ -349,7 +355,7 @@ SIGMOID = unary(
 )
 SOFTPLUS = unary(
     "softplus",
-    lambda x: np.logaddexp(0.0, x),
+    _softplus,
     lambda g, out, x: g * SIGMOID(x),
     "sigmoid({0})",
     lambda sp, x: sp.log(1 + sp.exp(x)),
@@ -464,7 +470,7 @@ WHERE = primitive(
     elementwise=True,
     formulas=("0", "({0} != 0)", "({0} == 0)"),
     sympy=lambda sp, c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
-    analytic=False,
+    analytic=True,  # the condition is a constant once recorded; values pass through
     doc="where(c, a, b): a where c is true, else b",
 )
 
@@ -495,6 +501,8 @@ CLAMP = primitive(
     sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo if lo is not None else -sp.oo), hi if hi is not None else sp.oo),
     doc="clamp(x, lo, hi): x limited to [lo, hi]; gradient 1 inside, bounds included",
 )
+
+
 def _clamp_bound_rule(which):
     # PyTorch's clamp_backward_min_max: a bound gets the gradient where it is the value
     if which == "lo":

@@ -62,6 +62,7 @@ def build(
     free: bool = False,
     highlight: Sequence[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
+    blamed: Sequence[Any] = (),
 ) -> Graph:
     """The model of the graph behind ``outputs``.
 
@@ -107,6 +108,9 @@ def build(
         _gradient_parts(graph)
     if highlight:
         _highlight(graph, highlight)
+    for node in blamed:  # marked by gradcli check --blame
+        if node in builder.ids:
+            graph.node(builder.ids[node]).blamed = True
     return graph
 
 

@@ -1,0 +1,224 @@
+"""Numerical derivatives good enough to judge autograd: finite differences and complex step.
+
+Both take ``f``, a function from a batch of points (rows of a 2-D array: every
+input element flattened) to a batch of outputs (rows), and evaluate it once for
+all their points.
+
+Finite differences: central differences at four steps h, h/2, h/4, h/8,
+refined by Richardson extrapolation (each level cancels the next even power of
+h; every power where the differences show odd ones, as at x * relu(x), x = 0). The last two levels' difference, and the rounding floor eps |f| / h, give
+the estimate's own error. The step starts from each input's scale and shrinks
+where the function is not finite nearby. The same samples give one-sided
+derivatives, so a kink (abs or relu at 0) shows up as two different slopes.
+
+Complex step: f'(x) = Im f(x + ih) / h with h = 1e-30 |x|: no subtraction, so
+exact to machine precision, valid when every operation is complex-analytic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+LEVELS = 4
+STEP_FRACTION = 2.0**-6  # the first step, as a fraction of the input's scale
+ROUNDS = 7  # rounds of ever smaller steps for estimates that have not converged
+ROUND_SHRINK = 2.0**-8
+FLOAT64 = np.dtype(np.float64)
+COMPLEX_STEP = 1e-30
+
+
+def machine_epsilon(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).eps) if np.dtype(dtype).kind in "fc" else float(np.finfo(np.float64).eps)
+
+
+@dataclass
+class Estimate:
+    """d f_m / d x_n for every output element m and input element n, with error bounds."""
+
+    value: np.ndarray  # (M, N)
+    error: np.ndarray  # (M, N): the estimate's own error
+    left: np.ndarray | None = None  # one-sided (backward) derivatives (finite differences only)
+    right: np.ndarray | None = None  # one-sided (forward) derivatives
+    kink: np.ndarray | None = None  # (M, N) bool: the two sides disagree: not differentiable there
+    steps: np.ndarray | None = None  # (N,) the largest step of the round kept, per input element
+    one_sided: np.ndarray | None = None  # (M, N) bool: f is finite on one side only; that side's slope
+
+
+def _richardson(table: np.ndarray, ratio: float, first_power: int, power_step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Extrapolate estimates at steps h, h/ratio, ... (last axis) to h -> 0; the error of the result.
+
+    Each round combines neighbouring steps to cancel the leading error term
+    (h^first_power, then every power_step more); the best estimate of the last
+    round, minus that of the round before, estimates the error left.
+    """
+    rows = [table[..., k] for k in range(table.shape[-1])]
+    best_by_order = [rows[-1]]
+    power = first_power
+    while len(rows) > 1:
+        factor = ratio**power
+        rows = [(factor * rows[k + 1] - rows[k]) / (factor - 1.0) for k in range(len(rows) - 1)]
+        best_by_order.append(rows[-1])
+        power += power_step
+    return best_by_order[-1], np.abs(best_by_order[-1] - best_by_order[-2])
+
+
+def finite_differences(
+    f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype = FLOAT64
+) -> Estimate:
+    """Central differences with Richardson extrapolation, each round of steps in one call of ``f``.
+
+    The first round steps by 2^-6 of each input's scale. An element whose
+    estimate has not converged (its truncation error above the rounding floor:
+    a pole or a fast oscillation nearby, or no finite value at that distance)
+    gets another round with steps 2^-8 as small, and so on, keeping the
+    estimate with the smallest error. Each round evaluates ``f`` once, at the
+    points of the elements still open.
+    """
+    x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
+    f0 = np.asarray(f0, dtype=np.float64).reshape(-1)
+    n = x0.size
+    base = STEP_FRACTION * np.maximum(np.abs(x0), 1.0)
+    best: _Round | None = None
+    steps = base.copy()
+    open_ = np.arange(n)
+    for r in range(ROUNDS):
+        h = base[open_] * ROUND_SHRINK**r
+        plus, minus = _samples(f, x0, h, open_)
+        found = _estimates(plus, minus, f0, h, dtype)
+        if best is None:
+            best = found
+        else:
+            worse = best.part(open_)
+            central = np.isfinite(found.value) & (~np.isfinite(worse.value) | (found.error < worse.error))
+            # no central difference at either step (f undefined on one side): the better one-sided one
+            lone = ~np.isfinite(found.value) & ~np.isfinite(worse.value) & ~(found.lone >= worse.lone)
+            better = central | lone
+            best.merge(open_, found, better)
+            steps[open_] = np.where(better.any(axis=0), h, steps[open_])
+            # an element whose error grew with the smaller step, by rounding, is done
+            settled = (found.error >= worse.error) & (found.truncation <= found.rounding) & np.isfinite(worse.value)
+            found.converged |= settled
+        still = ~found.converged.all(axis=0)
+        open_ = open_[still]
+        if not open_.size:
+            break
+    assert best is not None
+    value, error, left, right, side = best.value, best.error, best.left, best.right, best.side
+    one_sided = ~np.isfinite(value) & (np.isfinite(left) | np.isfinite(right))
+    if one_sided.any():  # defined on one side only (x^1.5 at 0): that side's derivative
+        take_right = one_sided & np.isfinite(right) & (~np.isfinite(left) | (side <= error))
+        value = np.where(one_sided, np.where(take_right, right, left), value)
+        error = np.where(one_sided, best.lone, error)
+    scale = np.maximum(np.abs(left), np.abs(right))
+    with np.errstate(invalid="ignore"):
+        # two slopes further apart than either one-sided estimate's own error: a kink
+        kink = np.abs(right - left) > 1e-6 * np.maximum(scale, 1.0) + 20.0 * (error + side) + 1e-10
+    return Estimate(value, error, left, right, kink, steps, one_sided)
+
+
+@dataclass
+class _Round:
+    """One round's estimates, (M, N') for the N' elements it varied."""
+
+    value: np.ndarray
+    error: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    side: np.ndarray
+    lone: np.ndarray  # a cautious error for a one-sided estimate used alone
+    converged: np.ndarray
+    truncation: np.ndarray
+    rounding: np.ndarray
+
+    FIELDS = ("value", "error", "left", "right", "side", "lone")
+
+    def part(self, columns: np.ndarray) -> _Round:
+        return _Round(*(getattr(self, k)[:, columns] for k in (*self.FIELDS, "converged", "truncation", "rounding")))
+
+    def merge(self, columns: np.ndarray, other: _Round, take: np.ndarray) -> None:
+        for k in self.FIELDS:
+            mine = getattr(self, k)
+            mine[:, columns] = np.where(take, getattr(other, k), mine[:, columns])
+
+
+def _samples(
+    f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, h: np.ndarray, columns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """f at x0 +- h_j 2^-k e_n(j) for each varied element n(j) and level k: arrays (M, N', LEVELS)."""
+    n, count = x0.size, columns.size
+    levels = h[:, None] / 2.0 ** np.arange(LEVELS)[None, :]  # (N', L)
+    points = np.broadcast_to(x0, (count, LEVELS, 2, n)).copy()
+    rows = np.arange(count)
+    points[rows, :, 0, columns] += levels
+    points[rows, :, 1, columns] -= levels
+    values = np.asarray(f(points.reshape(-1, n)), dtype=np.float64).reshape(count, LEVELS, 2, -1)
+    return np.moveaxis(values[:, :, 0, :], -1, 0), np.moveaxis(values[:, :, 1, :], -1, 0)
+
+
+def _estimates(plus: np.ndarray, minus: np.ndarray, f0: np.ndarray, h: np.ndarray, dtype: np.dtype) -> _Round:
+    levels = h[None, :, None] / 2.0 ** np.arange(LEVELS)[None, None, :]  # (1, N', L)
+    with np.errstate(all="ignore"):
+        central = (plus - minus) / (2.0 * levels)
+        forward = (plus - f0[:, None, None]) / levels
+        backward = (f0[:, None, None] - minus) / levels
+        value, richardson = _richardson(central, 2.0, 2, 2)  # error terms h^2, h^4, h^6
+        right, right_error = _richardson(forward, 2.0, 1, 1)  # one-sided: h, h^2, h^3
+        left, left_error = _richardson(backward, 2.0, 1, 1)
+        eps = machine_epsilon(dtype)
+        magnitude = np.fmax(np.abs(plus).max(axis=-1), np.abs(minus).max(axis=-1))  # fmax: one side may be nan
+        rounding = 8.0 * eps * magnitude / levels[..., -1]  # the smallest step amplifies rounding most
+        # A function smooth on each side but with a jump in a higher derivative at x
+        # (x * relu(x) at 0) leaves odd powers of h in the central differences: their
+        # successive differences halve (ratio 2) instead of quartering. There, cancel
+        # every power of h, not just the even ones.
+        steps = np.diff(central, axis=-1)
+        ratios = steps[..., :-1] / steps[..., 1:]
+        odd = np.all((ratios > 1.5) & (ratios < 2.8), axis=-1) & (np.abs(steps[..., -1]) > 10.0 * rounding)
+        if odd.any():
+            general, general_error = _richardson(central, 2.0, 1, 1)
+            value, richardson = np.where(odd, general, value), np.where(odd, general_error, richardson)
+        error = np.maximum(richardson, rounding)
+        side = np.maximum(np.fmax(left_error, right_error), 2.0 * rounding)  # fmax: one side may be undefined
+        # alone, a one-sided estimate may be far from converged (x^1.5 at 0 goes like sqrt(h), which
+        # Richardson's integer powers do not cancel): at least its distance from the raw finest difference
+        distance = np.fmax(np.abs(right - forward[..., -1]), np.abs(left - backward[..., -1]))
+        lone = np.where(np.isfinite(right) | np.isfinite(left), np.fmax(side, distance), np.inf)
+        # done when truncation is below rounding (smaller steps would only add noise) or negligible
+        converged = np.isfinite(value) & (richardson <= np.maximum(rounding, 1e-13 * np.abs(value)))
+    error = np.where(np.isfinite(error), error, np.inf)
+    return _Round(value, error, left, right, side, lone, converged, richardson, rounding)
+
+
+class NotRealValued(ValueError):
+    """f(x + ih) has a real part unlike f(x): f is complex-valued there (log of a negative number)."""
+
+
+def complex_step(
+    f: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    dtype: np.dtype = FLOAT64,
+    f0: np.ndarray | None = None,
+) -> Estimate:
+    """Im f(x + ih e_n) / h for every n, in one call of ``f``.
+
+    With ``f0`` (f at x0), the real parts must reproduce it: otherwise f is not
+    real-valued near x0 and the imaginary parts are not derivatives (NotRealValued).
+    """
+    x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
+    n = x0.size
+    h = COMPLEX_STEP * np.maximum(np.abs(x0), 1.0)
+    points = np.broadcast_to(x0.astype(np.complex128), (n, n)).copy()
+    points[np.arange(n), np.arange(n)] += 1j * h
+    values = np.asarray(f(points), dtype=np.complex128).reshape(n, -1)  # (N, M)
+    if f0 is not None:
+        f0 = np.asarray(f0, dtype=np.float64).reshape(1, -1)
+        with np.errstate(all="ignore"):
+            drift = ~(np.abs(values.real - f0) <= 1e-6 * np.maximum(np.abs(f0), 1.0))  # nan drifts too
+        if drift.any() or not np.isfinite(values).all():
+            raise NotRealValued("the function is not real-valued around the point")
+    value = (values.imag / h[:, None]).T  # (M, N)
+    error = 4.0 * machine_epsilon(dtype) * np.abs(value)
+    return Estimate(value, error)

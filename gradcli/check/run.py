@@ -1,0 +1,394 @@
+"""``gradcli check``: autograd's gradient against SymPy, finite differences, complex step
+and the user's own formulas.
+
+The program runs once, recorded; finite differences and complex step then
+evaluate that record at all their points in one batched pass each (a Python
+function is called again at each point instead, since its branches may
+differ there). Each method's values are compared with autograd's element by
+element, within ``atol + rtol |reference|`` plus the method's own estimated
+error, so an accurate method catches an error of 1e-6 relative while a
+noisy one (float32) does not cry wolf.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+import gradcli as gc
+
+from ..autograd.forward import key
+from ..autograd.function import FunctionNode
+from ..autograd.node import OpNode
+from ..autograd.replay import replay
+from ..errors import UsageError
+from ..lang.program import Program, element_labels, resolve_wrt, single_output
+from ..lang.values import seed_vector
+from ..render.build import recording
+from .numeric import Estimate, NotRealValued, complex_step, finite_differences, machine_epsilon
+from .result import CheckResult, Kink, MethodCheck
+
+METHODS = ("sympy", "finite_difference", "complex_step")
+ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "finite_difference",
+           "complex": "complex_step", "complex_step": "complex_step", "cs": "complex_step"}  # fmt: skip
+
+
+def default_tolerances(dtype: np.dtype) -> tuple[float, float]:
+    """rtol, atol: far tighter than 1e-6 in float64; what float32's rounding allows there."""
+    eps = machine_epsilon(dtype)
+    return (1e-7, 1e-12) if eps < 1e-10 else (3e-3, 1e-5)
+
+
+def method_names(text: Sequence[str] | None) -> list[str]:
+    if not text:
+        return list(METHODS)
+    chosen = []
+    for item in text:
+        for part in item.split(","):
+            name = ALIASES.get(part.strip().lower())
+            if name is None:
+                raise UsageError(f"--method {part.strip()!r}: use sympy, fd, complex (comma-separated)")
+            if name not in chosen:
+                chosen.append(name)
+    return chosen
+
+
+class _Recorded:
+    """The program run once, recorded: its scalar output, gradient and a batched evaluator."""
+
+    def __init__(self, program: Program, values: Mapping[str, Any], names: list[str], seed: str | None) -> None:
+        self.program, self.values, self.names, self.seed_text = program, dict(values), names, seed
+        self.seed: np.ndarray | None = None
+        with recording() as tape:
+            evaluation, scalar, grads = self._run(self.values)
+        self.tape, self.evaluation, self.scalar = tape, evaluation, scalar
+        self.inputs = [evaluation.inputs[n] for n in names]
+        self.gradient = {n: np.asarray(g._value, dtype=np.float64) for n, g in zip(names, grads)}
+        self.shapes = [t.shape for t in self.inputs]
+        self.sizes = [int(np.size(t._value)) for t in self.inputs]
+        self.x0 = (
+            np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in self.inputs])
+            if self.inputs
+            else np.zeros(0)
+        )
+        self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
+        self.f0 = np.asarray(scalar._value, dtype=np.float64).reshape(1)
+        self.dtype = np.result_type(*(t._value for t in self.inputs)) if self.inputs else np.dtype(np.float64)
+        self.noise = np.zeros(self.x0.size)  # autograd's own rounding error (see rounding_noise)
+
+    def _run(self, values: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
+        """Run the program at ``values``: its evaluation, scalar output and gradient."""
+        evaluation = self.program.run(values, self.names)
+        output = single_output(evaluation)
+        if self.seed_text is not None:
+            if self.seed is None:
+                self.seed = seed_vector(self.seed_text, output.shape)
+            scalar = gc.sum(output * gc.tensor(self.seed))
+        elif output.numel() != 1:
+            raise UsageError(
+                f"check compares gradients of a scalar output; the output has shape {output.shape}: "
+                "give --seed ones (or a vector) to check v^T J, or use gradcli jacobian"
+            )
+        else:
+            scalar = output.reshape(())
+        inputs = [evaluation.inputs[n] for n in self.names]
+        if scalar.requires_grad and inputs:
+            grads = gc.grad(scalar, inputs, retain_graph=True, allow_unused=True, materialize_grads=True)
+        else:
+            grads = tuple(gc.zeros_like(t) for t in inputs)
+        return evaluation, scalar, grads
+
+    def rounding_noise(self) -> np.ndarray:
+        """Autograd's own rounding error, per element, from its gradient at points moved by
+        about 1e-12 relative, in pairs (x(1 + t r), x(1 - t r)) whose mean cancels the real
+        change of the gradient. What remains is rounding: large where the expression loses
+        digits to cancellation ((exp(x) - 1 - x) / x^2 at x = 1e-3), and no method can agree
+        more closely than that. Zeros stay zero, so no kink at 0 is crossed."""
+        rng = np.random.default_rng(0)
+        base = _flat(self.gradient, self.names)
+        spread = np.zeros_like(base)
+        for t in (2.0**-40, 2.0**-38, 2.0**-36):
+            r = rng.choice([-1.0, 1.0], size=self.x0.size) * rng.uniform(0.5, 1.0, size=self.x0.size)
+            pair = [self._gradient_at(self.x0 * (1.0 + sign * t * r)) for sign in (1.0, -1.0)]
+            with np.errstate(all="ignore"):
+                spread = np.fmax(spread, np.abs((pair[0] + pair[1]) / 2.0 - base))
+        return spread
+
+    def _gradient_at(self, x: np.ndarray) -> np.ndarray:
+        values = dict(self.values)
+        for name, part, t in zip(self.names, self.split(x[None, :]), self.inputs):
+            values[name] = part[0].astype(np.asarray(t._value).dtype)
+        with np.errstate(all="ignore"):
+            _, _, grads = self._run(values)
+        return np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads])
+
+    def split(self, points: np.ndarray) -> list[np.ndarray]:
+        """Rows of flattened points -> one batched array per input."""
+        offsets = np.cumsum([0, *self.sizes])
+        return [
+            points[:, offsets[i] : offsets[i + 1]].reshape((len(points),) + shape)
+            for i, shape in enumerate(self.shapes)
+        ]
+
+    def evaluate(self, points: np.ndarray) -> np.ndarray:
+        """The scalar output at every row of ``points``: one replay of the record (or one call a
+        point for a Python function, whose branches may differ from point to point)."""
+        if self.program.function is not None and not np.iscomplexobj(points):
+            return self._call_each(points)
+        batched = {key(t): part for t, part in zip(self.inputs, self.split(points))}
+        found = replay(self.tape, batched).get(key(self.scalar))
+        if found is None:  # the output does not depend on the inputs
+            return np.broadcast_to(self.f0, (len(points), 1))
+        return np.asarray(found).reshape(len(points), 1)
+
+    def _call_each_expression(self, points: np.ndarray) -> np.ndarray:
+        """The unbatched way, one evaluation a point (for the benchmark that shows what replay saves)."""
+        rows = []
+        with gc.no_grad():
+            for row in zip(*self.split(points)):
+                values = {**self.values, **{n: np.asarray(v) for n, v in zip(self.names, row)}}
+                rows.append(float(single_output(self.program.run(values, ())).item()))
+        return np.array(rows).reshape(-1, 1)
+
+    def _call_each(self, points: np.ndarray) -> np.ndarray:
+        rows = []
+        with gc.no_grad():
+            for row in zip(*self.split(points)):
+                values = {**self.values, **{n: np.asarray(v) for n, v in zip(self.names, row)}}
+                out = single_output(self.program.run(values, ()))
+                rows.append(float(gc.sum(out * gc.tensor(self.seed))) if self.seed is not None else float(out.item()))
+        return np.array(rows).reshape(-1, 1)
+
+    def not_analytic(self) -> str | None:
+        for node, _, _ in self.tape:
+            if isinstance(node, OpNode) and not node.prim.analytic:
+                return f"{node.prim.name} ({node.name()}) is not complex-analytic"
+            if isinstance(node, FunctionNode):
+                return f"the custom Function {node.function.__name__} may not be complex-analytic"
+        return None
+
+
+def check(
+    program: Program,
+    values: Mapping[str, Any],
+    wrt: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    expect: Mapping[str, str] | None = None,
+    seed: str | None = None,
+    blame: bool = False,
+    sympy_timeout: float | None = None,
+) -> CheckResult:
+    """Check the gradient of ``program`` at ``values`` every way asked for."""
+    names = resolve_wrt(program, values, wrt)
+    recorded = _Recorded(program, values, names, seed)
+    default_rtol, default_atol = default_tolerances(recorded.dtype)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol * max(1.0, float(np.abs(recorded.f0).max(initial=0.0))) if atol is None else atol
+    chosen = method_names(methods)
+    checks: dict[str, MethodCheck] = {}
+    kinks: list[Kink] = []
+    fd: Estimate | None = None
+    finite = bool(np.isfinite(recorded.f0).all())
+    if finite and recorded.x0.size:  # its one-sided slopes find kinks for every method
+        fd = finite_differences(recorded.evaluate, recorded.x0, recorded.f0, recorded.dtype)
+    kinked = set()
+    if fd is not None and fd.kink is not None:
+        ag = _flat(recorded.gradient, names)
+        for k in np.flatnonzero(fd.kink[0]):
+            kinks.append(Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k])))
+            kinked.add(k)
+    for method in chosen:
+        if not finite and method != "sympy":
+            checks[method] = MethodCheck(method, None, reason="skipped: the value at the point is not finite")
+        elif method == "finite_difference":
+            checks[method] = _finite_difference_check(recorded, fd, kinked, rtol, atol)
+        elif method == "complex_step":
+            checks[method] = _complex_step_check(recorded, kinked, rtol, atol)
+        elif method == "sympy":
+            checks[method] = _sympy_check(recorded, kinked, rtol, atol, sympy_timeout)
+    if expect:
+        checks["expect"] = _expect_check(recorded, expect, rtol, atol)
+    if finite and recorded.x0.size and any(c.ok is False for c in checks.values()):
+        # a disagreement: is it autograd's own rounding (cancellation)? Measured only now, as it
+        # costs six more gradients; the comparisons are then made again with it allowed for
+        recorded.noise = recorded.rounding_noise()
+        checks = {name: c.redo() if c.redo is not None else c for name, c in checks.items()}
+    nonfinite = _nonfinite(recorded)
+    confirmed = any(c.ok for c in checks.values()) or bool(kinks)  # something did compare
+    ok = (
+        nonfinite is None
+        and confirmed
+        and all(c.ok is not False for c in checks.values())
+        and all(k.subgradient for k in kinks)
+    )
+    result = CheckResult(ok, recorded.scalar._value if seed is None else recorded.evaluation.outputs[0]._value,
+                         recorded.gradient, checks, rtol, atol, nonfinite, kinks)  # fmt: skip
+    result.labels = recorded.labels
+    g = _flat(recorded.gradient, names)
+    loud = recorded.noise > rtol * np.abs(g) + atol
+    if loud.any():
+        k = int(np.argmax(np.where(loud, recorded.noise / np.maximum(np.abs(g), np.finfo(float).tiny), 0.0)))
+        result.notes.append(
+            f"d/d{recorded.labels[k]}: autograd's own rounding error is about {recorded.noise[k]:.2g} here "
+            "(the expression loses digits to cancellation at this point); tolerances allow for it"
+        )
+    if fd is not None and fd.one_sided is not None and fd.one_sided[0].any():
+        sides = ", ".join(recorded.labels[k] for k in np.flatnonzero(fd.one_sided[0]))
+        result.notes.append(
+            f"{sides}: the function is undefined on one side; finite differences from the other side only"
+        )
+    if blame:
+        from .blame import blame_nodes
+
+        found, count = blame_nodes(recorded.tape)
+        result.blame, result.blame_checked = found, count
+        if found is not None:
+            result.ok = False
+            from ..render.build import build
+
+            graph = build(recorded.evaluation.outputs, trace=recorded.tape, point=False, blamed=[found.autograd_node])
+            found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
+            found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
+    return result
+
+
+def _flat(per_name: Mapping[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
+    return (
+        np.concatenate([np.asarray(per_name[n], dtype=np.float64).reshape(-1) for n in names]) if names else np.zeros(0)
+    )
+
+
+def _unflat(flat: np.ndarray, recorded: _Recorded) -> dict[str, np.ndarray]:
+    offsets = np.cumsum([0, *recorded.sizes])
+    return {n: flat[offsets[i] : offsets[i + 1]].reshape(recorded.shapes[i]) for i, n in enumerate(recorded.names)}
+
+
+def compare(name: str, recorded: _Recorded, reference: np.ndarray, estimated: np.ndarray | None, skip: set[int],
+            rtol: float, atol: float, label: str, only: Sequence[str] | None = None) -> MethodCheck:  # fmt: skip
+    """Autograd against ``reference`` (flat), element by element."""
+    ag = _flat(recorded.gradient, recorded.names)
+    reference = np.asarray(reference, dtype=np.float64).reshape(-1)
+    estimated = np.zeros_like(reference) if estimated is None else np.asarray(estimated).reshape(-1)
+    mask = np.ones(reference.shape, dtype=bool)
+    mask[list(skip)] = False
+    check = MethodCheck(name, True, _unflat(reference, recorded))
+    check.redo = lambda: compare(name, recorded, reference, estimated, skip, rtol, atol, label, only)
+    if only is not None:
+        check.values = {n: v for n, v in check.values.items() if n in only}
+    if not mask.any():
+        check.ok, check.reason = (
+            None,
+            "skipped: every input is at a kink (see the one-sided derivatives)",
+        )
+        return check
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        abs_error = np.abs(ag - reference)
+        rel_error = abs_error / np.maximum(np.maximum(np.abs(reference), np.abs(ag)), np.finfo(np.float64).tiny)
+        tolerance = atol + rtol * np.abs(reference) + 3.0 * (estimated + recorded.noise)
+        badness = np.where(mask, abs_error / tolerance, 0.0)
+        badness = np.where(np.isnan(badness) & mask, np.inf, badness)
+        check.max_abs_error = float(np.max(np.where(mask, abs_error, 0.0)))
+        # relative error where it means something: not for values below atol (1e-40 against 0)
+        significant = np.maximum(np.abs(reference), np.abs(ag)) > atol
+        check.max_rel_error = float(np.max(np.where(mask & significant, rel_error, 0.0)))
+        if np.any(estimated):
+            check.estimated_error = float(np.max(np.where(mask, estimated, 0.0)))
+    worst = int(np.argmax(badness))
+    check.worst = recorded.labels[worst]
+    check.ok = bool(np.all(badness[mask] <= 1.0))
+    check.element_ok = np.where(mask, badness <= 1.0, True)
+    check.element_error = np.where(mask, abs_error, np.nan)
+    from .result import _n
+
+    check.worst_detail = (
+        f"d/d{recorded.labels[worst]}: autograd {_n(ag[worst])} but {label} {_n(reference[worst])} "
+        f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {tolerance[worst]:.3g})"
+    )
+    return check
+
+
+def _finite_difference_check(
+    recorded: _Recorded, fd: Estimate | None, kinked: set[int], rtol: float, atol: float
+) -> MethodCheck:
+    if fd is None:
+        return MethodCheck("finite_difference", None, reason="no input to vary")
+    return compare("finite_difference", recorded, fd.value[0], fd.error[0], kinked, rtol, atol, "finite differences")
+
+
+def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float) -> MethodCheck:
+    reason = recorded.not_analytic()
+    if reason is None and not recorded.x0.size:
+        reason = "no input to vary"
+    if reason is not None:
+        return MethodCheck("complex_step", None, reason=f"skipped: {reason}")
+    try:
+        estimate = complex_step(recorded.evaluate, recorded.x0, recorded.dtype, recorded.f0)
+    except NotRealValued as exc:
+        return MethodCheck("complex_step", None, reason=f"skipped: {exc}")
+    except (TypeError, ValueError) as exc:
+        return MethodCheck("complex_step", None, reason=f"skipped: an operation cannot take complex values ({exc})")
+    return compare("complex_step", recorded, estimate.value[0], estimate.error[0], kinked, rtol, atol, "complex step")
+
+
+def _sympy_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float, timeout: float | None) -> MethodCheck:
+    from .symbolic import Skipped, sympy_gradient
+
+    if recorded.program.tree is None:
+        return MethodCheck("sympy", None, reason="skipped: a Python function has no symbolic form")
+    try:
+        gradient = sympy_gradient(recorded.program.tree, recorded.values, recorded.names, recorded.seed, timeout)
+    except Skipped as exc:
+        return MethodCheck("sympy", None, reason=f"skipped: {exc}")
+    except (RecursionError, MemoryError):
+        return MethodCheck("sympy", None, reason="skipped: the expression is too large for SymPy")
+    except Exception as exc:  # SymPy itself failed: say so, and let the other methods judge
+        return MethodCheck("sympy", None, reason=f"skipped: SymPy failed ({type(exc).__name__}: {exc})")
+    reference = _flat(gradient, recorded.names)
+    undefined = {k for k in np.flatnonzero(np.isnan(reference)) if k in kinked}
+    estimated = 8.0 * machine_epsilon(np.dtype(np.float64)) * np.abs(reference)
+    return compare("sympy", recorded, reference, estimated, kinked | undefined, rtol, atol, "SymPy")
+
+
+def _expect_check(recorded: _Recorded, expect: Mapping[str, str], rtol: float, atol: float) -> MethodCheck:
+    """The user's hand-derived derivatives, read by the same safe parser, at the point."""
+    from ..lang.evaluate import evaluate
+    from ..lang.parser import parse
+
+    reference = _flat(recorded.gradient, recorded.names).copy()
+    covered = set()
+    offsets = np.cumsum([0, *recorded.sizes])
+    for name, formula in expect.items():
+        if name not in recorded.names:
+            raise UsageError(
+                f"--expect {name}: '{name}' is not one of the variables checked ({', '.join(recorded.names)})"
+            )
+        program = parse(formula, f"--expect {name}")
+        with np.errstate(all="ignore"):
+            (value,) = evaluate(program, recorded.values).outputs
+        i = recorded.names.index(name)
+        try:
+            block = np.broadcast_to(np.asarray(value._value, dtype=np.float64), recorded.shapes[i])
+        except ValueError:
+            raise UsageError(
+                f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"
+            ) from None
+        reference[offsets[i] : offsets[i + 1]] = block.reshape(-1)
+        covered.update(range(offsets[i], offsets[i + 1]))
+    skip = set(range(len(reference))) - covered
+    return compare("expect", recorded, reference, None, skip, rtol, atol, "the expected formula gives", list(expect))
+
+
+def _nonfinite(recorded: _Recorded) -> str | None:
+    if not np.isfinite(recorded.f0).all():
+        where = recorded.evaluation.nonfinite
+        return f"the value is {recorded.f0[0]}" + (f" ({where})" if where else "")
+    for name, g in recorded.gradient.items():
+        if not np.isfinite(g).all():
+            return f"the gradient with respect to {name} is not finite: {np.asarray(g).tolist()}"
+    return None

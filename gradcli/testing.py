@@ -1,0 +1,181 @@
+"""Gradient checks for a test suite, in the spirit of ``torch.autograd.gradcheck``.
+
+    import gradcli as gc
+
+    def test_softclip_backward():
+        x = gc.tensor([0.3, -1.2, 2.0], requires_grad=True)
+        gc.testing.assert_grad_close(lambda x: SoftClip.apply(x), x)
+
+``assert_grad_close`` computes the Jacobian of ``f`` by reverse mode (every
+backward rule on the way, custom Functions included) and compares it with
+central differences refined by Richardson extrapolation (``f`` called once a
+point, so Python control flow is honoured) and, when every recorded
+operation is complex-analytic, with the complex step. A mismatch raises
+``AssertionError`` naming the output, the input and the worst element, with
+both Jacobians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .autograd import grad_mode
+from .autograd.forward import key
+from .autograd.function import FunctionNode
+from .autograd.functional import _as_tuple, _leaves, _run, reverse_blocks
+from .autograd.node import OpNode
+from .autograd.replay import replay
+from .autograd.tensor import Tensor, wrap
+from .check.numeric import NotRealValued, complex_step, finite_differences, machine_epsilon
+
+__all__ = ["assert_grad_close"]
+
+
+def assert_grad_close(
+    f: Callable[..., Any],
+    inputs: Any,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    method: str = "auto",
+) -> None:
+    """Assert that gradcli's reverse-mode Jacobian of ``f`` at ``inputs`` matches numerical derivatives.
+
+    ``inputs``: a tensor (or array, or number) or a sequence of them; tensors
+    with ``requires_grad=False`` are held constant when some others require
+    grad. ``f`` returns a tensor or a tuple of tensors. ``method``: "fd"
+    (finite differences), "complex" (complex step; every operation must be
+    complex-analytic), or "auto" (finite differences, plus complex step when
+    it is valid). Tolerances default from the dtype: ``rtol=1e-7,
+    atol=1e-12`` in float64, ``3e-3, 1e-5`` in float32 (each also allows the
+    numerical method's own estimated error).
+    """
+    if method not in ("auto", "fd", "complex"):
+        raise ValueError(f"method={method!r}: use 'auto', 'fd' or 'complex'")
+    _, given = _as_tuple(inputs)
+    if not given:
+        raise ValueError("assert_grad_close needs at least one input")
+    varied = [i for i, x in enumerate(given) if isinstance(x, Tensor) and x.requires_grad]
+    varied = varied or list(range(len(given)))
+    leaves = _leaves(tuple(given))
+    for i, leaf in enumerate(leaves):
+        if i not in varied:
+            leaf.requires_grad_(False)
+        elif not np.issubdtype(np.asarray(leaf._value).dtype, np.floating):
+            raise ValueError(f"input {i} has dtype {np.asarray(leaf._value).dtype}: only floating inputs can be varied")
+    _, outs, tape = _run(f, leaves)
+    ins = [leaves[i] for i in varied]
+    dtype = np.result_type(*(np.asarray(t._value) for t in ins))
+    eps = machine_epsilon(dtype)
+    default_rtol, default_atol = (1e-7, 1e-12) if eps < 1e-10 else (3e-3, 1e-5)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+
+    blocks, _ = reverse_blocks(outs, ins, vectorised=not any(isinstance(n, FunctionNode) for n, _, _ in tape))
+    out_sizes = [int(np.size(o._value)) for o in outs]
+    in_sizes = [int(np.size(t._value)) for t in ins]
+    analytic = np.block([[np.asarray(b, dtype=np.float64).reshape(m, n) for b, n in zip(row, in_sizes)]
+                         for row, m in zip(blocks, out_sizes)])  # fmt: skip
+    x0 = np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in ins])
+    f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+    if not (np.isfinite(f0).all() and np.isfinite(analytic).all()):
+        raise AssertionError(f"non-finite values: f = {_short(f0)}, autograd Jacobian = {_short(analytic)}")
+
+    def split(points: np.ndarray) -> list[np.ndarray]:
+        offsets = np.cumsum([0, *in_sizes])
+        return [points[:, offsets[j] : offsets[j + 1]].reshape((len(points),) + t.shape) for j, t in enumerate(ins)]
+
+    def call_each(points: np.ndarray) -> np.ndarray:
+        rows = []
+        with grad_mode.no_grad():
+            for row in zip(*split(points)):
+                args = list(leaves)
+                for j, value in zip(varied, row):
+                    args[j] = wrap(np.asarray(value, dtype=np.asarray(leaves[j]._value).dtype))
+                _, result = _as_tuple(f(*args))
+                rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
+        return np.array(rows)
+
+    def replayed(points: np.ndarray) -> np.ndarray:
+        values = replay(tape, {key(t): part for t, part in zip(ins, split(points))})
+        parts = [
+            np.broadcast_to(values.get(key(o), o._value), (len(points),) + o.shape).reshape(len(points), -1)
+            for o in outs
+        ]
+        return np.concatenate(parts, axis=1)
+
+    checks: list[tuple[str, np.ndarray, np.ndarray]] = []
+    not_analytic = _not_analytic(tape)
+    if method == "complex" and not_analytic:
+        raise ValueError(f"method='complex' cannot be used: {not_analytic}")
+    if method in ("auto", "fd"):
+        estimate = finite_differences(call_each, x0, f0, dtype)
+        kinks = estimate.kink & ~_between(analytic, estimate.left, estimate.right)
+        if kinks.any():
+            r, c = np.argwhere(kinks)[0]
+            raise AssertionError(
+                f"not differentiable at the point: d out/d in element ({r}, {c}) has one-sided derivatives "
+                f"{estimate.left[r, c]:.10g} and {estimate.right[r, c]:.10g}, and autograd's {analytic[r, c]:.10g} "
+                "lies outside them"
+            )
+        trusted = ~estimate.kink
+        checks.append(("finite differences", np.where(trusted, estimate.value, analytic), estimate.error))
+    if method == "complex" or (method == "auto" and not not_analytic):
+        try:
+            estimate = complex_step(replayed, x0, dtype, f0)
+            checks.append(("complex step", estimate.value, estimate.error))
+        except NotRealValued:
+            if method == "complex":
+                raise
+    for name, numerical, error in checks:
+        _compare(name, analytic, numerical, error, rtol, atol, out_sizes, in_sizes, outs, ins)
+
+
+def _value(x: Any) -> Any:
+    return x._value if isinstance(x, Tensor) else x
+
+
+def _between(a: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    lo, hi = np.minimum(left, right), np.maximum(left, right)
+    slack = 1e-6 * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
+    return (lo - slack <= a) & (a <= hi + slack)
+
+
+def _not_analytic(tape: Sequence[Any]) -> str | None:
+    for node, _, _ in tape:
+        if isinstance(node, OpNode) and not node.prim.analytic:
+            return f"{node.prim.name} is not complex-analytic"
+        if isinstance(node, FunctionNode):
+            return f"the custom Function {node.function.__name__} may not be complex-analytic"
+    return None
+
+
+def _compare(name: str, analytic: np.ndarray, numerical: np.ndarray, error: np.ndarray, rtol: float, atol: float,
+             out_sizes: list[int], in_sizes: list[int], outs: list[Tensor], ins: list[Tensor]) -> None:  # fmt: skip
+    tolerance = atol + rtol * np.abs(numerical) + 3.0 * error
+    with np.errstate(all="ignore"):
+        badness = np.abs(analytic - numerical) / tolerance
+    badness = np.where(np.isnan(badness), np.inf, badness)
+    if (badness <= 1.0).all():
+        return
+    r, c = np.unravel_index(int(np.argmax(badness)), badness.shape)
+    out_offsets, in_offsets = np.cumsum([0, *out_sizes]), np.cumsum([0, *in_sizes])
+    i = int(np.searchsorted(out_offsets, r, side="right") - 1)
+    j = int(np.searchsorted(in_offsets, c, side="right") - 1)
+    block = (slice(out_offsets[i], out_offsets[i + 1]), slice(in_offsets[j], in_offsets[j + 1]))
+    out_index = np.unravel_index(r - out_offsets[i], outs[i].shape) if outs[i].shape else ()
+    in_index = np.unravel_index(c - in_offsets[j], ins[j].shape) if ins[j].shape else ()
+    a, n = float(analytic[r, c]), float(numerical[r, c])
+    raise AssertionError(
+        f"Jacobian mismatch for output {i} with respect to input {j}: "
+        f"d out{list(map(int, out_index))}/d in{list(map(int, in_index))} is {a!r} by autograd but {n!r} by {name} "
+        f"(abs error {abs(a - n):.3g}, rel {abs(a - n) / max(abs(n), 1e-300):.3g}; tolerance {tolerance[r, c]:.3g})\n"
+        f"{name}:\n{_short(numerical[block])}\nautograd:\n{_short(analytic[block])}"
+    )
+
+
+def _short(a: np.ndarray) -> str:
+    return np.array2string(np.asarray(a), precision=10, threshold=64, edgeitems=3)
