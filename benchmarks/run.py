@@ -60,26 +60,37 @@ def warm_memory(nbytes: int) -> None:
         del block
 
 
+peaks: dict[str, list[float]] = {}  # peak memory (MB) of contenders that report it
+
+
 def measure(contenders: dict[str, Callable[[], object]], rounds: int, warm: int) -> dict[str, list[float]]:
     """Wall times of each contender, run interleaved ``rounds`` times."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    peaks.clear()
     for _ in range(rounds):
         for name, fn in contenders.items():
             warm_memory(warm)
             start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            outcome = fn()
+            elapsed = time.perf_counter() - start
+            if isinstance(outcome, cases.Timed):  # timed inside its own process
+                elapsed = outcome.seconds
+                peaks.setdefault(name, []).append(outcome.peak_mb)
+            times[name].append(elapsed)
     return times
 
 
 def run_case(case: cases.Case, rounds: int) -> Result:
     contenders, notes = case.setup()
-    for fn in contenders.values():  # warm up (imports, caches, first-call costs)
-        fn()
+    if case.rounds != 1:
+        for fn in contenders.values():  # warm up (imports, caches, first-call costs)
+            fn()
     result = Result(case.name, case.reference, case.target, notes=notes)
     times = measure(contenders, case.rounds or rounds, case.warm_bytes)
     result.seconds = {name: statistics.median(ts) for name, ts in times.items()}
     result.fastest = {name: min(ts) for name, ts in times.items()}
+    if peaks:
+        result.notes.append("peak memory: " + ", ".join(f"{n} {max(p):,.0f} MB" for n, p in peaks.items()))
     return result
 
 

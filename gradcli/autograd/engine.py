@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ops import COPY as COPY_PRIM
 from . import grad_mode as _grad_mode
-from .node import AccumulateGrad, OpNode, OutputRef, edge_node
+from .node import AccumulateGrad, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
 _ndarray = np.ndarray
@@ -62,23 +62,21 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
     return grads
 
 
-# Per reachable node, one record: [edges still to deliver, gradient so far, owned].
-# "owned" means the engine allocated that gradient buffer, so adding into it in place
-# is safe; a buffer it did not allocate (a gradient passed straight through "+", a
-# user's ``gradient=``) is never written to.
-PENDING, GRAD, OWNED = 0, 1, 2
+def _collect(roots: list[Any]) -> dict[Any, int]:
+    """Every node reachable from ``roots``, with the number of edges pointing at it.
 
-
-def _collect(roots: list[Any]) -> dict[Any, list[Any]]:
-    """Every node reachable from ``roots``, with the number of edges pointing at it."""
-    state: dict[Any, list[Any]] = {}
+    One small int a node (ints below 257 are shared, so a chain of a million
+    nodes costs only the dict): the gradients themselves live in a second dict
+    that holds just the frontier of the traversal.
+    """
+    pending: dict[Any, int] = {}
     stack = []
     for e in roots:
         n = edge_node(e)
-        if n not in state:
-            state[n] = [0, None, False]
+        if n not in pending:
+            pending[n] = 0
             stack.append(n)
-    get = state.get
+    get = pending.get
     while stack:
         node = stack.pop()
         for e in node.next:
@@ -86,22 +84,22 @@ def _collect(roots: list[Any]) -> dict[Any, list[Any]]:
                 continue
             if e.__class__ is OutputRef:
                 e = e.node
-            record = get(e)
-            if record is None:
-                state[e] = [1, None, False]
+            count = get(e)
+            if count is None:
+                pending[e] = 1
                 stack.append(e)
             else:
-                record[0] += 1
-    return state
+                pending[e] = count + 1
+    return pending
 
 
-def _needed(state: dict[Any, list[Any]], roots: list[Any], targets: set[Any]) -> set[Any] | None:
+def _needed(pending: dict[Any, int], roots: list[Any], targets: set[Any]) -> set[Any] | None:
     """Nodes from which some target is reachable (the rest need not run); ``None``: all of them."""
-    leaves = {n for n in state if n.__class__ is AccumulateGrad}
+    leaves = {n for n in pending if n.__class__ is AccumulateGrad}
     if targets == leaves:  # every node reaches some leaf, and every leaf is wanted
         return None
     order = []
-    remaining = {node: record[PENDING] for node, record in state.items()}
+    remaining = dict(pending)
     ready = [n for n in {edge_node(e) for e in roots} if remaining[n] == 0]
     while ready:
         node = ready.pop()
@@ -119,25 +117,32 @@ def _needed(state: dict[Any, list[Any]], roots: list[Any], targets: set[Any]) ->
     return needed
 
 
-def _add(record: list[Any], g: Any, fresh: bool, create: bool) -> None:
+# Gradients waiting at a node: ``grads[node]``. ``owned`` holds the nodes whose buffer the
+# engine allocated itself, so adding into it in place is safe; a buffer it did not allocate
+# (a gradient passed straight through "+", a user's ``gradient=``) is never written to.
+
+
+def _add(grads: dict[Any, Any], owned: set[Any], node: Any, g: Any, create: bool) -> None:
     """Add ``g`` into a node's gradient buffer."""
-    prev = record[GRAD]
+    prev = grads.get(node)
     if prev is None:
-        record[GRAD] = g
-        record[OWNED] = fresh
-    elif not create and record[OWNED] and prev.__class__ is _ndarray and prev.shape == np.shape(g):
+        grads[node] = g
+    elif not create and node in owned and prev.__class__ is _ndarray and prev.shape == np.shape(g):
         prev += g
     else:
         total = prev + g
-        record[GRAD] = total
-        record[OWNED] = not create and total.__class__ is _ndarray
+        grads[node] = total
+        if not create and total.__class__ is _ndarray:
+            owned.add(node)
+        else:
+            owned.discard(node)
 
 
-def _add_output(record: list[Any], node: Any, index: int, g: Any) -> None:
+def _add_output(grads: dict[Any, Any], node: Any, index: int, g: Any) -> None:
     """Add ``g`` to output ``index`` of a node with several outputs."""
-    slots = record[GRAD]
+    slots = grads.get(node)
     if slots is None:
-        slots = record[GRAD] = [None] * node.n_outputs
+        slots = grads[node] = [None] * node.n_outputs
     slots[index] = g if slots[index] is None else slots[index] + g
 
 
@@ -168,36 +173,39 @@ def run_backward(
             _gc.enable()
 
 
-def _propagate(roots, grads, retain_graph, create_graph, capture, nbatch):
-    state = _collect(roots)
-    needed = _needed(state, roots, set(capture)) if capture is not None else None
+def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
+    pending = _collect(roots)
+    needed = _needed(pending, roots, set(capture)) if capture is not None else None
     captured: list[Any] = [None] * (len(capture) if capture else 0)
-    for e, g in zip(roots, grads):
+    grads: dict[Any, Any] = {}
+    owned: set[Any] = set()
+    for e, g in zip(roots, root_grads):
         if e.__class__ is OutputRef:
-            _add_output(state[e.node], e.node, e.index, g)
+            _add_output(grads, e.node, e.index, g)
         else:
-            _add(state[e], g, False, create_graph)
-    ready = [n for n in {edge_node(e): None for e in roots} if state[n][PENDING] == 0]
+            _add(grads, owned, e, g, create_graph)
+    ready = [n for n in {edge_node(e): None for e in roots} if pending[n] == 0]
     previous_mode = _grad_mode.enabled
     _grad_mode.enabled = create_graph
+    pop = grads.pop
     try:
         with np.errstate(all="ignore"):
             while ready:
                 node = ready.pop()
-                record = state[node]
-                g = record[GRAD]
-                record[GRAD] = None
+                g = pop(node, None)
                 if capture is not None and g is not None and node in capture:
                     captured[capture[node]] = g
                 if node.__class__ is AccumulateGrad:
                     if capture is None and g is not None:
-                        _accumulate(node, g, record[OWNED], create_graph)
+                        _accumulate(node, g, node in owned, create_graph)
+                    owned.discard(node)
                     continue
                 if g is not None and (needed is None or node in needed):
                     if node._retain is not None:
                         _retain_grad(node, g, create_graph)
+                    owned.discard(node)
                     in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-                    trusted = node.__class__.__base__ is OpNode
+                    trusted = not node.user_defined
                 else:
                     in_grads = _NO_GRADS
                 for e, gi in zip(node.next, in_grads):
@@ -205,21 +213,21 @@ def _propagate(roots, grads, retain_graph, create_graph, capture, nbatch):
                         continue
                     if e.__class__ is OutputRef:
                         m = e.node
-                        target = state[m]
                         if gi is not None and (needed is None or m in needed):
-                            _add_output(target, m, e.index, gi)
+                            _add_output(grads, m, e.index, gi)
                     else:
                         m = e
-                        target = state[m]
                         if gi is not None and (needed is None or m in needed):
-                            if target[GRAD] is None:
-                                target[GRAD] = gi
+                            if m not in grads:
+                                grads[m] = gi
                                 # a new array from one of our rules: nobody else holds it
-                                target[OWNED] = gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None
+                                if gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None:
+                                    owned.add(m)
                             else:
-                                _add(target, gi, False, create_graph)
-                    target[PENDING] -= 1
-                    if target[PENDING] == 0:
+                                _add(grads, owned, m, gi, create_graph)
+                    count = pending[m] - 1
+                    pending[m] = count
+                    if count == 0:
                         ready.append(m)
     finally:
         _grad_mode.enabled = previous_mode

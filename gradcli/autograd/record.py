@@ -147,10 +147,9 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
         return result
     # inlined node construction: this runs once per operation
     node = _new(_plain_classes.get(prim) or _plain_class(prim))
-    node.next = (e,)
-    node.saved = (x,) if saves == "inputs" or saves == "both" else None
+    node.e0 = e
+    node.s0 = x if saves == "inputs" or saves == "both" else None
     node.out = out if saves == "output" or saves == "both" else None
-    node.shapes = node._retain = None
     result._edge = node
     if trace is not None:
         trace.append((node, result, (x,)))
@@ -203,10 +202,14 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     saves = prim.saves
     # inlined node construction: this runs once per operation
     node = _new(_plain_classes.get(prim) or _plain_class(prim))
-    node.next = (ea, eb)
-    node.saved = (a, b) if saves == "inputs" or saves == "both" else None
+    node.e0 = ea
+    node.e1 = eb
+    if saves == "inputs" or saves == "both":
+        node.s0 = a
+        node.s1 = b
+    else:
+        node.s0 = node.s1 = None
     node.out = out if saves == "output" or saves == "both" else None
-    node.shapes = node._retain = None
     if out.__class__ is _ndarray:
         oshape = out.shape
         sa = np.shape(av)
