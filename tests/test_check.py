@@ -469,3 +469,152 @@ def test_replay_evaluates_a_batch_as_each_point_would(expression, point):
     np.testing.assert_allclose(batched, one_by_one, rtol=1e-13, atol=1e-13)
     complex_points = points + 1e-20j
     np.testing.assert_allclose(recorded.evaluate(complex_points).real, one_by_one, rtol=1e-13, atol=1e-13)
+
+
+# --- a review's findings: no false passes, no false failures -----------------------------------
+
+POLES = [
+    ("x^-2", "x=1e-6", -2e18),
+    ("1/x^2", "x=-1e-6", 2e18),
+    ("1/x", "x=1e-9", -1e18),
+    ("log(x^2)", "x=1e-9", 2e9),
+    ("sqrt(x)", "x=1e-30", 5e14),
+    ("1/(x-1)", "x=1.000001", -1e12),
+    ("log(1+x^2)", "x=1e-8", 2e-8),
+]
+
+
+@pytest.mark.parametrize("expression, point, derivative", POLES, ids=[e for e, _, _ in POLES])
+def test_near_a_pole_or_far_below_1_a_correct_gradient_passes_and_no_kink_is_invented(expression, point, derivative):
+    doc = run_json(expression, "--at", point)
+    assert doc["ok"] is True, doc["verdict"]
+    assert "not_differentiable" not in doc
+    assert doc["gradient"]["x"] == pytest.approx(derivative, rel=1e-5)
+    assert doc["checks"]["complex_step"]["ok"] is True
+    assert doc["checks"]["sympy"]["ok"] is True
+
+
+def test_finite_differences_that_lose_digits_inside_are_inconclusive_where_exact_methods_agree():
+    doc = run_json("log(1+x^2)", "--at", "x=1e-8")
+    assert doc["checks"]["finite_difference"]["ok"] is None
+    assert doc["checks"]["finite_difference"]["reason"].startswith("inconclusive")
+
+
+def test_a_custom_backward_wrong_at_a_pole_fails(tmp_path):
+    source = tmp_path / "pole.py"
+    source.write_text(
+        "import gradcli as gc\n"
+        "class InvSq(gc.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return 1 / (x * x)\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g * 0\n"
+        "def f(x):\n"
+        "    return InvSq.apply(x)\n"
+    )
+    doc = run_json(f"{source}:f", "--at", "x=1e-6", code=1)
+    assert doc["checks"]["finite_difference"]["ok"] is False
+    assert doc["checks"]["finite_difference"]["values"]["x"] == pytest.approx(-2e18, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("sin(exp(x))", "--at", "x=40", "--method", "fd"), ("sin(1e20*x)", "--at", "x=1")],
+    ids=["sin(exp(x))", "sin(1e20x)"],
+)
+def test_where_no_method_can_judge_the_verdict_is_inconclusive_and_exit_1(args):
+    doc = run_json(*args, code=1)
+    assert doc["ok"] is False
+    assert doc["verdict"].startswith("INCONCLUSIVE")
+
+
+def test_atol_scales_with_the_gradient_so_tiny_problems_are_checked():
+    doc = run_json("1e-20*x^2", "--at", "x=1", "--expect", "x=-2e-20", code=1)
+    assert doc["checks"]["expect"]["ok"] is False
+    assert doc["atol"] == pytest.approx(2e-32)
+    assert doc["checks"]["expect"]["max_rel_error"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("tolerance", [-1.0, float("nan"), float("inf")])
+def test_the_api_refuses_negative_or_non_finite_tolerances(tolerance):
+    with pytest.raises(gc.errors.UsageError, match="rtol must be a finite number >= 0"):
+        check(load("x^2"), {"x": np.array(2.0)}, rtol=tolerance)
+    with pytest.raises(ValueError, match="atol must be a finite number >= 0"):
+        gc.testing.assert_grad_close(gc.sin, gc.tensor(1.0, requires_grad=True), atol=tolerance)
+
+
+@pytest.mark.parametrize("value", [1 + 2j, True])
+def test_the_api_refuses_complex_and_bool_points(value):
+    with pytest.raises(gc.errors.UsageError, match="check needs real numbers"):
+        check(load("x^2"), {"x": value})
+
+
+def test_e_and_pi_given_values_are_variables_for_sympy_too():
+    assert run_json("x*e", "--at", "x=2,e=3", "--wrt", "x,e")["gradient"] == {"x": 3.0, "e": 2.0}
+    assert run_json("pi*x", "--at", "x=2,pi=3")["checks"]["sympy"]["values"] == {"x": 3.0}
+
+
+def test_a_sympy_nan_where_the_function_is_defined_is_skipped_with_a_reason():
+    doc = run_json("x^y", "--at", "x=0,y=2")
+    assert doc["ok"] is True
+    assert "undefined (nan)" in doc["checks"]["sympy"]["reason"]
+
+
+def test_an_expected_formula_with_two_values_is_bad_input():
+    result = run("check", "x^2", "--at", "x=2", "--expect", "x=1,2")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --expect x: the formula must give one value, not 2\n"
+
+
+def test_a_user_function_misusing_autograd_is_bad_input_not_an_internal_error(tmp_path):
+    source = tmp_path / "user.py"
+    source.write_text(
+        "def inplace(x):\n    y = x * 1\n    y.mul_(y)\n    return y\n\ndef varargs(*args):\n    return args[0]\n"
+    )
+    result = run("check", f"{source}:inplace", "--at", "x=1.5")
+    assert result.exit_code == 2
+    assert "modified by an inplace operation" in result.stderr and "user.py:inplace" in result.stderr
+    result = run("check", f"{source}:varargs", "--at", "a=1,b=2")
+    assert result.exit_code == 2
+    assert "takes *args" in result.stderr
+
+
+def test_ten_thousand_inputs_are_checked_in_bounded_memory():
+    calls = []
+
+    def f(points):
+        calls.append(points.shape)
+        return (points**2).sum(axis=1, keepdims=True)
+
+    x0 = np.linspace(-1.0, 1.0, 3000)
+    estimate = finite_differences(f, x0, f(x0[None, :])[0])
+    assert np.all(np.abs(estimate.value[0] - 2 * x0) <= 3 * estimate.error[0])
+    assert estimate.error.max() < 1e-9
+    assert max(rows * cols for rows, cols in calls[1:]) <= 2_000_000
+    exact = complex_step(lambda p: (p**2).sum(axis=1, keepdims=True), x0)
+    assert np.array_equal(exact.value[0], 2 * x0)
+
+
+def test_complex_step_takes_its_step_below_a_tiny_input():
+    estimate = complex_step(lambda p: np.sqrt(p), np.array([1e-30]))
+    assert estimate.value[0, 0] == pytest.approx(5e14, rel=1e-14)
+
+
+def test_assert_grad_close_with_an_empty_input_passes_and_tiny_wrong_signs_fail():
+    gc.testing.assert_grad_close(gc.sin, gc.tensor(np.zeros(0), requires_grad=True))
+
+    class WrongSign(gc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return gc.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return -g * gc.cos(x)
+
+    with pytest.raises(AssertionError, match="Jacobian mismatch"):
+        gc.testing.assert_grad_close(lambda a: WrongSign.apply(a) * 1e-13, gc.tensor(0.3, requires_grad=True))

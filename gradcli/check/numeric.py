@@ -11,7 +11,7 @@ the estimate's own error. The step starts from each input's scale and shrinks
 where the function is not finite nearby. The same samples give one-sided
 derivatives, so a kink (abs or relu at 0) shows up as two different slopes.
 
-Complex step: f'(x) = Im f(x + ih) / h with h = 1e-30 |x|: no subtraction, so
+Complex step: f'(x) = Im f(x + ih) / h with h = min(1e-30 max(|x|, 1), 2^-60 |x|): no subtraction, so
 exact to machine precision, valid when every operation is complex-analytic.
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 LEVELS = 4
 STEP_FRACTION = 2.0**-6  # the first step, as a fraction of the input's scale
 ROUNDS = 7  # rounds of ever smaller steps for estimates that have not converged
+SMALL_ROUNDS = 4  # then rounds at the scale of an input far below 1
 ROUND_SHRINK = 2.0**-8
 FLOAT64 = np.dtype(np.float64)
 COMPLEX_STEP = 1e-30
@@ -70,41 +71,62 @@ def finite_differences(
 ) -> Estimate:
     """Central differences with Richardson extrapolation, each round of steps in one call of ``f``.
 
-    The first round steps by 2^-6 of each input's scale. An element whose
-    estimate has not converged (its truncation error above the rounding floor:
-    a pole or a fast oscillation nearby, or no finite value at that distance)
-    gets another round with steps 2^-8 as small, and so on, keeping the
-    estimate with the smallest error. Each round evaluates ``f`` once, at the
-    points of the elements still open.
+    The first round steps by 2^-6 of each input's scale (max(|x|, 1)). An
+    element whose estimate has not converged (its truncation error above the
+    rounding floor: a pole or a fast oscillation nearby, or no finite value at
+    that distance) gets another round with steps 2^-8 as small, and so on;
+    an input much smaller than 1 then gets rounds at its own scale (steps from
+    2^-6 |x|). The estimate with the smallest error is kept. Each round
+    evaluates ``f`` once, at the points of the elements still open.
     """
+    with np.errstate(all="ignore"):
+        return _finite_differences(f, x0, f0, dtype)
+
+
+def _relative(r: _Round) -> np.ndarray:
+    return r.error / np.maximum(np.abs(r.value), np.finfo(np.float64).tiny)
+
+
+def _schedule(x0: np.ndarray) -> np.ndarray:
+    """(N, rounds) first steps: ROUNDS from the absolute scale, then SMALL_ROUNDS at |x|'s own
+    scale for inputs below the absolute rounds' reach (nan where a round does not apply)."""
+    absolute = STEP_FRACTION * np.maximum(np.abs(x0), 1.0)[:, None] * ROUND_SHRINK ** np.arange(ROUNDS)[None, :]
+    relative = STEP_FRACTION * np.abs(x0)[:, None] * ROUND_SHRINK ** np.arange(SMALL_ROUNDS)[None, :]
+    reached = absolute[:, -1:]
+    relative = np.where((relative < reached) & (relative > 0), relative, np.nan)
+    return np.concatenate([absolute, relative], axis=1)
+
+
+def _finite_differences(
+    f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype
+) -> Estimate:
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     f0 = np.asarray(f0, dtype=np.float64).reshape(-1)
     n = x0.size
-    base = STEP_FRACTION * np.maximum(np.abs(x0), 1.0)
+    schedule = _schedule(x0)
     best: _Round | None = None
-    steps = base.copy()
+    steps = schedule[:, 0].copy()
     open_ = np.arange(n)
-    for r in range(ROUNDS):
-        h = base[open_] * ROUND_SHRINK**r
+    for r in range(schedule.shape[1]):
+        open_ = open_[np.isfinite(schedule[open_, r])]
+        if not open_.size:
+            break
+        h = schedule[open_, r]
         plus, minus = _samples(f, x0, h, open_)
         found = _estimates(plus, minus, f0, h, dtype)
         if best is None:
             best = found
         else:
             worse = best.part(open_)
-            central = np.isfinite(found.value) & (~np.isfinite(worse.value) | (found.error < worse.error))
+            # the smaller error relative to the estimate (at a pole a big step gives a small value
+            # with a small absolute error, all of it wrong)
+            central = np.isfinite(found.value) & (~np.isfinite(worse.value) | (_relative(found) < _relative(worse)))
             # no central difference at either step (f undefined on one side): the better one-sided one
             lone = ~np.isfinite(found.value) & ~np.isfinite(worse.value) & ~(found.lone >= worse.lone)
             better = central | lone
             best.merge(open_, found, better)
             steps[open_] = np.where(better.any(axis=0), h, steps[open_])
-            # an element whose error grew with the smaller step, by rounding, is done
-            settled = (found.error >= worse.error) & (found.truncation <= found.rounding) & np.isfinite(worse.value)
-            found.converged |= settled
-        still = ~found.converged.all(axis=0)
-        open_ = open_[still]
-        if not open_.size:
-            break
+        open_ = open_[~found.converged.all(axis=0)]
     assert best is not None
     value, error, left, right, side = best.value, best.error, best.left, best.right, best.side
     one_sided = ~np.isfinite(value) & (np.isfinite(left) | np.isfinite(right))
@@ -116,6 +138,7 @@ def finite_differences(
     with np.errstate(invalid="ignore"):
         # two slopes further apart than either one-sided estimate's own error: a kink
         kink = np.abs(right - left) > 1e-6 * np.maximum(scale, 1.0) + 20.0 * (error + side) + 1e-10
+        kink &= side <= 1e-2 * scale  # only from one-sided estimates that converged (not noise at sin(e^100))
     return Estimate(value, error, left, right, kink, steps, one_sided)
 
 
@@ -144,17 +167,28 @@ class _Round:
             mine[:, columns] = np.where(take, getattr(other, k), mine[:, columns])
 
 
+CHUNK = 2_000_000  # input elements per call of f: points are made and evaluated in slices this size
+
+
 def _samples(
     f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, h: np.ndarray, columns: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """f at x0 +- h_j 2^-k e_n(j) for each varied element n(j) and level k: arrays (M, N', LEVELS)."""
+    """f at x0 +- h_j 2^-k e_n(j) for each varied element n(j) and level k: arrays (M, N', LEVELS).
+
+    The points form a (N' LEVELS 2, N) matrix: made and evaluated a slice at a time,
+    so memory stays bounded for ten thousand inputs and more."""
     n, count = x0.size, columns.size
-    levels = h[:, None] / 2.0 ** np.arange(LEVELS)[None, :]  # (N', L)
-    points = np.broadcast_to(x0, (count, LEVELS, 2, n)).copy()
-    rows = np.arange(count)
-    points[rows, :, 0, columns] += levels
-    points[rows, :, 1, columns] -= levels
-    values = np.asarray(f(points.reshape(-1, n)), dtype=np.float64).reshape(count, LEVELS, 2, -1)
+    per = max(1, CHUNK // max(1, LEVELS * 2 * n))
+    parts = []
+    for start in range(0, count, per):
+        cols, hs = columns[start : start + per], h[start : start + per]
+        levels = hs[:, None] / 2.0 ** np.arange(LEVELS)[None, :]  # (n', L)
+        points = np.broadcast_to(x0, (cols.size, LEVELS, 2, n)).copy()
+        rows = np.arange(cols.size)
+        points[rows, :, 0, cols] += levels
+        points[rows, :, 1, cols] -= levels
+        parts.append(np.asarray(f(points.reshape(-1, n)), dtype=np.float64).reshape(cols.size, LEVELS, 2, -1))
+    values = np.concatenate(parts)
     return np.moveaxis(values[:, :, 0, :], -1, 0), np.moveaxis(values[:, :, 1, :], -1, 0)
 
 
@@ -192,6 +226,15 @@ def _estimates(plus: np.ndarray, minus: np.ndarray, f0: np.ndarray, h: np.ndarra
     return _Round(value, error, left, right, side, lone, converged, richardson, rounding)
 
 
+def complex_steps(x0: np.ndarray) -> np.ndarray:
+    """h per element: 1e-30 of the input's scale, and far below |x| itself (sqrt at 1e-30 varies
+    on the scale of x), but not so small that f'(x) h underflows to a denormal."""
+    scale = COMPLEX_STEP * np.maximum(np.abs(x0), 1.0)
+    own = np.where(x0 != 0.0, 2.0**-60 * np.abs(x0), scale)
+    h = np.maximum(np.minimum(scale, own), 1e-290)
+    return np.exp2(np.floor(np.log2(h)))  # a power of 2: dividing by it is exact
+
+
 class NotRealValued(ValueError):
     """f(x + ih) has a real part unlike f(x): f is complex-valued there (log of a negative number)."""
 
@@ -209,10 +252,15 @@ def complex_step(
     """
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     n = x0.size
-    h = COMPLEX_STEP * np.maximum(np.abs(x0), 1.0)
-    points = np.broadcast_to(x0.astype(np.complex128), (n, n)).copy()
-    points[np.arange(n), np.arange(n)] += 1j * h
-    values = np.asarray(f(points), dtype=np.complex128).reshape(n, -1)  # (N, M)
+    h = complex_steps(x0)
+    per = max(1, CHUNK // max(1, n))
+    parts = []
+    for start in range(0, n, per):
+        rows = np.arange(start, min(n, start + per))
+        points = np.broadcast_to(x0.astype(np.complex128), (rows.size, n)).copy()
+        points[rows - start, rows] += 1j * h[rows]
+        parts.append(np.asarray(f(points), dtype=np.complex128).reshape(rows.size, -1))
+    values = np.concatenate(parts)  # (N, M)
     if f0 is not None:
         f0 = np.asarray(f0, dtype=np.float64).reshape(1, -1)
         with np.errstate(all="ignore"):

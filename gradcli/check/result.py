@@ -133,6 +133,8 @@ class CheckResult:
         if not ran and self.kinks:
             many = len(self.kinks) > 1
             return f"OK: not differentiable here; autograd's value{'s are valid subgradients' if many else ' is a valid subgradient'} (one-sided derivatives above)"
+        if not ran and any((c.reason or "").startswith("inconclusive") for c in self.checks.values()):
+            return "INCONCLUSIVE: no method could judge autograd's gradient at this point (see above)"
         if not ran:
             return "NOTHING CHECKED: no method could run (see the reasons)"
         names = ", ".join(METHOD_NAMES[c.name] for c in ran)

@@ -40,6 +40,11 @@ def reported() -> Iterator[None]:
     except Exception as exc:
         if os.environ.get("GRADCLI_DEBUG"):
             raise
+        program = sys.modules.get("gradcli.lang.program")
+        culprit = getattr(program, "user_code", None)
+        if culprit is not None and type(exc) is RuntimeError:  # autograd refusing what the user's code did
+            sys.stderr.write(f"error: {culprit}: {exc}\n")
+            raise SystemExit(2) from None
         sys.stderr.write(
             f"error: internal error ({type(exc).__name__}: {exc}); "
             "please report it (GRADCLI_DEBUG=1 shows the traceback)\n"

@@ -439,7 +439,7 @@ def _print_check(result: Any, heading: str, point: str) -> None:
             "kink" if labels[k] in kinked else ("MISMATCH" if not element_ok[k] else "ok" if compared else "-")
         )
         body.append(cells)
-    lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.ok is None]
+    lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks]
     lines += result.notes
     if result.blame is not None:

@@ -92,7 +92,24 @@ def _load_function(path: str, name: str) -> Callable[..., Any]:
     function = getattr(module, name, None)
     if not callable(function):
         raise UsageError(f"{path} has no function {name!r}")
+    try:
+        odd = [p for p in inspect.signature(function).parameters.values()
+               if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]  # fmt: skip
+    except (TypeError, ValueError):
+        odd = []
+    if odd:
+        raise UsageError(
+            f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
+            "so every parameter needs a plain name"
+        )
+    global user_code
+    user_code = f"{path}:{name}"
     return function
+
+
+#: The user's Python function, once loaded: a RuntimeError from autograd is then most likely
+#: its misuse (an in-place change of a saved value), reported as bad input rather than as our bug.
+user_code: str | None = None
 
 
 def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:

@@ -56,9 +56,9 @@ def to_sympy(
     def lookup(node: ast.Name) -> Any:
         if node.id in env:
             return env[node.id]
-        if node.id == "pi":
+        if node.id == "pi" and node.id not in shapes:  # a constant unless --at gives it a value
             return sp.pi
-        if node.id == "e":
+        if node.id == "e" and node.id not in shapes:
             return sp.E
         symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())))
         variables[node.id] = env[node.id] = symbol
