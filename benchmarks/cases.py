@@ -153,6 +153,42 @@ def _startup():
     return contenders, ["output to a pipe (plain text, as scripts and CI read it)"]
 
 
+# --- --points: value and gradient at every row of a CSV file ------------------------------------
+
+N_POINTS = 10**6
+
+
+def _points():
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="gradcli-points-"))
+    rng = np.random.default_rng(0)
+    data = rng.uniform(-2.0, 2.0, (N_POINTS, 2))
+    source, target = folder / "points.csv", folder / "out.csv"
+    np.savetxt(source, data, delimiter=",", header="x,w", comments="", fmt="%.17g")
+
+    def numpy_by_hand():  # read, compute value and gradient, write with every digit, as gradcli does
+        x, w = np.loadtxt(source, delimiter=",", skiprows=1, unpack=True)
+        value = (x + w) * (w + 1) + np.sin(x * w)
+        dx = (w + 1) + np.cos(x * w) * w
+        dw = (x + w) + (w + 1) + np.cos(x * w) * x
+        table = np.column_stack([x, w, value, dx, dw])
+        np.savetxt(target, table, delimiter=",", header="x,w,value,grad_x,grad_w", comments="", fmt="%.17g")
+
+    command = [sys.executable, "-m", "gradcli", "eval", "(x + w) * (w + 1) + sin(x * w)", "--points", str(source)]
+
+    def gradcli_points():  # the whole command, process start-up included
+        with open(target, "w") as out:
+            subprocess.run(command, stdout=out, check=True)
+
+    return {"numpy, by hand": numpy_by_hand, "gradcli eval --points": gradcli_points}, [
+        f"{N_POINTS:,} rows of x,w from a CSV file; output CSV with 17 significant digits"
+    ]
+
+
 # --- the language: parse + evaluate + backward of a long expression --------------------------------
 
 
@@ -353,6 +389,13 @@ CASES = [
             rounds=5,
         )
         for n in (300, 1000)
+    ),
+    Case(
+        "--points, 1e6 rows",
+        "numpy, by hand",
+        "gradcli <= 2x numpy by hand (issue 7)",
+        _points,
+        rounds=3,
     ),
     Case(
         "gradcli check, 1e3-term expression",

@@ -306,3 +306,58 @@ def test_examples_directory_runs():
     examples = Path(__file__).resolve().parent.parent / "examples"
     done = subprocess.run([sys.executable, str(examples / "quickstart.py")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "tensor(5.)" in done.stdout
+
+
+# --- eval's fast path: the console script reads plain eval arguments without typer --------------
+
+FAST_CASES = [
+    ["eval", "(x + w) * (w + 1)", "--at", "x=2,w=1"],
+    ["eval", "--at", "x=2", "--at=w=1", "(x + w) * (w + 1)", "--json"],
+    ["eval", "x*y", "--at", "x=2,y=3", "--wrt", "y"],
+    ["eval", "v * 2", "--at", "v=[1,2]", "--seed", "ones"],
+    ["eval", "x +* 2", "--at", "x=1"],
+    ["eval", "log(x)", "--at", "x=-1"],
+    ["eval", "x"],
+    ["eval"],
+]
+
+
+@pytest.mark.parametrize("argv", FAST_CASES, ids=[" ".join(a) for a in FAST_CASES])
+def test_the_fast_eval_path_prints_what_typer_prints(argv, monkeypatch, capsys):
+    from gradcli.cli import fast_eval, main
+
+    assert fast_eval(argv) is not None
+    monkeypatch.setattr(sys, "argv", ["gradcli", *argv])
+    monkeypatch.setenv("NO_COLOR", "1")
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code or 0
+    fast = capsys.readouterr()
+    slow = CliRunner().invoke(app, argv)
+    assert (code, fast.out, fast.err) == (slow.exit_code, slow.stdout, slow.stderr)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["eval", "--help"], ["eval", "-h"], ["eval", "x", "--bogus"], ["eval", "x", "--at"], ["eval", "x", "y"],
+     ["eval", "--", "-x^2", "--at", "x=3"], ["eval", "x", "--json=1"], ["diff", "x^2"]],
+)  # fmt: skip
+def test_anything_but_plain_eval_goes_to_typer(argv):
+    from gradcli.cli import fast_eval
+
+    assert fast_eval(argv) is None
+
+
+def test_the_fast_eval_path_knows_exactly_evals_options():
+    import typer.main
+
+    from gradcli.cli import EVAL_OPTIONS
+
+    command = typer.main.get_command(app).commands["eval"]
+    options = {o for p in command.params for o in p.opts if o.startswith("-")} - {"-h", "--help"}
+    assert options == set(EVAL_OPTIONS)
+    names = {p.name for p in command.params if p.opts[0].startswith("-")}
+    renamed = {"as_json": "json"}
+    assert {renamed.get(v[0], v[0]) for v in EVAL_OPTIONS.values()} == names

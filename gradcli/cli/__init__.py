@@ -64,8 +64,72 @@ def expression_after_dashes(argv: list[str]) -> list[str]:
     return argv[:i] + argv[i + 2 :] + ["--", argv[i + 1]]
 
 
+#: ``eval``'s options for the fast path (see ``fast_eval``): option -> (parameter, kind).
+#: tests/test_cli.py checks that this table matches the typer command's options.
+EVAL_OPTIONS = {
+    "--at": ("at", list),
+    "--wrt": ("wrt", list),
+    "--json": ("as_json", bool),
+    "-f": ("file", str),
+    "--file": ("file", str),
+    "--seed": ("seed", str),
+    "--points": ("points", str),
+}
+
+
+def fast_eval(argv: list[str]) -> dict | None:
+    """``eval``'s arguments read without typer (whose import and command building take
+    longer than the whole gradient), or None for anything but plain use (help, an unknown
+    option, ``--``, a missing value): typer then parses, and reports errors, as always."""
+    if not argv or argv[0] != "eval":
+        return None
+    found: dict = {
+        "expression": None,
+        "file": None,
+        "at": [],
+        "wrt": [],
+        "as_json": False,
+        "seed": None,
+        "points": None,
+    }
+    args = iter(argv[1:])
+    for arg in args:
+        if arg.startswith("-") and arg != "-":
+            name, equals, value = arg.partition("=")
+            spec = EVAL_OPTIONS.get(name)
+            if spec is None or (equals and spec[1] is bool) or (equals and not name.startswith("--")):
+                return None
+            parameter, kind = spec
+            if kind is bool:
+                found[parameter] = True
+                continue
+            if not equals:
+                value = next(args, None)
+                if value is None:
+                    return None
+            if kind is list:
+                found[parameter].append(value)
+            else:
+                found[parameter] = value
+        elif found["expression"] is None:
+            found["expression"] = arg
+        else:
+            return None
+    return found
+
+
 def main() -> None:
     """Entry point of the ``gradcli`` console script."""
+    fast = fast_eval(sys.argv[1:])
+    if fast is not None:
+        from . import commands
+
+        try:
+            commands.evaluate(**fast)
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise SystemExit(0) from None
+        return
     from .app import app
 
     try:

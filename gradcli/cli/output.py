@@ -7,7 +7,6 @@ double), ``6`` rather than ``6.0`` for humans, ``"nan"``/``"inf"`` in JSON.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -98,6 +97,8 @@ def jsonable(value: Any) -> Any:
 
 
 def print_json(document: Any) -> None:
+    import json  # lazily: eval starts faster without it
+
     sys.stdout.write(json.dumps(jsonable(document), ensure_ascii=False) + "\n")
 
 

@@ -8,7 +8,6 @@ every failure points at the node that caused it.
 
 from __future__ import annotations
 
-import difflib
 import gc as _gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +56,8 @@ def uses_constant(program: ast.Program, name: str) -> bool:
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str:
+    import difflib  # lazily: eval starts faster without it
+
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

@@ -6,7 +6,6 @@ A value is a constant expression of the language (``pi/4``, ``[1, 2, 3]``,
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable
 from pathlib import Path
@@ -133,6 +132,8 @@ def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] |
 
 def _locate_bad_row(path: str, header: list[str], body: str) -> None:
     """Raise an error naming the first row (and column) that cannot be read."""
+    import csv  # lazily: eval starts faster without it
+
     for number, row in enumerate(csv.reader(io.StringIO(body)), start=2):
         if not row or not any(cell.strip() for cell in row):
             continue
