@@ -14,7 +14,18 @@ tensor(5.)
 """
 
 from . import autograd, functional
-from .autograd import Function, Tensor, backward, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    Function,
+    Tensor,
+    backward,
+    detect_anomaly,
+    enable_grad,
+    grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .autograd import factory as _factory
 from .autograd import functions as _functions
 
@@ -99,8 +110,10 @@ __all__ = [
     "Tensor",
     "autograd",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "grad",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",

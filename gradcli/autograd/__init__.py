@@ -12,6 +12,7 @@ from .tensor import Tensor  # first: the modules below build on it
 from .. import ops as _ops
 from . import functional
 from . import methods as _methods  # noqa: F401  (binds the functions as Tensor methods)
+from .anomaly import detect_anomaly, is_anomaly_enabled
 from .engine import backward, grad
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -37,8 +38,10 @@ __all__ = [
     "Node",
     "Tensor",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "grad",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import COPY as COPY_PRIM
+from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
 from .node import AccumulateGrad, OutputRef, edge_node
 from .tensor import Tensor, wrap
@@ -206,6 +207,9 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
                     owned.discard(node)
                     in_grads = node.apply(g, create_graph, nbatch, retain_graph)
                     trusted = not node.user_defined
+                    if _anomaly.active:
+                        in_grads = tuple(in_grads)
+                        _anomaly.backward_check(node, g, in_grads)
                 else:
                     in_grads = _NO_GRADS
                 for e, gi in zip(node.next, in_grads):

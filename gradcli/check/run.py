@@ -459,5 +459,10 @@ def _nonfinite(recorded: _Recorded) -> str | None:
         return f"the value is {recorded.f0[0]}" + (f" ({where})" if where else "")
     for name, g in recorded.gradient.items():
         if not np.isfinite(g).all():
-            return f"the gradient with respect to {name} is not finite: {np.asarray(g).tolist()}"
+            from ..lang.program import backward_anomaly
+
+            text = f"the gradient with respect to {name} is not finite: {np.asarray(g).tolist()}"
+            seed = None if recorded.seed is None else gc.tensor(recorded.seed)
+            where = backward_anomaly(recorded.program, recorded.values, recorded.names, seed)
+            return text + (f" ({where})" if where else "")
     return None

@@ -35,6 +35,8 @@ def evaluate(
         result = value_and_grad(program, values, names_list(wrt) or None, seed)
         if result.evaluation.nonfinite:
             output.warn(f"non-finite value: {result.evaluation.nonfinite}")
+        elif result.backward_nonfinite:
+            output.warn(f"non-finite gradient: {result.backward_nonfinite}")
         if as_json:
             output.print_json({"value": result.value, "gradient": result.gradient})
             return

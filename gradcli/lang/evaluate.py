@@ -147,20 +147,25 @@ class _Run:
             if record:
                 steps.append((node, value))
             if n and self.nonfinite is None:
-                self._watch(node, value)
+                self._watch(node, value, args)
         return values[0]
 
-    def _watch(self, node: ast.Node, value: Any) -> None:
+    def _watch(self, node: ast.Node, value: Any, args: Any) -> None:
         raw = value._value if value.__class__ is gc.Tensor else value
         if raw.__class__ is float or raw.__class__ is np.float64:
             if -_INF < raw < _INF:  # false for nan and for infinities
                 return
         elif not isinstance(raw, (np.ndarray, np.generic)) or raw.dtype.kind not in "fc" or np.isfinite(raw).all():
             return
-        text = self.source.text[node.start : node.end]
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        kind = "nan" if np.isnan(raw).any() else "inf"
-        self.nonfinite = f"{shown!r} at {self.source.where(node.start)} gave {kind}"
+        from ..autograd.anomaly import nonfinite_kind
+
+        kind = nonfinite_kind(raw)
+        self.nonfinite = f"{_label(node, self.source)!r} at {self.source.where(node.start)} gave {kind}"
+        given = [a for a in args if not isinstance(a, (str, tuple))]
+        if given:
+            from ..autograd.anomaly import describe
+
+            self.nonfinite += f" from {'input' if len(given) == 1 else 'inputs'} " + ", ".join(map(describe, given))
 
     def __post_init_handlers(self) -> dict[type, Any]:
         return {

@@ -20,7 +20,7 @@ import numpy as np
 
 import gradcli as gc
 
-from ..errors import UsageError
+from ..errors import Source, UsageError
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables
 from .parser import parse
@@ -163,6 +163,7 @@ class Gradient:
     value: np.ndarray
     gradient: dict[str, np.ndarray]
     evaluation: Evaluation
+    backward_nonfinite: str | None = None  # where the backward pass first gave a NaN or an infinity
 
 
 SCALAR_ONLY = (
@@ -197,7 +198,39 @@ def value_and_grad(
     else:
         grads = tuple(gc.zeros_like(t) for t in inputs)
     value = output._value if output.numel() != 1 or seed is not None else np.asarray(output._value).reshape(())
-    return Gradient(np.asarray(value), {n: np.asarray(g._value) for n, g in zip(names, grads)}, evaluation)
+    gradient = {n: np.asarray(g._value) for n, g in zip(names, grads)}
+    result = Gradient(np.asarray(value), gradient, evaluation)
+    if evaluation.nonfinite is None and not all(np.isfinite(g).all() for g in gradient.values()):
+        result.backward_nonfinite = backward_anomaly(program, values, names, vector)
+    return result
+
+
+def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any) -> str | None:
+    """The program run again in anomaly mode: which operation's derivative first gave a NaN or an
+    infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``."""
+    from ..autograd.anomaly import describe, detect_anomaly
+
+    with detect_anomaly(raise_error=False) as mode, np.errstate(all="ignore"):
+        evaluation = program.run(values, names, record_steps=True)
+        output = single_output(evaluation)
+        inputs = [evaluation.inputs[n] for n in names]
+        gc.grad(output, inputs, grad_outputs=seed, allow_unused=True)
+    found = mode.found
+    if found is None or found.phase != "backward":
+        return None
+    name = found.node.name()
+    given = ", ".join(describe(v) for v in found.inputs)
+    detail = f" from {'input' if len(found.inputs) == 1 else 'inputs'} {given}" if given else ""
+    made = next((node for node, value in evaluation.steps if getattr(value, "_edge", None) is found.node), None)
+    if made is None or program.tree is None:
+        where = f" (made at {found.where})" if found.where else ""
+        return f"the derivative of {name}{where} gave {found.kind}{detail}"
+    from .evaluate import _label
+
+    source = Source(program.tree.text, program.origin)
+    return (
+        f"the derivative of {_label(made, source)!r} at {source.where(made.start)} ({name}) gave {found.kind}{detail}"
+    )
 
 
 def symbolic_derivatives(

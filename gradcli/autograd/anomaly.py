@@ -1,0 +1,179 @@
+"""Anomaly mode: where did the NaN come from? In the spirit of ``torch.autograd.detect_anomaly``.
+
+    >>> import gradcli as gc
+    >>> x = gc.tensor(0.0, requires_grad=True)
+    >>> with gc.detect_anomaly():
+    ...     y = gc.sqrt(x) * 2
+    ...     y.backward()
+    Traceback (most recent call last):
+    RuntimeError: Function 'SqrtBackward0' returned inf values in its 0th output. ...
+
+While it is on, every recorded operation remembers its inputs and the line
+of code that made it; the forward pass warns at the first operation whose
+output is not finite although its inputs are; the backward pass checks what
+each node returns and, at the first non-finite gradient made from finite
+ones, raises ``RuntimeError`` (PyTorch's words) naming the node, the line
+that made it and its input values. ``raise_error=False`` records the first
+finding in ``found`` instead (the CLI uses it to name the expression).
+
+It costs a check per node and keeps every node's inputs alive while on:
+a debugging tool, off by default (the engine then reads one flag per node).
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import warnings
+from contextlib import ContextDecorator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import record as _record
+
+#: read by the engine for every node: keep it a plain module attribute
+active = False
+check_nan = True
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+class Finding:
+    """The first non-finite value: which node, where it was made, from what."""
+
+    def __init__(self, node: Any, phase: str, kind: str, index: int, inputs: tuple[Any, ...], where: str) -> None:
+        self.node, self.phase, self.kind, self.index, self.inputs, self.where = node, phase, kind, index, inputs, where
+
+    def message(self) -> str:
+        name = self.node.name() if hasattr(self.node, "name") else type(self.node).__name__
+        if self.phase == "backward":
+            head = f"Function '{name}' returned {self.kind} values in its {self.index}th output."
+        else:
+            prim = getattr(self.node, "prim", None)
+            op = prim.name if prim is not None else name
+            head = f"{op} ({name}) gave {self.kind} in the forward pass."
+        parts = [head]
+        if self.inputs:
+            parts.append("Its inputs: " + ", ".join(describe(v) for v in self.inputs) + ".")
+        if self.where:
+            parts.append(f"It was made at {self.where}.")
+        return " ".join(parts)
+
+
+class detect_anomaly(ContextDecorator):
+    """Context manager (and decorator) that turns anomaly mode on; see the module's text."""
+
+    def __init__(self, check_nan: bool = True, raise_error: bool = True) -> None:
+        self.check_nan, self.raise_error = check_nan, raise_error
+        self.found: Finding | None = None
+        self.made: dict[int, tuple[Any, tuple[Any, ...], str]] = {}
+
+    def __enter__(self) -> detect_anomaly:
+        global active, check_nan, _current
+        self._previous = (active, check_nan, _current, _record.trace)
+        active, check_nan, _current = True, self.check_nan, self
+        _record.trace = _Witness(self, _record.trace)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global active, check_nan, _current
+        active, check_nan, _current, trace = self._previous
+        _record.trace = trace
+
+    # --- what the recorder and the engine call while it is on ---------------------------------
+
+    def forward(self, node: Any, result: Any, inputs: tuple[Any, ...]) -> None:
+        where = _caller()
+        self.made[id(node)] = (node, inputs, where)
+        if self.found is None and self.check_nan:
+            bad = _nonfinite(result)
+            if bad and not any(_nonfinite(v) for v in inputs):
+                self.found = Finding(node, "forward", bad, 0, inputs, where)
+                warnings.warn(f"gradcli anomaly: {self.found.message()}", RuntimeWarning, stacklevel=_user_level())
+
+    def backward(self, node: Any, incoming: Any, grads: Any) -> None:
+        if not self.check_nan or _nonfinite(incoming):
+            return  # not this node's doing: it was handed a non-finite gradient
+        for i, g in enumerate(grads):
+            bad = _nonfinite(g) if g is not None else None
+            if bad:
+                made = self.made.get(id(node))
+                inputs, where = (made[1], made[2]) if made else ((), "")
+                finding = Finding(node, "backward", bad, i, inputs, where)
+                if self.raise_error:
+                    raise RuntimeError(finding.message())
+                if self.found is None or self.found.phase == "forward":
+                    self.found = finding
+                return
+
+
+_current: detect_anomaly | None = None
+
+
+def backward_check(node: Any, incoming: Any, grads: Any) -> None:
+    if _current is not None:
+        _current.backward(node, incoming, grads)
+
+
+def is_anomaly_enabled() -> bool:
+    return active
+
+
+class _Witness:
+    """Stands in for ``record.trace`` while anomaly mode is on (passing entries on to a trace
+    already there): every recorded node's inputs, and the line that made it."""
+
+    def __init__(self, mode: detect_anomaly, previous: Any) -> None:
+        self.mode, self.previous = mode, previous
+
+    def append(self, entry: tuple[Any, Any, tuple[Any, ...]]) -> None:
+        if self.previous is not None:
+            self.previous.append(entry)
+        node, result, inputs = entry
+        self.mode.forward(node, result, inputs)
+
+
+def _nonfinite(value: Any) -> str | None:
+    raw = getattr(value, "_value", value)
+    if isinstance(raw, (float, int)):
+        return None if np.isfinite(raw) else nonfinite_kind(raw)
+    raw = np.asarray(raw) if not isinstance(raw, np.ndarray) else raw
+    if raw.dtype.kind not in "fc" or np.isfinite(raw).all():
+        return None
+    return nonfinite_kind(raw)
+
+
+def nonfinite_kind(raw: Any) -> str:
+    """ "nan", "-inf" or "inf": what a non-finite value holds (nan first)."""
+    raw = np.asarray(raw)
+    if np.isnan(raw).any():
+        return "nan"
+    return "-inf" if np.isneginf(raw).any() and not np.isposinf(raw).any() else "inf"
+
+
+def describe(value: Any) -> str:
+    raw = np.asarray(getattr(value, "_value", value))
+    if raw.ndim == 0:
+        return f"{raw.item():.6g}" if raw.dtype.kind in "fc" else str(raw.item())
+    text = np.array2string(raw, precision=6, threshold=6, edgeitems=2, separator=", ")
+    return f"{text} (shape {list(raw.shape)})"
+
+
+def _caller() -> str:
+    """The first frame outside gradcli: ``file.py:12 (line text)``."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f" ({line})" if line else "")
+
+
+def _user_level() -> int:
+    """``stacklevel`` for a warning from here that points at the first frame outside gradcli."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
