@@ -96,3 +96,89 @@ def test_a_python_function_that_raises_is_reported(tmp_path):
     (tmp_path / "syntax.py").write_text("def f(a:\n")
     result = runner.invoke(app, ["eval", f"{tmp_path / 'syntax.py'}:f", "--at", "a=1"])
     assert result.exit_code == 2 and "line 1" in result.stderr
+
+
+# --- limits: refused with the size, before anything is allocated --------------------------------
+
+COLUMN = "[" + ",".join(["[1]"] * 20000) + "]"
+ROW = "[[" + ",".join(["1"] * 20000) + "]]"
+VECTOR = "[" + ",".join(["1"] * 20000) + "]"
+TOO_BIG = (
+    "would have shape (20000, 20000): 400,000,000 elements (3.2 GB of float64), "
+    "more than the limit of 200,000,000 (set GRADCLI_MAX_ELEMENTS to raise it)"
+)
+
+
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["eval", "sum(a*b)", "--at", f"a={COLUMN}", "--at", f"b={ROW}"], "'a*b' at column 5"),
+        (["eval", "sum(a@b)", "--at", f"a={COLUMN}", "--at", f"b={ROW}"], "'a@b' at column 5"),
+        (["jacobian", "v*2", "--at", f"v={VECTOR}"], "the Jacobian"),
+        (["hessian", "sum(v^3)", "--at", f"v={VECTOR}"], "the Hessian"),
+    ],
+    ids=["broadcast", "outer product", "jacobian", "hessian"],
+)
+def test_arrays_that_would_exhaust_memory_are_refused_with_their_size(args, what):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {what} {TOO_BIG}\n"
+
+
+def test_the_element_limit_can_be_raised(monkeypatch):
+    monkeypatch.setenv("GRADCLI_MAX_ELEMENTS", "10")
+    result = runner.invoke(app, ["eval", "sum(a*b)", "--at", "a=[[1],[2],[3]]", "--at", "b=[[1,2,3,4]]"])
+    assert result.exit_code == 2 and "more than the limit of 10 " in result.stderr
+    monkeypatch.setenv("GRADCLI_MAX_ELEMENTS", "12")
+    result = runner.invoke(app, ["eval", "sum(a*b)", "--at", "a=[[1],[2],[3]]", "--at", "b=[[1,2,3,4]]", "--json"])
+    assert result.exit_code == 0 and '"value": 60.0' in result.stdout
+
+
+def test_an_expression_over_ten_million_characters_is_refused(tmp_path):
+    source = tmp_path / "huge.txt"
+    source.write_text("x+" * 5_000_001 + "x")
+    result = runner.invoke(app, ["eval", "-f", str(source), "--at", "x=1"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {source} is 10,000,003 characters long, more than the limit of 10,000,000 "
+        "(for many points, use --points FILE.csv)\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["1e999", "-1e400", "[1, 1/0]"])
+def test_points_beyond_float64_are_refused(value):
+    result = runner.invoke(app, ["eval", "x", "--at", f"x={value}"])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --at x: {value!r} is not a finite float64 number (too large, or 1/0)\n"
+
+
+def test_non_utf8_standard_input_is_named():
+    result = runner.invoke(app, ["eval", "-", "--at", "x=1"], input=b"x\xff+1")
+    assert result.exit_code == 2
+    assert result.stderr == "error: standard input: not UTF-8 text (byte 1)\n"
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("x,w\n1,2\n3,zz\n", "row 3, column 'w': 'zz' is not a number"),
+        (b"x,w\n1,2\n\xff,3\n", "not UTF-8 text (byte 8)"),
+    ],
+)
+def test_points_files_with_bad_rows_name_the_row_and_column(tmp_path, body, message):
+    path = tmp_path / "points.csv"
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    result = runner.invoke(app, ["eval", "x*w", "--points", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --points {path}: {message}\n"
+
+
+@pytest.mark.parametrize("option", ["-f", "--points"])
+def test_missing_files_and_directories_are_named(tmp_path, option):
+    args = ["eval", "x"] if option == "--points" else ["eval"]
+    result = runner.invoke(app, [*args, option, str(tmp_path / "nope.txt")])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {option} {tmp_path / 'nope.txt'}: no such file\n"
+    result = runner.invoke(app, [*args, option, str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {option} {tmp_path}: is a directory\n"

@@ -105,6 +105,27 @@ def _run_statements(program: ast.Program, run: _Run, source: Source, inputs: dic
     return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
 
 
+def max_elements() -> int:
+    """The largest array gradcli will make: GRADCLI_MAX_ELEMENTS, or 2e8 (1.6 GB of float64)."""
+    import os
+
+    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "")
+    return int(text) if text.isdigit() else 200_000_000
+
+
+def limit_size(shape: tuple[int, ...], what: str) -> None:
+    """UsageError if an array of ``shape`` would be over the limit: said before it is allocated."""
+    count = 1
+    for n in shape:
+        count *= int(n)
+    limit = max_elements()
+    if count > limit:
+        raise UsageError(
+            f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
+            f"more than the limit of {limit:,} (set GRADCLI_MAX_ELEMENTS to raise it)"
+        )
+
+
 def _label(item: ast.Node, source: Source) -> str:
     text = source.text[item.start : item.end].strip()
     return text if len(text) <= 40 else text[:37] + "..."
@@ -226,6 +247,9 @@ class _Run:
                     f"'@' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
                 )
             return float(result)
+        sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
+        if sa != sb and sa and sb:  # broadcasting can make a result far larger than its operands
+            self._size_limit(node, sa, sb)
         if op == "+":
             return a + b
         if op == "-":
@@ -237,6 +261,19 @@ class _Run:
         if op == "^":
             return a**b
         return gc.matmul(a, b)
+
+    def _size_limit(self, node: ast.Binary, sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+        """Refuse, before allocating, a result with more elements than ``max_elements()``."""
+        try:
+            if node.op == "@":
+                if len(sa) < 2 or len(sb) < 2:
+                    return
+                shape = (*np.broadcast_shapes(sa[:-2], sb[:-2]), sa[-2], sb[-1])
+            else:
+                shape = np.broadcast_shapes(sa, sb)
+        except ValueError:
+            return  # shapes that do not fit: the operation itself says so
+        limit_size(shape, f"{_label(node, self.source)!r} at {self.source.where(node.start)}")
 
     def call(self, node: ast.Call, args: Any) -> Any:
         function = FUNCTIONS.get(node.function)

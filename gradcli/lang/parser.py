@@ -15,11 +15,12 @@ no depth at all.
 
 from __future__ import annotations
 
-from ..errors import Source, SyntaxProblem
+from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .lexer import Token, tokenize
 
 MAX_DEPTH = 200
+MAX_CHARACTERS = 10_000_000  # about a minute of parsing: anything longer is a mistake
 
 BINARY = {"+": 30, "-": 30, "*": 40, "/": 40, "@": 40, "^": 60, "**": 60}
 COMPARE = {"<", "<=", ">", ">=", "==", "!="}
@@ -31,6 +32,11 @@ POSTFIX_POWER = 70
 
 def parse(text: str, origin: str = "expression") -> ast.Program:
     """Read a program: statements separated by ``;`` or new lines, the last one the output."""
+    if len(text) > MAX_CHARACTERS:
+        raise UsageError(
+            f"{origin} is {len(text):,} characters long, more than the limit of {MAX_CHARACTERS:,} "
+            "(for many points, use --points FILE.csv)"
+        )
     source = Source(text, origin)
     return Parser(source, tokenize(source)).program()
 

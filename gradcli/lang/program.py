@@ -22,7 +22,7 @@ import gradcli as gc
 
 from ..errors import Source, UsageError
 from . import ast
-from .evaluate import Evaluation, check_names, evaluate, free_variables
+from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .parser import parse
 from .values import _read_text, seed_vector
 
@@ -62,16 +62,28 @@ def load(expression: str | None, file: str | None = None) -> Program:
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
-        text = sys.stdin.read() if file == "-" else _read_text(file, "-f")
+        text = read_stdin() if file == "-" else _read_text(file, "-f")
         return Program(file, tree=parse(text, file))
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
     if expression == "-":
-        return Program("<stdin>", tree=parse(sys.stdin.read(), "<stdin>"))
+        return Program("<stdin>", tree=parse(read_stdin(), "<stdin>"))
     match = _PYTHON_FUNCTION.match(expression.strip())
     if match:
         return Program(expression, function=_load_function(match["path"], match["name"]))
     return Program("expression", tree=parse(expression))
+
+
+def read_stdin() -> str:
+    """Standard input as UTF-8 text (bytes, so that a bad byte is named rather than escaped)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # replaced by a text stream (tests)
+        return sys.stdin.read()
+    data = stream.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input: not UTF-8 text (byte {exc.start})") from None
 
 
 def _load_function(path: str, name: str) -> Callable[..., Any]:
@@ -303,6 +315,8 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     names = resolve_wrt(program, values, wrt)
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
+    # batched passes hold several (outputs x inputs) arrays: refuse them before making them
+    limit_size((sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs)), "the Jacobian")
     _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
     rows = [
         label for base, o in zip(output_bases(program, evaluation), outs) for label in element_labels(base, o.shape)
@@ -326,6 +340,8 @@ def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[s
     if output.numel() != 1:
         raise UsageError(f"hessian needs a scalar output; the output has shape {output.shape} (use gradcli jacobian)")
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
+    n = sum(np.size(x) for x in inputs)
+    limit_size((n, n), "the Hessian")
 
     def scalar(*leaves: Any) -> gc.Tensor:
         return single_output(program.run({**values, **dict(zip(names, leaves))}, names))

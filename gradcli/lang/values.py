@@ -68,6 +68,8 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
                 values[name] = constant(value.strip(), f"--at {name}")
             except SyntaxProblem as problem:
                 raise UsageError(f"--at {name}: {problem.message}") from None
+            if not np.isfinite(values[name]).all():
+                raise UsageError(f"--at {name}: {value.strip()!r} is not a finite float64 number (too large, or 1/0)")
     return values
 
 
