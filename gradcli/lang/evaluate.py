@@ -37,14 +37,16 @@ class Evaluation:
     steps: list[tuple[ast.Node, Any]] = field(default_factory=list)  # (node, value) in evaluation order
 
 
-def free_variables(program: ast.Program) -> list[str]:
-    """Names used before any assignment, in order of first appearance (constants excluded)."""
+def free_variables(program: ast.Program, given: Iterable[str] = ()) -> list[str]:
+    """Names used before any assignment, in order of first appearance (constants excluded,
+    unless ``given`` a value: ``e`` with --at e=3 is a variable)."""
+    constants = set(CONSTANTS) - set(given)
     assigned: set[str] = set()
     seen: dict[str, None] = {}
     name_type = ast.Name
     for statement in (*program.statements, program.outputs):
         for node in program.order(statement):
-            if node.__class__ is name_type and node.id not in assigned and node.id not in CONSTANTS:
+            if node.__class__ is name_type and node.id not in assigned and node.id not in constants:
                 seen.setdefault(node.id)
         if isinstance(statement, ast.Assign):
             assigned.add(statement.name)

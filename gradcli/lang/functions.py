@@ -82,7 +82,8 @@ def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] 
     """``name(x)`` over every element, or ``name(x, axis)``."""
 
     def apply(gc: Any, x: Any, axis: Any = None) -> Any:
-        return getattr(gc, prim.name)(x, None if axis is None else _axis(axis))
+        # by keyword: gc.norm's second parameter is the order p, as in torch.norm
+        return getattr(gc, prim.name)(x, dim=None if axis is None else _axis(axis))
 
     return Function(
         prim.name, (1, 2), apply, derivative, sympy_full, prim, prim.doc + "; name(x, axis) along an axis", reduces=True

@@ -158,7 +158,8 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
 def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> list[str]:
     """``--wrt`` names, checked; by default every free variable, in order of first appearance."""
     if not wrt:
-        return [v for v in program.variables if v in values] or list(values)
+        variables = free_variables(program.tree, values) if program.tree is not None else program.variables
+        return [v for v in variables if v in values] or list(values)
     known = set(program.variables) | set(values)
     for name in wrt:
         if name not in known:
