@@ -553,7 +553,7 @@ def test_the_api_refuses_complex_and_bool_points(value):
 
 def test_e_and_pi_given_values_are_variables_for_sympy_too():
     assert run_json("x*e", "--at", "x=2,e=3", "--wrt", "x,e")["gradient"] == {"x": 3.0, "e": 2.0}
-    assert run_json("pi*x", "--at", "x=2,pi=3")["checks"]["sympy"]["values"] == {"x": 3.0}
+    assert run_json("pi*x", "--at", "x=2,pi=3")["checks"]["sympy"]["values"] == {"pi": 2.0, "x": 3.0}
 
 
 def test_a_sympy_nan_where_the_function_is_defined_is_skipped_with_a_reason():
