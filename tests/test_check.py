@@ -618,3 +618,14 @@ def test_assert_grad_close_with_an_empty_input_passes_and_tiny_wrong_signs_fail(
 
     with pytest.raises(AssertionError, match="Jacobian mismatch"):
         gc.testing.assert_grad_close(lambda a: WrongSign.apply(a) * 1e-13, gc.tensor(0.3, requires_grad=True))
+
+
+@pytest.mark.parametrize(
+    "expression, point",
+    [("sign(x)*x", "x=0"), ("log(x)", "x=1e-300"), ("atan2(y,x)", "x=-1,y=0"), ("abs(x)*x", "x=0")],
+    ids=["sign at 0", "log at 1e-300", "atan2 on its cut", "abs at 0"],
+)
+def test_blame_never_accuses_a_correct_rule_at_a_jump_or_a_tiny_input(expression, point):
+    doc = run_json(expression, "--at", point, "--blame")
+    assert doc["blame"] is None
+    assert doc["ok"] is True, doc["verdict"]
