@@ -60,7 +60,7 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
                 numeric, error = float(estimate.value[0, 0]), float(estimate.error[0, 0])
                 # again with steps 2^-10 as long: a jump (sign at 0, atan2's cut) grows like 1/step
                 along = _directional(forward, values, u, v)
-                small = finite_differences(lambda t: along(t * 2.0**-10), np.zeros(1), f0)
+                small = finite_differences(lambda t, along=along: along(t * 2.0**-10), np.zeros(1), f0)
                 again = float(small.value[0, 0]) * 2.0**10
                 if not abs(again - numeric) <= 1e-3 * max(abs(numeric), abs(again)) + 10.0 * error:
                     checked += 1
