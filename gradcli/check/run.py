@@ -406,6 +406,8 @@ def _sympy_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float
         gradient = sympy_gradient(recorded.program.tree, recorded.values, recorded.names, recorded.seed, timeout)
     except Skipped as exc:
         return MethodCheck("sympy", None, reason=f"skipped: {exc}")
+    except UsageError as exc:  # a constant too large for exact arithmetic
+        return MethodCheck("sympy", None, reason=f"skipped: {exc.message}")
     except (RecursionError, MemoryError):
         return MethodCheck("sympy", None, reason="skipped: the expression is too large for SymPy")
     except Exception as exc:  # SymPy itself failed: say so, and let the other methods judge

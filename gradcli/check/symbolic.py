@@ -30,7 +30,11 @@ class Skipped(Exception):
 @contextmanager
 def time_limit(seconds: float) -> Any:
     """Interrupt the block after ``seconds`` (on the main thread; elsewhere, no limit)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or not seconds < 1e6  # a limit of weeks (or inf) is no limit; setitimer would overflow
+    ):
         yield
         return
 

@@ -50,12 +50,15 @@ def diff_command(
     json: bool = JSON,
     file: str = FILE,
     latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
+    sympy_timeout: float = typer.Option(
+        30.0, "--sympy-timeout", metavar="SECONDS", help="give up (exit 2) if SymPy takes longer than this"
+    ),
 ) -> None:
     """Symbolic derivative of EXPR (SymPy), simplified.
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
     """
-    commands.differentiate(expression, file, at or [], wrt or [], json, latex)
+    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout)
 
 
 @app.command("graph")

@@ -115,23 +115,38 @@ def _json_numbers(texts: list[str]) -> list[str]:
 
 
 def differentiate(
-    expression: str | None, file: str | None, at: list[str], wrt: list[str], as_json: bool, latex: bool
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    as_json: bool,
+    latex: bool,
+    timeout: float = 30.0,
 ) -> None:
     with reported():
         import sympy as sp
 
+        from ..check.symbolic import Skipped, time_limit
+        from ..errors import UsageError
         from ..lang.program import load, symbolic_derivatives
         from ..lang.values import assignments, names_list
 
+        if not timeout > 0:
+            raise UsageError(f"--sympy-timeout must be a number of seconds > 0, not {timeout!r}")
         program = load(expression, file)
         values = assignments(at)
         shapes = {name: np.shape(v) for name, v in values.items()}
-        derivatives = symbolic_derivatives(program, names_list(wrt) or None, shapes)
-        text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
+        try:
+            with time_limit(timeout):
+                derivatives = symbolic_derivatives(program, names_list(wrt) or None, shapes)
+                text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
+        except Skipped as exc:
+            raise UsageError(str(exc)) from None
         if as_json:
             document: dict[str, Any] = {"derivative": text}
             if latex:
-                document["derivative_text"] = {n: _sympy_text(d, sp.sstr) for n, d in derivatives.items()}
+                with time_limit(timeout):
+                    document["derivative_text"] = {n: _sympy_text(d, sp.sstr) for n, d in derivatives.items()}
             output.print_json(document)
             return
         output.print_rows([(f"d/d{name}", t) for name, t in text.items()], heading=_source_text(program, expression))
@@ -219,7 +234,7 @@ def draw(
             found, _ = blame_nodes(trace)
         graph = build(
             outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-            highlight=names_list(highlight), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
+            highlight=names_list(highlight, "--highlight"), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
         )  # fmt: skip
         if blame:
             marked = next((n for n in graph.nodes if n.blamed), None)

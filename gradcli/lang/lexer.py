@@ -25,6 +25,19 @@ _SPLIT = re.compile(
 _GAP = re.compile(r"[ \t\r\f\v]*")
 
 
+OPERATORS = frozenset(["**", "<=", ">=", "==", "!=", "-", "+", "*", "/", "@", "^", "<", ">", "=", ",", ":", ";", "(", ")", "[", "]"])
+
+
+def _shown(ch: str) -> str:
+    """``character '$'``, or ``character U+00A0 (NO-BREAK SPACE)`` for one that does not show."""
+    import unicodedata
+
+    name = unicodedata.name(ch, None)
+    if (ch.isprintable() and not ch.isspace()) or name is None:  # control characters have no name
+        return f"character {ch!r}"
+    return f"character U+{ord(ch):04X} ({name})"
+
+
 class Token(NamedTuple):
     kind: str  # "number", "name", "keyword", "op", "newline", "end"
     text: str
@@ -50,9 +63,9 @@ def tokenize(source: Source) -> list[Token]:
         if k % 2 == 0:  # a gap between tokens
             if piece:
                 if not gap_ok(piece):
-                    bad = next(i for i, ch in enumerate(piece) if not ch.isspace())
+                    bad = next((i for i, ch in enumerate(piece) if ch not in " \t\r\f\v"), 0)
                     where = offset + bad
-                    raise SyntaxProblem(f"unexpected character {piece[bad]!r} at {source.where(where)}", source, where)
+                    raise SyntaxProblem(f"unexpected {_shown(piece[bad])} at {source.where(where)}", source, where)
                 offset += len(piece)
             continue
         first = piece[0]
@@ -61,10 +74,12 @@ def tokenize(source: Source) -> list[Token]:
         elif first == "\n":
             if not brackets and tokens and tokens[-1][0] != "newline":
                 append(_new_token(Token, ("newline", "\n", offset)))
-        elif first.isdigit() or (first == "." and len(piece) > 1):
+        elif first.isdecimal() or (first == "." and len(piece) > 1):
             append(_new_token(Token, ("number", piece, offset)))
         elif first.isalpha() or first == "_":
             append(_new_token(Token, ("keyword" if piece in KEYWORDS else "name", piece, offset)))
+        elif piece not in OPERATORS:  # a name starting with a character that cannot start one (²x)
+            raise SyntaxProblem(f"unexpected {_shown(first)} at {source.where(offset)}", source, offset)
         else:
             token = _new_token(Token, ("op", piece, offset))
             if piece in OPENERS:

@@ -259,6 +259,8 @@ def symbolic_derivatives(
     if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
     names = list(wrt) if wrt else list(symbols)
+    if not names:
+        raise UsageError("diff: the expression has no variable to differentiate by")
     result = {}
     for name in names:
         if name not in symbols:
@@ -314,6 +316,8 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     from ..autograd.functional import jacobian_blocks
 
     names = resolve_wrt(program, values, wrt)
+    if not names and not program.variables:
+        raise UsageError("jacobian needs a variable to differentiate by: give one a value with --at NAME=...")
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
@@ -336,6 +340,8 @@ def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[s
     from ..autograd.functional import hessian_blocks
 
     names = resolve_wrt(program, values, wrt)
+    if not names and not program.variables:
+        raise UsageError("hessian needs a variable to differentiate by: give one a value with --at NAME=...")
     evaluation = program.run(values, names)
     output = single_output(evaluation)
     if output.numel() != 1:

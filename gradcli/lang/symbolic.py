@@ -8,6 +8,7 @@ SymPy is imported here and only here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..errors import Source, SyntaxProblem
+from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .functions import FUNCTIONS
 
@@ -105,11 +106,32 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
             results[id(node)] = _node(node, args, lookup)
         except SyntaxProblem:
             raise
+        except _TooLarge as exc:
+            text = source.text[node.start : node.end]
+            shown = text if len(text) <= 40 else text[:37] + "..."
+            raise UsageError(f"{shown!r} at {source.where(node.start)} {exc}") from None
         except (TypeError, ValueError, IndexError, AttributeError) as exc:
             raise SyntaxProblem(
                 f"cannot translate this to SymPy at {source.where(node.start)}: {exc}", source, node.start
             ) from None
     return _total(results[id(root)])
+
+
+MAX_DIGITS = 4_000  # an exact power longer than this is a mistake (and Python prints at most 4,300 digits)
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _power(u: Any, v: Any) -> Any:
+    """u^v; refused (before SymPy spends minutes on it) when both are numbers and the result
+    would have more than MAX_DIGITS digits."""
+    if isinstance(u, sp.Number) and isinstance(v, sp.Number) and abs(u) > 1 and v > 0:
+        digits = float(v) * math.log10(abs(float(u))) if abs(float(u)) < float("inf") else float("inf")
+        if digits > MAX_DIGITS:
+            raise _TooLarge(f"is about 10^{digits:.4g}: too large for exact arithmetic")
+    return u**v
 
 
 def _elementwise(fn: Any, *args: Any) -> Any:
@@ -128,7 +150,7 @@ def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
     if isinstance(node, ast.Binary):
         a, b = args
         if node.op == "^":
-            return _elementwise(lambda u, v: u**v, a, b)
+            return _elementwise(_power, a, b)
         if node.op == "@":
             return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()

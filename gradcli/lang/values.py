@@ -48,6 +48,9 @@ def constant(text: str, origin: str = "value") -> np.ndarray:
     return np.asarray(value._value, dtype=np.float64)
 
 
+MAX_DIMENSIONS = 16  # NumPy's own limit is 64; Jacobians add the output's dimensions to the input's
+
+
 def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
     """``["x=2,w=1", "v=[1,2]"]`` -> ``{"x": 2.0, "w": 1.0, "v": [1., 2.]}``, in order."""
     values: dict[str, np.ndarray] = {}
@@ -68,13 +71,15 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
                 values[name] = constant(value.strip(), f"--at {name}")
             except SyntaxProblem as problem:
                 raise UsageError(f"--at {name}: {problem.message}") from None
+            if values[name].ndim > MAX_DIMENSIONS:
+                raise UsageError(f"--at {name}: {values[name].ndim} dimensions; at most {MAX_DIMENSIONS} are supported")
             if not np.isfinite(values[name]).all():
                 raise UsageError(f"--at {name}: {value.strip()!r} is not a finite float64 number (too large, or 1/0)")
     return values
 
 
-def names_list(items: Iterable[str]) -> list[str]:
-    """``["x,w", "v"]`` -> ``["x", "w", "v"]`` (``--wrt``)."""
+def names_list(items: Iterable[str], option: str = "--wrt") -> list[str]:
+    """``["x,w", "v"]`` -> ``["x", "w", "v"]`` (``--wrt``, or the ``option`` named in errors)."""
     out: list[str] = []
     for item in items:
         for _, piece in split_top_level(item):
@@ -82,7 +87,7 @@ def names_list(items: Iterable[str]) -> list[str]:
             if not name:
                 continue
             if not _NAME_CHARS(name):
-                raise UsageError(f"--wrt: {name!r} is not a name")
+                raise UsageError(f"{option}: {name!r} is not a name")
             if name not in out:
                 out.append(name)
     return out
