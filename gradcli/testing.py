@@ -18,7 +18,7 @@ both Jacobians.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,10 +27,17 @@ from .autograd import grad_mode
 from .autograd.forward import key
 from .autograd.function import FunctionNode
 from .autograd.functional import _as_tuple, _leaves, _run, reverse_blocks
-from .autograd.node import OpNode
 from .autograd.replay import replay
 from .autograd.tensor import Tensor, wrap
-from .check.numeric import NotRealValued, complex_step, finite_differences, machine_epsilon
+from .check.numeric import (
+    NotRealValued,
+    atol_scale,
+    complex_step,
+    default_tolerances,
+    finite_differences,
+    tolerance_problem,
+)
+from .check.run import not_analytic
 
 __all__ = ["assert_grad_close"]
 
@@ -58,8 +65,9 @@ def assert_grad_close(
     if method not in ("auto", "fd", "complex"):
         raise ValueError(f"method={method!r}: use 'auto', 'fd' or 'complex'")
     for name, tol in (("rtol", rtol), ("atol", atol)):
-        if tol is not None and not (np.isfinite(tol) and tol >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, not {tol!r}")
+        problem = tolerance_problem(name, tol)
+        if problem:
+            raise ValueError(problem)
     _, given = _as_tuple(inputs)
     if not given:
         raise ValueError("assert_grad_close needs at least one input")
@@ -78,8 +86,7 @@ def assert_grad_close(
         return  # no element to vary: nothing can disagree
     _, outs, tape = _run(f, leaves)
     dtype = np.result_type(*(np.asarray(t._value) for t in ins))
-    eps = machine_epsilon(dtype)
-    default_rtol, default_atol = (1e-7, 1e-12) if eps < 1e-10 else (3e-3, 1e-5)
+    default_rtol, default_atol = default_tolerances(dtype)
     rtol = default_rtol if rtol is None else rtol
 
     blocks, _ = reverse_blocks(outs, ins, vectorised=not any(isinstance(n, FunctionNode) for n, _, _ in tape))
@@ -91,9 +98,8 @@ def assert_grad_close(
     f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
     if not (np.isfinite(f0).all() and np.isfinite(analytic).all()):
         raise AssertionError(f"non-finite values: f = {_short(f0)}, autograd Jacobian = {_short(analytic)}")
-    if atol is None:  # relative to the outputs, or to the change the Jacobian predicts for inputs of their own size
-        scale = max(np.abs(f0).max(initial=0.0), (np.abs(analytic) * np.maximum(np.abs(x0), 1.0)).max(initial=0.0))
-        atol = default_atol * (scale if scale > 0 else 1.0)
+    if atol is None:
+        atol = default_atol * atol_scale(f0, analytic, x0)
 
     def split(points: np.ndarray) -> list[np.ndarray]:
         offsets = np.cumsum([0, *in_sizes])
@@ -119,11 +125,11 @@ def assert_grad_close(
         return np.concatenate(parts, axis=1)
 
     checks: list[tuple[str, np.ndarray, np.ndarray]] = []
-    not_analytic = _not_analytic(tape)
-    if method == "complex" and not_analytic:
-        raise ValueError(f"method='complex' cannot be used: {not_analytic}")
+    unsmooth = not_analytic(tape)
+    if method == "complex" and unsmooth:
+        raise ValueError(f"method='complex' cannot be used: {unsmooth}")
     exact = None
-    if method == "complex" or (method == "auto" and not not_analytic):
+    if method == "complex" or (method == "auto" and not unsmooth):
         try:
             exact = complex_step(replayed, x0, dtype, f0)
         except NotRealValued:
@@ -134,7 +140,7 @@ def assert_grad_close(
         # (1 + x^2 at x = 1e-8 loses x's digits): they judge only where it cannot run
         estimate = finite_differences(call_each, x0, f0, dtype)
         kinks = estimate.kink & ~_between(analytic, estimate.left, estimate.right)
-        if not not_analytic:  # analytic operations have no kinks: two slopes are a step across a pole
+        if not unsmooth:  # analytic operations have no kinks: two slopes are a step across a pole
             kinks[:] = False
             estimate.kink[:] = False
         if kinks.any():
@@ -160,15 +166,6 @@ def _between(a: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     lo, hi = np.minimum(left, right), np.maximum(left, right)
     slack = 1e-6 * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
     return (lo - slack <= a) & (a <= hi + slack)
-
-
-def _not_analytic(tape: Sequence[Any]) -> str | None:
-    for node, _, _ in tape:
-        if isinstance(node, OpNode) and not node.prim.analytic:
-            return f"{node.prim.name} is not complex-analytic"
-        if isinstance(node, FunctionNode):
-            return f"the custom Function {node.function.__name__} may not be complex-analytic"
-    return None
 
 
 def _compare(name: str, analytic: np.ndarray, numerical: np.ndarray, error: np.ndarray, rtol: float, atol: float,

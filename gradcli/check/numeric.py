@@ -35,6 +35,28 @@ def machine_epsilon(dtype: np.dtype) -> float:
     return float(np.finfo(dtype).eps) if np.dtype(dtype).kind in "fc" else float(np.finfo(np.float64).eps)
 
 
+def default_tolerances(dtype: np.dtype) -> tuple[float, float]:
+    """rtol, atol: far tighter than 1e-6 in float64; what float32's rounding allows there.
+    atol is relative to ``atol_scale``."""
+    return (1e-7, 1e-12) if machine_epsilon(dtype) < 1e-10 else (3e-3, 1e-5)
+
+
+def tolerance_problem(name: str, value: float | None) -> str | None:
+    """Why a given rtol or atol cannot be used (a negative or nan one would pass anything)."""
+    if value is not None and not (np.isfinite(value) and value >= 0):
+        return f"{name} must be a finite number >= 0, not {value!r}"
+    return None
+
+
+def atol_scale(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> float:
+    """What atol is relative to: the value, or the largest change the Jacobian predicts for a
+    change of the inputs' own size (so 1e-20 x^2 is checked as closely as x^2)."""
+    with np.errstate(all="ignore"):
+        change = np.abs(jacobian) * np.maximum(np.abs(x0), 1.0)
+        scale = max(float(np.nanmax(np.abs(f0), initial=0.0)), float(np.nanmax(change, initial=0.0)))
+    return scale if np.isfinite(scale) and scale > 0 else 1.0
+
+
 @dataclass
 class Estimate:
     """d f_m / d x_n for every output element m and input element n, with error bounds."""

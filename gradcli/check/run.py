@@ -28,7 +28,16 @@ from ..errors import UsageError
 from ..lang.program import Program, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
 from ..render.build import recording
-from .numeric import Estimate, NotRealValued, complex_step, finite_differences, machine_epsilon
+from .numeric import (
+    Estimate,
+    NotRealValued,
+    atol_scale,
+    complex_step,
+    default_tolerances,
+    finite_differences,
+    machine_epsilon,
+    tolerance_problem,
+)
 from .result import METHOD_NAMES, CheckResult, Kink, MethodCheck, _n
 
 LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
@@ -37,10 +46,15 @@ ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "fi
            "complex": "complex_step", "complex_step": "complex_step", "cs": "complex_step"}  # fmt: skip
 
 
-def default_tolerances(dtype: np.dtype) -> tuple[float, float]:
-    """rtol, atol: far tighter than 1e-6 in float64; what float32's rounding allows there."""
-    eps = machine_epsilon(dtype)
-    return (1e-7, 1e-12) if eps < 1e-10 else (3e-3, 1e-5)
+def not_analytic(tape: Sequence[Any]) -> str | None:
+    """Why the complex step cannot be trusted on this recording, or None when every operation
+    is complex-analytic (and so smooth wherever it is finite: no kinks)."""
+    for node, _, _ in tape:
+        if isinstance(node, OpNode) and not node.prim.analytic:
+            return f"{node.prim.name} ({node.name()}) is not complex-analytic"
+        if isinstance(node, FunctionNode):
+            return f"the custom Function {node.function.__name__} may not be complex-analytic"
+    return None
 
 
 def method_names(text: Sequence[str] | None) -> list[str]:
@@ -163,14 +177,6 @@ class _Recorded:
                 rows.append(float(gc.sum(out * gc.tensor(self.seed))) if self.seed is not None else float(out.item()))
         return np.array(rows).reshape(-1, 1)
 
-    def not_analytic(self) -> str | None:
-        for node, _, _ in self.tape:
-            if isinstance(node, OpNode) and not node.prim.analytic:
-                return f"{node.prim.name} ({node.name()}) is not complex-analytic"
-            if isinstance(node, FunctionNode):
-                return f"the custom Function {node.function.__name__} may not be complex-analytic"
-        return None
-
 
 def check(
     program: Program,
@@ -185,8 +191,10 @@ def check(
     sympy_timeout: float | None = None,
 ) -> CheckResult:
     """Check the gradient of ``program`` at ``values`` every way asked for."""
-    _tolerance("rtol", rtol)
-    _tolerance("atol", atol)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        problem = tolerance_problem(name, value)
+        if problem:
+            raise UsageError(problem)
     for name, value in values.items():
         kind = np.asarray(getattr(value, "_value", value)).dtype.kind
         if kind not in "iuf":
@@ -197,7 +205,8 @@ def check(
     recorded = _Recorded(program, values, names, seed)
     default_rtol, default_atol = default_tolerances(recorded.dtype)
     rtol = default_rtol if rtol is None else rtol
-    atol = default_atol * _scale(recorded) if atol is None else atol
+    if atol is None:
+        atol = default_atol * atol_scale(recorded.f0, _flat(recorded.gradient, names), recorded.x0)
     chosen = method_names(methods)
     checks: dict[str, MethodCheck] = {}
     kinks: list[Kink] = []
@@ -205,7 +214,7 @@ def check(
     finite = bool(np.isfinite(recorded.f0).all())
     # a composition of complex-analytic operations is differentiable wherever it is finite: no
     # kinks to look for, and finite differences run only when asked for
-    smooth = recorded.not_analytic() is None
+    smooth = not_analytic(recorded.tape) is None
     if finite and recorded.x0.size and ("finite_difference" in chosen or not smooth):
         fd = finite_differences(recorded.evaluate, recorded.x0, recorded.f0, recorded.dtype)
     kinked = set()
@@ -273,20 +282,6 @@ def check(
             found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
             found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
     return result
-
-
-def _tolerance(name: str, value: float | None) -> None:
-    if value is not None and not (np.isfinite(value) and value >= 0):
-        raise UsageError(f"{name} must be a finite number >= 0, not {value!r}")
-
-
-def _scale(recorded: _Recorded) -> float:
-    """What atol is relative to: the value, or the largest change the gradient predicts for a
-    change of the inputs' own size (so 1e-20 x^2 is checked as closely as x^2)."""
-    g = np.abs(_flat(recorded.gradient, recorded.names)) * np.maximum(np.abs(recorded.x0), 1.0)
-    with np.errstate(all="ignore"):
-        scale = max(float(np.abs(recorded.f0).max(initial=0.0)), float(np.nanmax(g, initial=0.0)))
-    return scale if np.isfinite(scale) and scale > 0 else 1.0
 
 
 def _trust_exact(checks: dict[str, MethodCheck]) -> None:
@@ -383,7 +378,7 @@ def _finite_difference_check(
 
 
 def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float) -> MethodCheck:
-    reason = recorded.not_analytic()
+    reason = not_analytic(recorded.tape)
     if reason is None and not recorded.x0.size:
         reason = "no input to vary"
     if reason is not None:
