@@ -58,6 +58,15 @@ class Source:
         line, col = self.line_col(max(0, min(offset, len(self.text))))
         return f"line {line}, column {col}" if "\n" in self.text.strip("\n") else f"column {col}"
 
+    def excerpt(self, start: int, end: int, width: int = 40) -> str:
+        """The text from ``start`` to ``end``, cut to ``width`` characters."""
+        text = self.text[start:end].strip()
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    def quote(self, start: int, end: int) -> str:
+        """``'sqrt(x)' at column 1``: a piece of the program, and where it is."""
+        return f"{self.excerpt(start, end)!r} at {self.where(start)}"
+
     def point(self, offset: int) -> str:
         """The line holding ``offset`` and a caret under it (long lines are cut)."""
         offset = max(0, min(offset, len(self.text)))

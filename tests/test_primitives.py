@@ -173,10 +173,8 @@ def _away_from_kinks(prim, values):
         assume(np.all(np.abs(a - b) > KINK_MARGIN))
 
 
-@pytest.mark.parametrize("prim", GENERIC, ids=lambda p: p.name)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(data=st.data())
-def test_elementwise_primitive_matches_finite_differences(prim, data):
+def _draw_inputs(prim, data):
+    """Broadcastable inputs inside the primitive's domain, away from its kinks."""
     shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=prim.arity, max_dims=3, max_side=3)).input_shapes
     values = []
     for i, shape in enumerate(shapes):
@@ -184,6 +182,14 @@ def test_elementwise_primitive_matches_finite_differences(prim, data):
         elements = st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=64)
         values.append(data.draw(hnp.arrays(np.float64, shape, elements=elements)))
     _away_from_kinks(prim, values)
+    return values
+
+
+@pytest.mark.parametrize("prim", GENERIC, ids=lambda p: p.name)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_elementwise_primitive_matches_finite_differences(prim, data):
+    values = _draw_inputs(prim, data)
     check_derivatives(prim, values)
 
 
@@ -233,13 +239,7 @@ def check_forward_matches_reverse(prim, values, params=()):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_elementwise_forward_mode_matches_reverse_mode(prim, data):
-    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=prim.arity, max_dims=3, max_side=3)).input_shapes
-    values = []
-    for i, shape in enumerate(shapes):
-        lo, hi = prim.domain_of(i)
-        elements = st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=64)
-        values.append(data.draw(hnp.arrays(np.float64, shape, elements=elements)))
-    _away_from_kinks(prim, values)
+    values = _draw_inputs(prim, data)
     check_forward_matches_reverse(prim, values)
 
 

@@ -90,7 +90,7 @@ class detect_anomaly(ContextDecorator):
             bad = _nonfinite(result)
             if bad and not any(_nonfinite(v) for v in inputs):
                 self.found = Finding(node, "forward", bad, 0, inputs, where)
-                warnings.warn(f"gradcli anomaly: {self.found.message()}", RuntimeWarning, stacklevel=_user_level())
+                warnings.warn(f"gradcli anomaly: {self.found.message()}", RuntimeWarning, stacklevel=_user_frame()[1])
 
     def backward(self, node: Any, incoming: Any, grads: Any) -> None:
         if not self.check_nan or _nonfinite(incoming):
@@ -160,20 +160,25 @@ def describe(value: Any) -> str:
     return f"{text} (shape {list(raw.shape)})"
 
 
+def inputs_text(values: Any) -> str:
+    """`` from input 0`` or `` from inputs 1, 0`` (empty for no inputs): what a warning appends."""
+    if not len(values):
+        return ""
+    return f" from {'input' if len(values) == 1 else 'inputs'} " + ", ".join(describe(v) for v in values)
+
+
+def _user_frame() -> tuple[Any, int]:
+    """The first frame outside gradcli, and its ``stacklevel`` as seen from the caller."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return frame, level
+
+
 def _caller() -> str:
     """The first frame outside gradcli: ``file.py:12 (line text)``."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
+    frame, _ = _user_frame()
     if frame is None:
         return ""
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f" ({line})" if line else "")
-
-
-def _user_level() -> int:
-    """``stacklevel`` for a warning from here that points at the first frame outside gradcli."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level

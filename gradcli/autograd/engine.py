@@ -189,6 +189,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
     previous_mode = _grad_mode.enabled
     _grad_mode.enabled = create_graph
     pop = grads.pop
+    anomaly = _anomaly.active  # read once: it does not change during a backward pass
     try:
         with np.errstate(all="ignore"):
             while ready:
@@ -207,7 +208,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
                     owned.discard(node)
                     in_grads = node.apply(g, create_graph, nbatch, retain_graph)
                     trusted = not node.user_defined
-                    if _anomaly.active:
+                    if anomaly:
                         in_grads = tuple(in_grads)
                         _anomaly.backward_check(node, g, in_grads)
                 else:

@@ -295,18 +295,9 @@ def jacobian(
         program = load(expression, file)
         values = assignments(at)
         result = program_jacobian(program, values, names_list(wrt) or None, mode)
-        if as_json:
-            document: dict[str, Any] = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
-                                        "value": result.value, "mode": result.plan.mode}  # fmt: skip
-            if explain:
-                document["explain"] = result.plan.explain()
-            output.print_json(document)
-            return
-        output.print_matrix(
-            result.rows, result.columns, result.matrix, title=f"Jacobian of {_source_text(program, expression)}"
-        )
-        if explain:
-            sys.stdout.write(result.plan.explain() + "\n")
+        document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
+                    "value": result.value, "mode": result.plan.mode}  # fmt: skip
+        _print_matrix_result(result, document, f"Jacobian of {_source_text(program, expression)}", as_json, explain)
 
 
 def hessian(
@@ -319,18 +310,21 @@ def hessian(
         program = load(expression, file)
         values = assignments(at)
         result = program_hessian(program, values, names_list(wrt) or None)
-        if as_json:
-            document: dict[str, Any] = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
-                                        "gradient": result.gradient}  # fmt: skip
-            if explain:
-                document["explain"] = result.plan.explain()
-            output.print_json(document)
-            return
-        output.print_matrix(
-            result.rows, result.columns, result.matrix, title=f"Hessian of {_source_text(program, expression)}"
-        )
+        document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
+                    "gradient": result.gradient}  # fmt: skip
+        _print_matrix_result(result, document, f"Hessian of {_source_text(program, expression)}", as_json, explain)
+
+
+def _print_matrix_result(result: Any, document: dict[str, Any], title: str, as_json: bool, explain: bool) -> None:
+    """A Jacobian or Hessian: its JSON ``document``, or the labelled matrix; with how it was computed."""
+    if as_json:
         if explain:
-            sys.stdout.write(result.plan.explain() + "\n")
+            document["explain"] = result.plan.explain()
+        output.print_json(document)
+        return
+    output.print_matrix(result.rows, result.columns, result.matrix, title=title)
+    if explain:
+        sys.stdout.write(result.plan.explain() + "\n")
 
 
 def check(

@@ -23,6 +23,7 @@ from .functions import CONSTANTS, FUNCTIONS
 
 _NUMBERS = (int, float)
 _INF = float("inf")
+_Tensor = gc.Tensor
 
 
 @dataclass
@@ -103,7 +104,7 @@ def _run_statements(program: ast.Program, run: _Run, source: Source, inputs: dic
     for item in program.outputs.items:
         value = run.value_of(item)
         outputs.append(value if isinstance(value, gc.Tensor) else gc.tensor(value))
-    labels = [_label(item, source) for item in program.outputs.items]
+    labels = [source.excerpt(item.start, item.end) for item in program.outputs.items]
     return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
 
 
@@ -126,11 +127,6 @@ def limit_size(shape: tuple[int, ...], what: str) -> None:
             f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
             f"more than the limit of {limit:,} (set GRADCLI_MAX_ELEMENTS to raise it)"
         )
-
-
-def _label(item: ast.Node, source: Source) -> str:
-    text = source.text[item.start : item.end].strip()
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class _Run:
@@ -180,15 +176,10 @@ class _Run:
                 return
         elif not isinstance(raw, (np.ndarray, np.generic)) or raw.dtype.kind not in "fc" or np.isfinite(raw).all():
             return
-        from ..autograd.anomaly import nonfinite_kind
+        from ..autograd.anomaly import inputs_text, nonfinite_kind
 
-        kind = nonfinite_kind(raw)
-        self.nonfinite = f"{_label(node, self.source)!r} at {self.source.where(node.start)} gave {kind}"
         given = [a for a in args if not isinstance(a, (str, tuple))]
-        if given:
-            from ..autograd.anomaly import describe
-
-            self.nonfinite += f" from {'input' if len(given) == 1 else 'inputs'} " + ", ".join(map(describe, given))
+        self.nonfinite = f"{self.source.quote(node.start, node.end)} gave {nonfinite_kind(raw)}{inputs_text(given)}"
 
     def __post_init_handlers(self) -> dict[type, Any]:
         return {
@@ -249,9 +240,10 @@ class _Run:
                     f"'@' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
                 )
             return float(result)
-        sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
-        if sa != sb and sa and sb:  # broadcasting can make a result far larger than its operands
-            self._size_limit(node, sa, sb)
+        if a.__class__ is _Tensor and b.__class__ is _Tensor:  # (a number never enlarges a result)
+            sa, sb = a._value.shape, b._value.shape
+            if sa != sb and sa and sb:  # broadcasting can make a result far larger than its operands
+                self._size_limit(node, sa, sb)
         if op == "+":
             return a + b
         if op == "-":
@@ -275,7 +267,7 @@ class _Run:
                 shape = np.broadcast_shapes(sa, sb)
         except ValueError:
             return  # shapes that do not fit: the operation itself says so
-        limit_size(shape, f"{_label(node, self.source)!r} at {self.source.where(node.start)}")
+        limit_size(shape, self.source.quote(node.start, node.end))
 
     def call(self, node: ast.Call, args: Any) -> Any:
         function = FUNCTIONS.get(node.function)

@@ -24,7 +24,7 @@ from ..errors import Source, UsageError
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .parser import parse
-from .values import _read_text, seed_vector
+from .values import _read_text, decode, seed_vector
 
 _PYTHON_FUNCTION = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -79,11 +79,7 @@ def read_stdin() -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # replaced by a text stream (tests)
         return sys.stdin.read()
-    data = stream.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"standard input: not UTF-8 text (byte {exc.start})") from None
+    return decode(stream.read(), "standard input")
 
 
 def _load_function(path: str, name: str) -> Callable[..., Any]:
@@ -221,7 +217,7 @@ def value_and_grad(
 def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any) -> str | None:
     """The program run again in anomaly mode: which operation's derivative first gave a NaN or an
     infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``."""
-    from ..autograd.anomaly import describe, detect_anomaly
+    from ..autograd.anomaly import detect_anomaly, inputs_text
 
     with detect_anomaly(raise_error=False) as mode, np.errstate(all="ignore"):
         evaluation = program.run(values, names, record_steps=True)
@@ -231,19 +227,13 @@ def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequenc
     found = mode.found
     if found is None or found.phase != "backward":
         return None
-    name = found.node.name()
-    given = ", ".join(describe(v) for v in found.inputs)
-    detail = f" from {'input' if len(found.inputs) == 1 else 'inputs'} {given}" if given else ""
+    name, detail = found.node.name(), inputs_text(found.inputs)
     made = next((node for node, value in evaluation.steps if getattr(value, "_edge", None) is found.node), None)
     if made is None or program.tree is None:
         where = f" (made at {found.where})" if found.where else ""
         return f"the derivative of {name}{where} gave {found.kind}{detail}"
-    from .evaluate import _label
-
     source = Source(program.tree.text, program.origin)
-    return (
-        f"the derivative of {_label(made, source)!r} at {source.where(made.start)} ({name}) gave {found.kind}{detail}"
-    )
+    return f"the derivative of {source.quote(made.start, made.end)} ({name}) gave {found.kind}{detail}"
 
 
 def symbolic_derivatives(

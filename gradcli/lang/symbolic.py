@@ -107,9 +107,7 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
         except SyntaxProblem:
             raise
         except _TooLarge as exc:
-            text = source.text[node.start : node.end]
-            shown = text if len(text) <= 40 else text[:37] + "..."
-            raise UsageError(f"{shown!r} at {source.where(node.start)} {exc}") from None
+            raise UsageError(f"{source.quote(node.start, node.end)} {exc}") from None
         except (TypeError, ValueError, IndexError, AttributeError) as exc:
             raise SyntaxProblem(
                 f"cannot translate this to SymPy at {source.where(node.start)}: {exc}", source, node.start

@@ -165,10 +165,15 @@ def _read_text(path: str, what: str) -> str:
         raise UsageError(f"{what} {path}: is a directory") from None
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    return decode(data, f"{what} {path}")
+
+
+def decode(data: bytes, what: str) -> str:
+    """UTF-8 text, or an error naming ``what`` and the first bad byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(f"{what}: not UTF-8 text (byte {exc.start})") from None
 
 
 def as_numbers(value: Any) -> Any:
