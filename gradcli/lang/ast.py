@@ -7,13 +7,15 @@ that depth), so nothing walks them recursively: ``children`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+# Plain classes with __slots__, not dataclasses: building fourteen dataclasses cost 8 ms of
+# every start-up (a sixth of what gradcli adds to `import numpy`).
 
 
-@dataclass(slots=True, eq=False)
 class Node:
-    start: int
-    end: int
+    __slots__ = ("start", "end")
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start, self.end = start, end
 
     def children(self) -> tuple[Node, ...]:
         return ()
@@ -23,6 +25,21 @@ class Node:
         """How many children (and so how many values evaluation pops for it)."""
         return len(self.children())
 
+    def fields(self) -> list[str]:
+        """Its attributes, in constructor order (``start``, ``end`` first)."""
+        return [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
+
+    def spanning(self, start: int, end: int) -> Node:
+        """A copy whose span is ``start``..``end`` (a parenthesised expression's)."""
+        copy = object.__new__(type(self))
+        for name in self.fields():
+            setattr(copy, name, getattr(self, name))
+        copy.start, copy.end = start, end
+        return copy
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.fields())})"
+
 
 # Forms with a fixed number of children say so once (evaluation reads it for every node).
 def _fixed_arity(cls: type, n: int) -> type:
@@ -30,126 +47,139 @@ def _fixed_arity(cls: type, n: int) -> type:
     return cls
 
 
-@dataclass(slots=True, eq=False)
 class Number(Node):
-    value: float
-    text: str
+    __slots__ = ("value", "text")
+
+    def __init__(self, start: int, end: int, value: float, text: str) -> None:
+        self.start, self.end, self.value, self.text = start, end, value, text
 
 
-@dataclass(slots=True, eq=False)
 class Name(Node):
-    id: str
+    __slots__ = ("id",)
+
+    def __init__(self, start: int, end: int, id: str) -> None:  # noqa: A002
+        self.start, self.end, self.id = start, end, id
 
 
-@dataclass(slots=True, eq=False)
 class Unary(Node):
-    op: str  # "-" or "+"
-    operand: Node
+    __slots__ = ("op", "operand")
+
+    def __init__(self, start: int, end: int, op: str, operand: Node) -> None:
+        self.start, self.end, self.op, self.operand = start, end, op, operand  # op: "-" or "+"
 
     def children(self) -> tuple[Node, ...]:
         return (self.operand,)
 
 
-@dataclass(slots=True, eq=False)
 class Binary(Node):
-    op: str  # "+", "-", "*", "/", "@", "^" (``**`` is read as "^")
-    left: Node
-    right: Node
-    op_start: int = 0
+    """``op``: "+", "-", "*", "/", "@", "^" (``**`` is read as "^")."""
+
+    __slots__ = ("op", "left", "right", "op_start")
+
+    def __init__(self, start: int, end: int, op: str, left: Node, right: Node, op_start: int = 0) -> None:
+        self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
 
-@dataclass(slots=True, eq=False)
 class Compare(Node):
-    op: str  # "<", "<=", ">", ">=", "==", "!="
-    left: Node
-    right: Node
-    op_start: int = 0
+    """``op``: "<", "<=", ">", ">=", "==", "!="."""
+
+    __slots__ = ("op", "left", "right", "op_start")
+
+    def __init__(self, start: int, end: int, op: str, left: Node, right: Node, op_start: int = 0) -> None:
+        self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
 
-@dataclass(slots=True, eq=False)
 class Conditional(Node):
     """``then if condition else otherwise``: both sides are computed (a ``where``)."""
 
-    then: Node
-    condition: Node
-    otherwise: Node
+    __slots__ = ("then", "condition", "otherwise")
+
+    def __init__(self, start: int, end: int, then: Node, condition: Node, otherwise: Node) -> None:
+        self.start, self.end, self.then, self.condition, self.otherwise = start, end, then, condition, otherwise
 
     def children(self) -> tuple[Node, ...]:
         return (self.then, self.condition, self.otherwise)
 
 
-@dataclass(slots=True, eq=False)
 class Call(Node):
-    function: str
-    args: tuple[Node, ...]
-    name_end: int = 0
+    __slots__ = ("function", "args", "name_end")
+
+    def __init__(self, start: int, end: int, function: str, args: tuple[Node, ...], name_end: int = 0) -> None:
+        self.start, self.end, self.function, self.args, self.name_end = start, end, function, args, name_end
 
     def children(self) -> tuple[Node, ...]:
         return self.args
 
 
-@dataclass(slots=True, eq=False)
 class Slice(Node):
     """``start:stop:step`` inside brackets; a missing part is ``None``."""
 
-    lower: Node | None
-    upper: Node | None
-    step: Node | None
+    __slots__ = ("lower", "upper", "step")
+
+    def __init__(self, start: int, end: int, lower: Node | None, upper: Node | None, step: Node | None) -> None:
+        self.start, self.end, self.lower, self.upper, self.step = start, end, lower, upper, step
 
     def children(self) -> tuple[Node, ...]:
         return tuple(p for p in (self.lower, self.upper, self.step) if p is not None)
 
 
-@dataclass(slots=True, eq=False)
 class Index(Node):
-    target: Node
-    items: tuple[Node, ...]  # expressions and Slices
+    __slots__ = ("target", "items")  # items: expressions and Slices
+
+    def __init__(self, start: int, end: int, target: Node, items: tuple[Node, ...]) -> None:
+        self.start, self.end, self.target, self.items = start, end, target, items
 
     def children(self) -> tuple[Node, ...]:
         return (self.target, *self.items)
 
 
-@dataclass(slots=True, eq=False)
 class Vector(Node):
     """``[a, b, c]``; nested vectors make matrices."""
 
-    items: tuple[Node, ...]
+    __slots__ = ("items",)
+
+    def __init__(self, start: int, end: int, items: tuple[Node, ...]) -> None:
+        self.start, self.end, self.items = start, end, items
 
     def children(self) -> tuple[Node, ...]:
         return self.items
 
 
-@dataclass(slots=True, eq=False)
 class Assign(Node):
-    name: str
-    value: Node
+    __slots__ = ("name", "value")
+
+    def __init__(self, start: int, end: int, name: str, value: Node) -> None:
+        self.start, self.end, self.name, self.value = start, end, name, value
 
     def children(self) -> tuple[Node, ...]:
         return (self.value,)
 
 
-@dataclass(slots=True, eq=False)
 class Outputs(Node):
     """The program's result: one expression, or several separated by commas."""
 
-    items: tuple[Node, ...]
+    __slots__ = ("items",)
+
+    def __init__(self, start: int, end: int, items: tuple[Node, ...]) -> None:
+        self.start, self.end, self.items = start, end, items
 
     def children(self) -> tuple[Node, ...]:
         return self.items
 
 
-@dataclass(eq=False)
 class Program:
-    statements: tuple[Assign, ...]
-    outputs: Outputs
-    text: str = field(repr=False, default="")
-    _orders: dict[int, list[Node]] = field(default_factory=dict, repr=False)
+    def __init__(self, statements: tuple[Assign, ...], outputs: Outputs, text: str = "") -> None:
+        self.statements, self.outputs, self.text = statements, outputs, text
+        self._orders: dict[int, list[Node]] = {}
+
+    def __repr__(self) -> str:
+        return f"Program(statements={self.statements!r}, outputs={self.outputs!r})"
 
     def order(self, statement: Node) -> list[Node]:
         """``postorder(statement)``, computed once per statement."""

@@ -325,6 +325,4 @@ class Parser:
 
 def _with_span(node: ast.Node, start: int, end: int) -> ast.Node:
     """The node, its span widened to its parentheses (for messages that point at it)."""
-    fields = {name: getattr(node, name) for name in node.__dataclass_fields__}
-    fields.update(start=start, end=end)
-    return type(node)(**fields)
+    return node.spanning(start, end)
