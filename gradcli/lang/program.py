@@ -128,7 +128,10 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
         raise UsageError(f"{program.origin} needs --at {missing[0]}=... (its parameters: {', '.join(parameters)})")
     inputs: dict[str, gc.Tensor] = {}
     for name, value in values.items():
-        t = gc.tensor(value, requires_grad=name in wrt)
+        # a Tensor is used as is: it may be a leaf of an outer computation (jacobian_blocks)
+        t = value if isinstance(value, gc.Tensor) else gc.tensor(value)
+        if name in wrt and not t.requires_grad:
+            t.requires_grad_(True)
         t.name = name
         inputs[name] = t
     try:
