@@ -103,9 +103,10 @@ def build(
                 node.value = None
     if point:
         graph.has_point = True
-        _gradients(graph, builder, outputs, seed, free)
+        fresh = _gradients(graph, builder, outputs, seed, free)
         _local_derivatives(graph, builder)
-        _gradient_parts(graph)
+        if fresh:  # (what backward left in .grad may hold several passes: no parts of it)
+            _gradient_parts(graph)
     if highlight:
         _highlight(graph, highlight)
     for node in blamed:  # marked by gradcli check --blame
@@ -308,29 +309,55 @@ def _expression(op: str, refs: list[str]) -> str:
 # --- values, gradients, local derivatives -----------------------------------------------------------
 
 
-def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed: Any, free: bool) -> None:
+def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed: Any, free: bool) -> bool:
+    """Each node's gradient from one backward pass; False when none could run."""
+    captured_ids = [i for i in builder.autograd if i != "hidden"]
+    if any(_freed(builder.autograd[i]) for i in captured_ids):
+        _gradients_left(graph, builder, captured_ids)
+        return False
     if len(outputs) != 1 or outputs[0]._edge is None:
         if len(outputs) != 1:
             graph.notes.append("gradients are shown for a single output")
-        return
+        return False
     out = outputs[0]
     if seed is None:
         if np.size(out._value) != 1:
             graph.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
-            return
+            return False
         seed = np.ones_like(out._value)
-    captured_ids = [i for i in builder.autograd if i != "hidden"]
     capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
     found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out._value).dtype)],
                          retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
     for node_id, g in zip(captured_ids, found):
         graph.node(node_id).grad = None if g is None else np.asarray(g)
     for node_id in captured_ids:
-        node = builder.autograd[node_id]
-        if isinstance(node, OpNode):
-            graph.node(node_id).freed = node.saved is FREED
-        elif isinstance(node, FunctionNode):
-            graph.node(node_id).freed = node.ctx._saved is FREED
+        graph.node(node_id).freed = _freed(builder.autograd[node_id])
+    return True
+
+
+def _freed(node: Any) -> bool:
+    """Whether a backward pass has already released what ``node`` saved."""
+    if isinstance(node, OpNode):
+        return node.saved is FREED
+    if isinstance(node, FunctionNode):
+        return node.ctx._saved is FREED
+    return False
+
+
+def _gradients_left(graph: Graph, builder: _Builder, captured_ids: list[str]) -> None:
+    """The graph drawn after ``backward()`` freed it (as torchviz users do): it cannot run
+    again, so the gradients shown are those backward left: the leaves' ``.grad`` and that of
+    tensors that called ``retain_grad()``."""
+    for node_id in captured_ids:
+        model = graph.node(node_id)
+        model.freed = _freed(builder.autograd[node_id])
+        tensor = builder.tensors.get(node_id)
+        left = None if tensor is None or not (tensor.is_leaf or tensor.retains_grad) else tensor._grad
+        model.grad = None if left is None else np.asarray(left._value)
+    graph.notes.append(
+        "backward() has already run and freed this graph: the gradients shown are the ones it left "
+        "(.grad of the leaves and of tensors that called retain_grad())"
+    )
 
 
 def _local_derivatives(graph: Graph, builder: _Builder) -> None:
