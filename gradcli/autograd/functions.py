@@ -310,3 +310,15 @@ exp, log, sin, cos, tanh, sigmoid, relu, abs = (  # noqa: A001
 )
 maximum, minimum = GENERATED["maximum"], GENERATED["minimum"]
 lt, le, gt, ge, eq, ne = (GENERATED[n] for n in ("lt", "le", "gt", "ge", "eq", "ne"))
+
+
+def _log(x: Any, base: Any = None) -> Tensor:
+    """Natural logarithm; ``log(x, b)`` to base ``b`` (log(x) / log(b)), as in the language."""
+    if base is None:
+        return unary(ops.LOG, as_tensor(x))
+    return div(unary(ops.LOG, as_tensor(x)), unary(ops.LOG, as_tensor(base)))
+
+
+_log.__name__ = _log.__qualname__ = "log"
+_log.__doc__ = f"{GENERATED['log'].__doc__[:-1]}; log(x, b) to base b (log(x) / log(b))."
+GENERATED["log"] = log = _log
