@@ -57,7 +57,8 @@ def test_seed_002_as_a_tree_marks_the_shared_node_and_the_edges_derivatives():
 
 def test_seed_002_json_has_spec_keys_values_gradients_and_local_derivatives():
     doc = graph_json(SEED_002, "--at", "x=2,w=1")
-    nodes = {n["label"]: n for n in doc["nodes"]}
+    assert [n["label"] for n in doc["nodes"]] == ["x", "w", "a = x + w", "1", "b = w + 1", "y = a * b"]
+    nodes = {n["label"].split(" = ")[-1]: n for n in doc["nodes"]}  # by expression
     assert [n["id"] for n in doc["nodes"]] == ["n0", "n1", "n2", "n3", "n4", "n5"]
     for node in doc["nodes"]:
         assert {"id", "op", "label", "grad_fn", "is_leaf", "value", "grad"} <= set(node)
@@ -72,7 +73,7 @@ def test_seed_002_json_has_spec_keys_values_gradients_and_local_derivatives():
     assert (nodes["a * b"]["name"], nodes["a * b"]["grad_fn"], nodes["a * b"]["output"]) == ("y", "MulBackward0", True)
     assert nodes["1"]["op"] == "constant" and nodes["1"]["is_leaf"]
     assert nodes["a * b"]["freed"] and not nodes["x + w"]["freed"]  # add saves nothing to free
-    by_id = {n["id"]: n["label"] for n in doc["nodes"]}
+    by_id = {n["id"]: n["label"].split(" = ")[-1] for n in doc["nodes"]}
     edges = {(by_id[e["source"]], by_id[e["target"]]): e for e in doc["edges"]}
     assert edges[("x + w", "a * b")]["local_grad"] == 2.0 and edges[("x + w", "a * b")]["formula"] == "b"
     assert edges[("w + 1", "a * b")]["local_grad"] == 3.0

@@ -65,3 +65,21 @@ def test_graph_before_backward_still_computes_its_own_gradients():
     assert _leaf_grads(view) == {"x": 5.0}
     assert x.grad is None  # drawing does not accumulate into .grad
     assert not view.model.notes
+
+
+def test_json_label_of_an_assigned_node_starts_with_its_name():
+    import json
+
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+
+    result = CliRunner().invoke(app, ["graph", "a = x + w; a * w", "--at", "x=2,w=1", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    nodes = json.loads(result.stdout)["nodes"]
+    a = next(n for n in nodes if n["name"] == "a")
+    assert a["label"] == "a = x + w" and a["label"].startswith("a")
+    assert [n["label"] for n in nodes] == ["x", "w", "a = x + w", "f = a * w"]
+    # the structure alone (no --at) labels the same way
+    result = CliRunner().invoke(app, ["graph", "a = x + w; a * w", "--format", "json"])
+    assert [n["label"] for n in json.loads(result.stdout)["nodes"]] == ["x", "w", "a = x + w", "f = a * w"]

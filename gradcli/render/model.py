@@ -47,6 +47,14 @@ class Node:
         return self.id
 
     @property
+    def titled_label(self) -> str:
+        """The label with the node's name first, ``a = x + w``, as the tree shows it (SPEC: assigned
+        names label their nodes); ``label`` itself stays the expression."""
+        if self.kind == "op" and self.name and self.label != self.name:
+            return f"{self.name} = {self.label}"
+        return self.label
+
+    @property
     def ref(self) -> str:
         """How a formula refers to it: its name, its expression in parentheses if short, else its id."""
         if self.name or self.kind != "op":
@@ -112,7 +120,7 @@ class Graph:
                 {
                     "id": n.id,
                     "op": n.op,
-                    "label": n.label,
+                    "label": n.titled_label,
                     "grad_fn": n.grad_fn,
                     "is_leaf": n.is_leaf,
                     "value": _plain(n.value),
