@@ -3,8 +3,10 @@ and the user's own formulas.
 
 The program runs once, recorded; finite differences and complex step then
 evaluate that record at all their points in one batched pass each (a Python
-function is called again at each point instead, since its branches may
-differ there). Each method's values are compared with autograd's element by
+function is called again at each point instead, with real or complex values:
+its branches may differ there, and the record holds only what it did through
+gradcli's operations, not math.sin(float(x)); a derivative autograd does not
+see is then a mismatch, and the result says why). Each method's values are compared with autograd's element by
 element, within ``atol + rtol |reference|`` plus the method's own estimated
 error, so an accurate method catches an error of 1e-6 relative while a
 noisy one (float32) does not cry wolf.
@@ -25,7 +27,7 @@ from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..errors import UsageError
-from ..lang.program import Program, element_labels, resolve_wrt, single_output
+from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
 from ..render.build import recording
 from .numeric import (
@@ -77,10 +79,12 @@ class _Recorded:
     def __init__(self, program: Program, values: Mapping[str, Any], names: list[str], seed: str | None) -> None:
         self.program, self.values, self.names, self.seed_text = program, dict(values), names, seed
         self.seed: np.ndarray | None = None
-        with recording() as tape:
+        self.detached: list[Any] = []  # what detach() gave in a Python function, kept fixed elsewhere
+        with recording() as tape, detach_fixed(record=self.detached if program.function is not None else None):
             evaluation, scalar, grads = self._run(self.values)
         self.tape, self.evaluation, self.scalar = tape, evaluation, scalar
         self.inputs = [evaluation.inputs[n] for n in names]
+        self.unconnected = self._unconnected  # inputs autograd's graph does not connect to the output
         self.gradient = {n: np.asarray(g._value, dtype=np.float64) for n, g in zip(names, grads)}
         self.shapes = [t.shape for t in self.inputs]
         self.sizes = [int(np.size(t._value)) for t in self.inputs]
@@ -111,9 +115,11 @@ class _Recorded:
             scalar = output.reshape(())
         inputs = [evaluation.inputs[n] for n in self.names]
         if scalar.requires_grad and inputs:
-            grads = gc.grad(scalar, inputs, retain_graph=True, allow_unused=True, materialize_grads=True)
+            found = gc.grad(scalar, inputs, retain_graph=True, allow_unused=True)
         else:
-            grads = tuple(gc.zeros_like(t) for t in inputs)
+            found = (None,) * len(inputs)
+        self._unconnected = [n for n, g in zip(self.names, found) if g is None]
+        grads = tuple(gc.zeros_like(t) if g is None else g for g, t in zip(found, inputs))
         return evaluation, scalar, grads
 
     def rounding_noise(self) -> np.ndarray:
@@ -151,7 +157,7 @@ class _Recorded:
     def evaluate(self, points: np.ndarray) -> np.ndarray:
         """The scalar output at every row of ``points``: one replay of the record (or one call a
         point for a Python function, whose branches may differ from point to point)."""
-        if self.program.function is not None and not np.iscomplexobj(points):
+        if self.program.function is not None:
             return self._call_each(points)
         batched = {key(t): part for t, part in zip(self.inputs, self.split(points))}
         found = replay(self.tape, batched).get(key(self.scalar))
@@ -169,12 +175,15 @@ class _Recorded:
         return np.array(rows).reshape(-1, 1)
 
     def _call_each(self, points: np.ndarray) -> np.ndarray:
+        """The Python function itself at every point (complex points for the complex step)."""
         rows = []
         with gc.no_grad():
             for row in zip(*self.split(points)):
                 values = {**self.values, **{n: np.asarray(v) for n, v in zip(self.names, row)}}
-                out = single_output(self.program.run(values, ()))
-                rows.append(float(gc.sum(out * gc.tensor(self.seed))) if self.seed is not None else float(out.item()))
+                with detach_fixed(replay=self.detached):
+                    out = single_output(self.program.run(values, ()))
+                scalar = gc.sum(out * gc.tensor(self.seed)) if self.seed is not None else out
+                rows.append(np.asarray(scalar._value).reshape(-1)[0])
         return np.array(rows).reshape(-1, 1)
 
 
@@ -214,7 +223,7 @@ def check(
     finite = bool(np.isfinite(recorded.f0).all())
     # a composition of complex-analytic operations is differentiable wherever it is finite: no
     # kinks to look for, and finite differences run only when asked for
-    smooth = not_analytic(recorded.tape) is None
+    smooth = not_analytic(recorded.tape) is None and not program.escapes
     if finite and recorded.x0.size and ("finite_difference" in chosen or not smooth):
         fd = finite_differences(recorded.evaluate, recorded.x0, recorded.f0, recorded.dtype)
     kinked = set()
@@ -240,6 +249,15 @@ def check(
         recorded.noise = recorded.rounding_noise()
         checks = {name: c.redo() if c.redo is not None else c for name, c in checks.items()}
     _trust_exact(checks)
+    if program.function is not None and (program.escapes or recorded.unconnected):
+        missed = any(c.ok is False for name, c in checks.items() if name in ("finite_difference", "complex_step"))
+        if missed:  # the function did something autograd cannot see, and the numbers show it
+            from ..lang.program import leaves_autograd
+
+            result_why = leaves_autograd(program, [n for n in recorded.unconnected if n in names])
+            for name in ("finite_difference", "complex_step"):
+                if name in checks and checks[name].ok is False:
+                    checks[name].worst_detail = f"{checks[name].worst_detail}; {result_why}"
     nonfinite = _nonfinite(recorded)
     confirmed = any(c.ok for c in checks.values()) or bool(kinks)  # something did compare
     ok = (
@@ -378,6 +396,12 @@ def _finite_difference_check(
 
 
 def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float) -> MethodCheck:
+    program = recorded.program
+    if program.escapes:
+        return MethodCheck(
+            "complex_step", None, reason=f"skipped: {program.origin} leaves gradcli's operations "
+            f"({', '.join(program.escapes)}), which a complex step cannot follow",
+        )  # fmt: skip
     reason = not_analytic(recorded.tape)
     if reason is None and not recorded.x0.size:
         reason = "no input to vary"
@@ -389,6 +413,8 @@ def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol
         return MethodCheck("complex_step", None, reason=f"skipped: {exc}")
     except (TypeError, ValueError) as exc:
         return MethodCheck("complex_step", None, reason=f"skipped: an operation cannot take complex values ({exc})")
+    except UsageError as exc:  # a Python function that refuses complex values
+        return MethodCheck("complex_step", None, reason=f"skipped: with complex values, {exc.message}")
     return compare("complex_step", recorded, estimate.value[0], estimate.error[0], kinked, rtol, atol, "complex step")
 
 

@@ -74,6 +74,7 @@ EVAL_OPTIONS = {
     "--file": ("file", str),
     "--seed": ("seed", str),
     "--points": ("points", str),
+    "--python": ("python", str),
 }
 
 
@@ -91,6 +92,7 @@ def fast_eval(argv: list[str]) -> dict | None:
         "as_json": False,
         "seed": None,
         "points": None,
+        "python": None,
     }
     args = iter(argv[1:])
     for arg in args:

@@ -23,6 +23,9 @@ AT = typer.Option(None, "--at", metavar="NAME=VALUE,...", help="the point: x=2,w
 WRT = typer.Option(None, "--wrt", metavar="NAME,...", help="variables to differentiate (default: all, in order)")
 JSON = typer.Option(False, "--json", help="one JSON document on stdout")
 FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
+PYTHON = typer.Option(
+    None, "--python", metavar="FILE:FUNC", help="differentiate the Python function FUNC of FILE (any path)"
+)
 
 
 @app.command("eval")
@@ -32,6 +35,7 @@ def eval_command(
     wrt: list[str] = WRT,
     json: bool = JSON,
     file: str = FILE,
+    python: str = PYTHON,
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
     points: str = typer.Option(None, "--points", metavar="FILE.csv", help="evaluate every row of a CSV file at once"),
 ) -> None:
@@ -39,7 +43,7 @@ def eval_command(
 
     Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
     """
-    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points)
+    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points, python)
 
 
 @app.command("diff")
@@ -68,6 +72,7 @@ def graph_command(
     wrt: list[str] = WRT,
     json: bool = JSON,
     file: str = FILE,
+    python: str = PYTHON,
     fmt: str = typer.Option(None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it"),
     out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
@@ -80,8 +85,9 @@ def graph_command(
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
     """
     commands.draw(
-        expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame
-    )
+        expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
+        python,
+    )  # fmt: skip
 
 
 MODE = typer.Option("auto", "--mode", metavar="auto|forward|reverse", help="forward or reverse accumulation")
@@ -95,6 +101,7 @@ def jacobian_command(
     wrt: list[str] = WRT,
     json: bool = JSON,
     file: str = FILE,
+    python: str = PYTHON,
     mode: str = MODE,
     explain: bool = EXPLAIN,
 ) -> None:
@@ -102,7 +109,7 @@ def jacobian_command(
 
     Example: gradcli jacobian "x * y, x + y" --at x=2,y=3
     """
-    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain)
+    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain, python)
 
 
 @app.command("hessian")
@@ -112,13 +119,14 @@ def hessian_command(
     wrt: list[str] = WRT,
     json: bool = JSON,
     file: str = FILE,
+    python: str = PYTHON,
     explain: bool = EXPLAIN,
 ) -> None:
     """Hessian of a scalar EXPR (forward-over-reverse).
 
     Example: gradcli hessian "x^2 * y" --at x=2,y=3
     """
-    commands.hessian(expression, file, at or [], wrt or [], json, explain)
+    commands.hessian(expression, file, at or [], wrt or [], json, explain, python)
 
 
 @app.command("check")
@@ -128,6 +136,7 @@ def check_command(
     wrt: list[str] = WRT,
     json: bool = JSON,
     file: str = FILE,
+    python: str = PYTHON,
     expect: list[str] = typer.Option(
         None, "--expect", metavar="VAR=EXPR", help="your derivative with respect to VAR, checked too (repeatable)"
     ),
@@ -149,8 +158,9 @@ def check_command(
     Example: gradcli check "x^2 * y" --at x=2,y=3 --expect x="2*x*y"
     """
     commands.check(
-        expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout
-    )
+        expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
+        python,
+    )  # fmt: skip
 
 
 @app.command("ops")

@@ -22,17 +22,21 @@ def evaluate(
     as_json: bool,
     seed: str | None,
     points: str | None,
+    python: str | None = None,
 ) -> None:
     with reported():
-        from ..lang.program import load, value_and_grad
+        from ..lang.program import load, unseen_derivative, value_and_grad
         from ..lang.values import assignments, names_list
 
-        program = load(expression, file)
+        program = load(expression, file, python)
         values = assignments(at)
         if points is not None:
             _evaluate_points(program, points, values, names_list(wrt), as_json)
             return
         result = value_and_grad(program, values, names_list(wrt) or None, seed)
+        unseen = unseen_derivative(program, values, result)
+        if unseen:
+            output.warn(unseen)
         if result.evaluation.nonfinite:
             output.warn(f"non-finite value: {result.evaluation.nonfinite}")
         elif result.backward_nonfinite:
@@ -194,6 +198,7 @@ def draw(
     max_nodes: int,
     seed: str | None,
     blame: bool = False,
+    python: str | None = None,
 ) -> None:
     with reported():
         from pathlib import Path
@@ -206,7 +211,7 @@ def draw(
 
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
-        program = load(expression, file)
+        program = load(expression, file, python)
         values = assignments(at)
         point = bool(values)
         if not point:  # the structure alone: any value of the right kind will do
@@ -283,7 +288,14 @@ class _ProgramTexts:
 
 
 def jacobian(
-    expression: str | None, file: str | None, at: list[str], wrt: list[str], as_json: bool, mode: str, explain: bool
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    as_json: bool,
+    mode: str,
+    explain: bool,
+    python: str | None = None,
 ) -> None:
     with reported():
         from ..errors import UsageError
@@ -292,7 +304,7 @@ def jacobian(
 
         if mode not in ("auto", "forward", "reverse"):
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
-        program = load(expression, file)
+        program = load(expression, file, python)
         values = assignments(at)
         result = program_jacobian(program, values, names_list(wrt) or None, mode)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
@@ -301,13 +313,19 @@ def jacobian(
 
 
 def hessian(
-    expression: str | None, file: str | None, at: list[str], wrt: list[str], as_json: bool, explain: bool
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    as_json: bool,
+    explain: bool,
+    python: str | None = None,
 ) -> None:
     with reported():
         from ..lang.program import load, program_hessian
         from ..lang.values import assignments, names_list
 
-        program = load(expression, file)
+        program = load(expression, file, python)
         values = assignments(at)
         result = program_hessian(program, values, names_list(wrt) or None)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
@@ -340,6 +358,7 @@ def check(
     seed: str | None,
     blame: bool,
     sympy_timeout: float = 10.0,
+    python: str | None = None,
 ) -> None:
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
@@ -353,7 +372,7 @@ def check(
         for name, value in (("--rtol", rtol), ("--atol", atol)):
             if value is not None and not (value >= 0 and np.isfinite(value)):
                 raise UsageError(f"{name} must be a finite number >= 0, got {value}")
-        program = load(expression, file)
+        program = load(expression, file, python)
         values = assignments(at)
         formulas = _expectations(expect)
         result = run_check(

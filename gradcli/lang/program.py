@@ -11,8 +11,9 @@ import importlib.util
 import inspect
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,11 @@ from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_s
 from .parser import parse
 from .values import _read_text, decode, seed_vector
 
-_PYTHON_FUNCTION = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+#: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
+#: whitespace or '#' in FILE, and FILE exists: anything else is an expression, so text that merely
+#: holds "helper.py:f" (a comment) is never run. ``--python FILE:FUNC`` takes any path.
+_PYTHON_FUNCTION = re.compile(r"^(?P<path>[^\s#]+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -36,6 +41,8 @@ class Program:
     origin: str
     tree: ast.Program | None = None
     function: Callable[..., Any] | None = None
+    #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
+    escapes: list[str] = field(default_factory=list)
 
     @property
     def variables(self) -> list[str]:
@@ -57,8 +64,17 @@ class Program:
         return _run_function(self, values, wrt)
 
 
-def load(expression: str | None, file: str | None = None) -> Program:
-    """The program named on the command line: EXPR, ``-`` (stdin), ``-f FILE`` or ``file.py:func``."""
+def load(expression: str | None, file: str | None = None, python: str | None = None) -> Program:
+    """The program named on the command line: EXPR, ``-`` (stdin), ``-f FILE``, ``file.py:func``
+    or ``--python FILE:FUNC``."""
+    if python is not None:
+        if file is not None or expression not in (None, ""):
+            other = "-f FILE" if file is not None else "EXPR"
+            raise UsageError(f"give the program either as {other} or with --python FILE:FUNC, not both")
+        path, colon, name = python.rpartition(":")
+        if not colon or not path or not _IDENTIFIER.fullmatch(name):
+            raise UsageError(f"--python {python!r}: give FILE:FUNC, a Python file and the name of a function in it")
+        return Program(python, function=_load_function(path, name))
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
@@ -69,9 +85,14 @@ def load(expression: str | None, file: str | None = None) -> Program:
     if expression == "-":
         return Program("<stdin>", tree=parse(read_stdin(), "<stdin>"))
     match = _PYTHON_FUNCTION.match(expression.strip())
-    if match:
+    if match and Path(match["path"]).is_file():
         return Program(expression, function=_load_function(match["path"], match["name"]))
-    return Program("expression", tree=parse(expression))
+    try:
+        return Program("expression", tree=parse(expression))
+    except UsageError:
+        if match:  # meant as a function, surely: say what is missing rather than a syntax error
+            raise UsageError(f"{match['path']}: no such file") from None
+        raise
 
 
 def read_stdin() -> str:
@@ -135,12 +156,14 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
         t.name = name
         inputs[name] = t
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _watching_escapes(program.escapes):
             result = program.function(**{p: inputs[p] for p in parameters})
     except Exception as exc:  # the user's function raised: report it, not a traceback of ours
         raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
     results = list(result) if isinstance(result, (tuple, list)) else [result]
-    outputs = [r if isinstance(r, gc.Tensor) else gc.tensor(r) for r in results]
+    if not results:
+        raise UsageError(f"{program.origin} returned an empty {type(result).__name__}: {RETURNS}")
+    outputs = [_output(program, r) for r in results]
     labels = (
         [f"{program.function.__name__}[{i}]" for i in range(len(outputs))]
         if len(outputs) > 1
@@ -149,6 +172,146 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
     nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o._value).any() else 'inf'}"
                       for i, o in enumerate(outputs) if not np.isfinite(o._value).all()), None)  # fmt: skip
     return Evaluation(outputs, inputs, {}, labels, nonfinite)
+
+
+RETURNS = "return a tensor, a number, or a tuple or list of them"
+
+
+def _output(program: Program, result: Any) -> gc.Tensor:
+    """One of the function's results as a tensor; anything but numbers is refused, by name."""
+    if isinstance(result, gc.Tensor):
+        return result
+    what = None
+    if result is None or isinstance(result, (str, bytes, dict, set, frozenset)) or inspect.isgenerator(result):
+        what = "None" if result is None else f"a {type(result).__name__}"
+    else:
+        try:
+            tensor = gc.tensor(result)
+        except Exception:  # a list of strings, an object of the user's own class...
+            tensor = None
+        if tensor is None or tensor.dtype.kind not in "biufc":
+            what = f"a {type(result).__name__} that is not numbers"
+    if what is not None:
+        raise UsageError(f"{program.origin} returned {what}: {RETURNS}")
+    return tensor
+
+
+#: Tensor methods through which a Python function takes values out of autograd's sight.
+_ESCAPES = {"__float__": "float()", "__int__": "int()", "__complex__": "complex()", "item": ".item()",
+            "tolist": ".tolist()", "numpy": ".numpy()", "__array__": "NumPy on its values"}  # fmt: skip
+
+
+@contextmanager
+def _watching_escapes(found: list[str]) -> Iterator[None]:
+    """While the user's function runs, note each way it takes the values of a tensor that
+    requires grad out of the graph (math.sin(float(x)), np.sin(x.data), x.item()...)."""
+    cls = gc.Tensor
+    saved = {name: cls.__dict__[name] for name in (*_ESCAPES, "data")}
+    depth = [0]  # float(x) calls x.item(): only the outermost way counts
+
+    def watch(method: Callable[..., Any], how: str) -> Callable[..., Any]:
+        def watched(self: gc.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if self._edge is not None and not depth[0] and how not in found:
+                found.append(how)
+            depth[0] += 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return watched
+
+    try:
+        for name, how in _ESCAPES.items():
+            setattr(cls, name, watch(saved[name], how))
+        data = saved["data"]
+        cls.data = property(watch(data.fget, ".data"), data.fset, doc=data.__doc__)
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(cls, name, method)
+
+
+@contextmanager
+def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None = None) -> Iterator[None]:
+    """``detach()`` as a constant when a Python function is called at other points: its values at
+    the point are recorded, then given again, in call order, wherever the shapes still match: as
+    the replay of an expression keeps detach(...) fixed, so both roads judge the same derivative."""
+    cls = gc.Tensor
+    original = cls.__dict__["detach"]
+    count = [0]
+
+    def detach(self: gc.Tensor) -> gc.Tensor:
+        out = original(self)
+        if record is not None:
+            record.append(out._value)
+        elif replay is not None:
+            k = count[0]
+            count[0] += 1
+            if k < len(replay) and np.shape(replay[k]) == out.shape:
+                return gc.tensor(replay[k])
+        return out
+
+    cls.detach = detach
+    try:
+        yield
+    finally:
+        cls.detach = original
+
+
+def leaves_autograd(program: Program, unconnected: Sequence[str] = (), detail: str = "") -> str:
+    """Why autograd misses a derivative of a Python function: the ways it leaves gradcli's operations."""
+    how = f" ({', '.join(program.escapes)} of a tensor that requires grad)" if program.escapes else ""
+    parts = [f"{program.origin} leaves gradcli's operations{how}, where autograd cannot follow it"]
+    if unconnected:
+        them = ", ".join(unconnected)
+        parts.append(f"autograd's graph does not connect {them} to the output, yet changing {them} changes it")
+    if detail:
+        parts[-1] += f" ({detail})"
+    parts.append("use gradcli's functions (gc.sin, ...) instead of math, float(), .item() or NumPy on .data")
+    return "; ".join(parts)
+
+
+def unseen_derivative(program: Program, values: Mapping[str, Any], gradient: Gradient) -> str | None:
+    """For a Python function that left autograd's sight (or whose output autograd does not connect to
+    an input): whether the output really changes otherwise than the gradient says, tried along one
+    random direction with central differences at two steps. The warning to give, or None."""
+    names = list(gradient.gradient)
+    unconnected = [n for n in names if n in gradient.unconnected]
+    if program.function is None or not names or not (program.escapes or unconnected):
+        return None
+    base = {n: np.asarray(getattr(values[n], "_value", values[n])) for n in names}
+    if any(b.dtype.kind not in "iuf" for b in base.values()) or not np.isfinite(gradient.value).all():
+        return None
+    rng = np.random.default_rng(0)
+    direction = {
+        n: rng.choice([-1.0, 1.0], size=b.shape) * rng.uniform(0.5, 1.0, size=b.shape) for n, b in base.items()
+    }
+    dtype = np.result_type(*base.values(), np.float32)
+    root_eps = float(np.sqrt(np.finfo(dtype).eps))
+    scale = max(max(float(np.max(np.abs(b), initial=0.0)) for b in base.values()), 1.0)
+    predicted = sum(float(np.sum(gradient.gradient[n] * direction[n])) for n in names)
+
+    detached: list[Any] = []
+
+    def along(t: float) -> float:
+        moved = {**values, **{n: (base[n] + t * direction[n]).astype(dtype) for n in names}}
+        with gc.no_grad(), detach_fixed(replay=detached):
+            out = single_output(program.run(moved, ()))
+            weighted = out if gradient.seed is None else gc.sum(out * gc.as_tensor(gradient.seed))
+        return float(np.asarray(weighted._value, dtype=np.float64).sum())
+
+    with gc.no_grad(), detach_fixed(record=detached):
+        program.run(dict(values), ())
+
+    h = root_eps * scale
+    slopes = [(along(step) - along(-step)) / (2 * step) for step in (h, h / 2)]
+    tolerance = 100 * root_eps * max(abs(slopes[0]), abs(predicted), 1e-300)
+    converged = abs(slopes[0] - slopes[1]) <= tolerance
+    if not (np.isfinite(slopes).all() and converged and abs(slopes[1] - predicted) > tolerance):
+        return None
+    detail = f"along a random direction the output changes at {slopes[1]:.10g}, the gradient says {predicted:.10g}"
+    return "the gradient misses a derivative: " + leaves_autograd(program, unconnected, detail)
 
 
 # --- what the commands compute -----------------------------------------------------------------
@@ -176,6 +339,8 @@ class Gradient:
     gradient: dict[str, np.ndarray]
     evaluation: Evaluation
     backward_nonfinite: str | None = None  # where the backward pass first gave a NaN or an infinity
+    unconnected: tuple[str, ...] = ()  # variables the output does not depend on, in autograd's graph
+    seed: Any = None  # v of v^T J, when given
 
 
 SCALAR_ONLY = (
@@ -206,12 +371,14 @@ def value_and_grad(
     vector = None if seed is None else seed_vector(seed, output.shape)
     inputs = [evaluation.inputs[n] for n in names]
     if output.requires_grad and inputs:
-        grads = gc.grad(output, inputs, grad_outputs=vector, allow_unused=True, materialize_grads=True)
+        found = gc.grad(output, inputs, grad_outputs=vector, allow_unused=True)
     else:
-        grads = tuple(gc.zeros_like(t) for t in inputs)
+        found = (None,) * len(inputs)
+    grads = [gc.zeros_like(t) if g is None else g for g, t in zip(found, inputs)]
     value = output._value if output.numel() != 1 or seed is not None else np.asarray(output._value).reshape(())
     gradient = {n: np.asarray(g._value) for n, g in zip(names, grads)}
-    result = Gradient(np.asarray(value), gradient, evaluation)
+    unconnected = tuple(n for n, g in zip(names, found) if g is None)
+    result = Gradient(np.asarray(value), gradient, evaluation, unconnected=unconnected, seed=vector)
     if evaluation.nonfinite is None and not all(np.isfinite(g).all() for g in gradient.values()):
         result.backward_nonfinite = backward_anomaly(program, values, names, vector)
     return result
