@@ -79,7 +79,9 @@ def test_json_label_of_an_assigned_node_starts_with_its_name():
     nodes = json.loads(result.stdout)["nodes"]
     a = next(n for n in nodes if n["name"] == "a")
     assert a["label"] == "a = x + w" and a["label"].startswith("a")
-    assert [n["label"] for n in nodes] == ["x", "w", "a = x + w", "f = a * w"]
+    assert [n["label"] for n in nodes] == ["x", "w", "a = x + w", "a * w"]  # f: not the program's name
     # the structure alone (no --at) labels the same way
     result = CliRunner().invoke(app, ["graph", "a = x + w; a * w", "--format", "json"])
-    assert [n["label"] for n in json.loads(result.stdout)["nodes"]] == ["x", "w", "a = x + w", "f = a * w"]
+    assert [n["label"] for n in json.loads(result.stdout)["nodes"]] == ["x", "w", "a = x + w", "a * w"]
+    result = CliRunner().invoke(app, ["graph", "a = x + w; y = a * w", "--at", "x=2,w=1", "--format", "json"])
+    assert [n["label"] for n in json.loads(result.stdout)["nodes"]] == ["x", "w", "a = x + w", "y = a * w"]

@@ -90,6 +90,7 @@ def build(
         if node.kind == "op" and not node.name:  # an unnamed result is "f", as in f(x, w)
             name = "f" if len(out_ids) == 1 else f"f{k + 1}"
             node.name = name if name not in taken else f"{name}_out"
+            node.named_by_view = True
     if hidden:
         graph.hidden = sum(hidden.values())
         graph.hidden_kinds = dict(hidden.most_common())

@@ -32,6 +32,7 @@ class Node:
     highlighted: bool = False
     blamed: bool = False
     generated: bool = False  # the label was made from ids (no program text): show the id too
+    named_by_view: bool = False  # the name is the view's own ("f" for an unnamed output), not the program's
 
     @property
     def is_leaf(self) -> bool:
@@ -48,9 +49,9 @@ class Node:
 
     @property
     def titled_label(self) -> str:
-        """The label with the node's name first, ``a = x + w``, as the tree shows it (SPEC: assigned
-        names label their nodes); ``label`` itself stays the expression."""
-        if self.kind == "op" and self.name and self.label != self.name:
+        """The label with the name the program gave the node first, ``a = x + w``, as the tree shows
+        it (SPEC: assigned names label their nodes); ``label`` itself stays the expression."""
+        if self.kind == "op" and self.name and not self.named_by_view and self.label != self.name:
             return f"{self.name} = {self.label}"
         return self.label
 
