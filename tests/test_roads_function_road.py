@@ -201,7 +201,7 @@ def test_eval_warns_when_a_function_leaves_autograd(tmp_path):
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"value": math.sin(1.0), "gradient": {"x": 0.0}}
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("warning: the gradient misses a derivative: ")
+    assert len(lines) == 1 and lines[0].startswith("warning: autograd misses a derivative: ")
     assert "leaves gradcli's operations (float() of a tensor that requires grad)" in lines[0]
     result = run("eval", f"{path}:through_item", "--at", "x=1.5,y=2")
     assert result.exit_code == 0 and result.stderr.startswith("warning: ") and "(.item()" in result.stderr
@@ -348,3 +348,41 @@ def test_a_function_returning_a_list_or_tuple_of_tensors_and_numbers_is_fine(tmp
         "value": [3.0, 2.0, 9.0],
         "gradient": {"x": 7.0},
     }
+
+
+LEAVING_MATRIX = """
+    import math
+
+    import gradcli as gc
+
+    def polar(r, t):
+        return r * math.cos(float(t)), r * gc.sin(t)
+
+    def rosenbrock(x, y):
+        return (1 - x) ** 2 + 100 * (y - float(x) ** 2) ** 2
+"""
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_jacobian_warns_when_a_function_leaves_autograd(tmp_path, mode):
+    path = write(tmp_path, LEAVING_MATRIX)
+    result = run("jacobian", f"{path}:polar", "--at", "r=2,t=0.5", "--mode", mode, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["jacobian"][0][1] == 0.0  # what autograd sees
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: autograd misses a derivative: ")
+    assert "polar[0] changes at" in lines[0] and "(float() of a tensor that requires grad)" in lines[0]
+
+
+def test_hessian_warns_when_a_function_leaves_autograd(tmp_path):
+    path = write(tmp_path, LEAVING_MATRIX)
+    result = run("hessian", f"{path}:rosenbrock", "--at", "x=1.5,y=0.5")
+    assert result.exit_code == 0 and result.stderr.startswith("warning: autograd misses a derivative: ")
+
+
+def test_no_warning_for_functions_that_stay_in_gradcli(tmp_path):
+    path = write(tmp_path, FUNCS)
+    for args in (["jacobian", f"{path}:polar", "--at", "r=2,t=0.5"], ["hessian", f"{path}:rosenbrock", "--at", "x=1,y=2"],
+                 ["eval", f"{path}:branchy", "--at", "x=-1,y=2"]):  # fmt: skip
+        result = run(*args)
+        assert (result.exit_code, result.stderr) == (0, ""), args

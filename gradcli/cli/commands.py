@@ -25,7 +25,7 @@ def evaluate(
     python: str | None = None,
 ) -> None:
     with reported():
-        from ..lang.program import load, unseen_derivative, value_and_grad
+        from ..lang.program import load, unseen_in_gradient, value_and_grad
         from ..lang.values import assignments, names_list
 
         program = load(expression, file, python)
@@ -34,7 +34,7 @@ def evaluate(
             _evaluate_points(program, points, values, names_list(wrt), as_json)
             return
         result = value_and_grad(program, values, names_list(wrt) or None, seed)
-        unseen = unseen_derivative(program, values, result)
+        unseen = unseen_in_gradient(program, values, result)
         if unseen:
             output.warn(unseen)
         if result.evaluation.nonfinite:
@@ -299,7 +299,7 @@ def jacobian(
 ) -> None:
     with reported():
         from ..errors import UsageError
-        from ..lang.program import load, program_jacobian
+        from ..lang.program import load, program_jacobian, unseen_derivative
         from ..lang.values import assignments, names_list
 
         if mode not in ("auto", "forward", "reverse"):
@@ -307,6 +307,9 @@ def jacobian(
         program = load(expression, file, python)
         values = assignments(at)
         result = program_jacobian(program, values, names_list(wrt) or None, mode)
+        unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
+        if unseen:
+            output.warn(unseen)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
                     "value": result.value, "mode": result.plan.mode}  # fmt: skip
         _print_matrix_result(result, document, f"Jacobian of {_source_text(program, expression)}", as_json, explain)
@@ -322,12 +325,15 @@ def hessian(
     python: str | None = None,
 ) -> None:
     with reported():
-        from ..lang.program import load, program_hessian
+        from ..lang.program import load, program_hessian, unseen_derivative
         from ..lang.values import assignments, names_list
 
         program = load(expression, file, python)
         values = assignments(at)
         result = program_hessian(program, values, names_list(wrt) or None)
+        unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
+        if unseen:
+            output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
                     "gradient": result.gradient}  # fmt: skip
         _print_matrix_result(result, document, f"Hessian of {_source_text(program, expression)}", as_json, explain)

@@ -272,16 +272,25 @@ def leaves_autograd(program: Program, unconnected: Sequence[str] = (), detail: s
     return "; ".join(parts)
 
 
-def unseen_derivative(program: Program, values: Mapping[str, Any], gradient: Gradient) -> str | None:
+def unseen_derivative(
+    program: Program,
+    values: Mapping[str, Any],
+    names: Sequence[str],
+    jacobian: np.ndarray,
+    seed: Any = None,
+    unconnected: Sequence[str] = (),
+    labels: Sequence[str] | None = None,
+) -> str | None:
     """For a Python function that left autograd's sight (or whose output autograd does not connect to
-    an input): whether the output really changes otherwise than the gradient says, tried along one
-    random direction with central differences at two steps. The warning to give, or None."""
-    names = list(gradient.gradient)
-    unconnected = [n for n in names if n in gradient.unconnected]
+    an input): whether its outputs really change otherwise than ``jacobian`` (rows: output elements,
+    or the one row of v^T J with ``seed``; columns: the elements of ``names``) says, tried along one
+    random direction with central differences at two steps (``labels`` name the rows). The warning
+    to give, or None."""
+    unconnected = [n for n in names if n in unconnected]
     if program.function is None or not names or not (program.escapes or unconnected):
         return None
     base = {n: np.asarray(getattr(values[n], "_value", values[n])) for n in names}
-    if any(b.dtype.kind not in "iuf" for b in base.values()) or not np.isfinite(gradient.value).all():
+    if any(b.dtype.kind not in "iuf" for b in base.values()) or not np.isfinite(jacobian).all():
         return None
     rng = np.random.default_rng(0)
     direction = {
@@ -290,16 +299,18 @@ def unseen_derivative(program: Program, values: Mapping[str, Any], gradient: Gra
     dtype = np.result_type(*base.values(), np.float32)
     root_eps = float(np.sqrt(np.finfo(dtype).eps))
     scale = max(max(float(np.max(np.abs(b), initial=0.0)) for b in base.values()), 1.0)
-    predicted = sum(float(np.sum(gradient.gradient[n] * direction[n])) for n in names)
-
+    flat = np.concatenate([direction[n].reshape(-1) for n in names])
+    predicted = np.asarray(jacobian, dtype=np.float64).reshape(-1, flat.size) @ flat
     detached: list[Any] = []
 
-    def along(t: float) -> float:
+    def along(t: float) -> np.ndarray:
         moved = {**values, **{n: (base[n] + t * direction[n]).astype(dtype) for n in names}}
         with gc.no_grad(), detach_fixed(replay=detached):
-            out = single_output(program.run(moved, ()))
-            weighted = out if gradient.seed is None else gc.sum(out * gc.as_tensor(gradient.seed))
-        return float(np.asarray(weighted._value, dtype=np.float64).sum())
+            evaluation = program.run(moved, ())
+            outputs = evaluation.outputs
+            if seed is not None:
+                outputs = [gc.sum(single_output(evaluation) * gc.as_tensor(seed))]
+        return np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outputs])
 
     h = root_eps * scale
     try:
@@ -308,12 +319,25 @@ def unseen_derivative(program: Program, values: Mapping[str, Any], gradient: Gra
         slopes = [(along(step) - along(-step)) / (2 * step) for step in (h, h / 2)]
     except UsageError:  # the function refuses a nearby point: nothing to say
         return None
-    tolerance = 100 * root_eps * max(abs(slopes[0]), abs(predicted), 1e-300)
-    converged = abs(slopes[0] - slopes[1]) <= tolerance
-    if not (np.isfinite(slopes).all() and converged and abs(slopes[1] - predicted) > tolerance):
+    if slopes[1].shape != predicted.shape or not np.isfinite(slopes).all():
         return None
-    detail = f"along a random direction the output changes at {slopes[1]:.10g}, the gradient says {predicted:.10g}"
-    return "the gradient misses a derivative: " + leaves_autograd(program, unconnected, detail)
+    tolerance = 100 * root_eps * np.maximum(np.maximum(np.abs(slopes[0]), np.abs(predicted)), 1e-300)
+    wrong = (np.abs(slopes[0] - slopes[1]) <= tolerance) & (np.abs(slopes[1] - predicted) > tolerance)
+    if not wrong.any():
+        return None
+    k = int(np.argmax(wrong))
+    which = labels[k] if labels is not None and k < len(labels) else "the output"
+    detail = f"along a random direction {which} changes at {slopes[1][k]:.10g}, the derivative says {predicted[k]:.10g}"
+    return "autograd misses a derivative: " + leaves_autograd(program, unconnected, detail)
+
+
+def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Gradient) -> str | None:
+    """``unseen_derivative`` for what ``value_and_grad`` gave."""
+    names = list(result.gradient)
+    if program.function is None or not names:
+        return None
+    row = np.concatenate([np.asarray(g, dtype=np.float64).reshape(-1) for g in result.gradient.values()])
+    return unseen_derivative(program, values, names, row[None, :], result.seed, result.unconnected)
 
 
 # --- what the commands compute -----------------------------------------------------------------
@@ -464,6 +488,7 @@ class Matrix:
     plan: Any
     value: np.ndarray | None = None
     gradient: np.ndarray | None = None
+    names: list[str] | None = None  # the variables of the columns
 
 
 def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) -> Callable[..., Any]:
@@ -494,7 +519,7 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
     value = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
-    return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value)
+    return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
 
 
 def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Matrix:
@@ -522,4 +547,6 @@ def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[s
     gradient = (
         np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
     )
-    return Matrix(columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out._value), gradient)
+    return Matrix(
+        columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out._value), gradient, names
+    )
