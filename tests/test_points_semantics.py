@@ -19,7 +19,7 @@ from gradcli.cli.app import app
 
 runner = CliRunner()
 
-ROWS = [(1.0, 2.0), (2.0, -0.5), (3.0, 0.25), (-1.5, 1.75)]
+ROWS = [(1.0, 2.0), (2.0, -0.5), (3.0, 0.25), (-1.5, 1.75)]  # with kinks of abs, relu, norm and clamp
 POINTS = "x,y\n" + "\n".join(f"{x},{y}" for x, y in ROWS) + "\n"
 
 A = "A=[[1,2],[3,-4]]"
@@ -62,6 +62,8 @@ CASES = [
     ("3", "", None),
     ("(-x)*a + (x < y) + eq(x, 1)", "a=2", None),
     ("sum(sigmoid(M @ [x, y]) * v)", "M=[[0.5,-1],[2,0.25]],v=[1,2]", None),
+    ("(v*x)[k] + sum(A*y, k)[0] + (v*y)[k:][0]", f"{A},{V},k=1", None),
+    ("abs(x - 2) + relu(x - 1) + max(w*y) + norm(w*(x - 1)) + clamp(x, a, a)", "a=2,w=[1,1]", None),
 ]
 
 

@@ -47,12 +47,14 @@ class _Unbatchable(Exception):
 
 
 class _Batched:
-    """A value with a leading point axis: ``tensor.shape == (n, *shape at one point)``."""
+    """A value with a leading point axis: ``tensor.shape == (n, *shape at one point)``; ``shared``
+    the one value it repeats when it is an ``--at`` value (an index or an axis can use it)."""
 
-    __slots__ = ("t",)
+    __slots__ = ("t", "shared")
 
-    def __init__(self, t: gc.Tensor) -> None:
+    def __init__(self, t: gc.Tensor, shared: Any = None) -> None:
         self.t = t
+        self.shared = shared
 
 
 def evaluate_points(
@@ -139,7 +141,7 @@ def _batched(
             continue
         t.name = name
         leaves[name] = t
-        env[name] = _Batched(t)
+        env[name] = _Batched(t, None if name in columns else value)
     run = _BatchedRun(program, env, n)
     with np.errstate(all="ignore"):
         out = run.output()
@@ -357,8 +359,9 @@ class _BatchedRun(_Run):
             return _Batched(self._matmul(*args))
         if function.reduces or function.name in ("max", "min"):
             x, *axis = args
-            if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in axis):
-                raise _Unbatchable(f"{function.name}(): an axis that depends on the points")
+            axis = self._shared(axis)
+            if not isinstance(x, _Batched):
+                return plain(node, [x, *axis])
             if function.name in ("max", "min"):  # max(x): over a point's own elements
                 t = x.t.reshape(self.n, int(np.prod(x.t.shape[1:])))
                 return _Batched(getattr(gc, "amax" if function.name == "max" else "amin")(t, dim=1))
@@ -369,17 +372,26 @@ class _BatchedRun(_Run):
             return _Batched(function.apply(gc, x.t, k + 1 if k >= 0 else k))
         raise _Unbatchable(f"{function.name}() has no batched form")
 
+    @staticmethod
+    def _shared(values: Sequence[Any]) -> list[Any]:
+        """Indices and axes as one value for every point (an ``--at`` value is), else ``_Unbatchable``."""
+        out = []
+        for v in values:
+            if isinstance(v, _Batched):
+                if v.shared is None:
+                    raise _Unbatchable("an index or an axis that depends on the points")
+                v = v.shared
+            out.append(v)
+        return out
+
     def _plain_only(self, node: ast.Node, args: Any, plain: Any) -> Any:
-        if any(isinstance(a, _Batched) for a in args):
-            raise _Unbatchable("an index that depends on the points")
-        return plain(node, args)
+        return plain(node, self._shared(args))
 
     def _index(self, node: ast.Index, args: Any, plain: Any) -> Any:
         target, *items = args
-        if any(isinstance(a, _Batched) for a in items):
-            raise _Unbatchable("an index that depends on the points")
+        items = self._shared(items)
         if not isinstance(target, _Batched):
-            return plain(node, args)
+            return plain(node, [target, *items])
         index = tuple(item if isinstance(item, slice) else self.integer(item, node) for item in items)
         return _Batched(target.t[(slice(None), *index)])
 
