@@ -223,3 +223,13 @@ def test_points_agree_with_pytorch_vmap(points_file):
     np.testing.assert_allclose([d["value"] for d in docs], value.numpy(), rtol=1e-9)
     for name, g in zip("Avxy", grads):
         np.testing.assert_allclose([d["gradient"][name] for d in docs], g.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_an_error_at_a_later_point_names_it(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("i,x\n0,1\n1,2\n5,3\n")
+    result = runner.invoke(app, ["eval", "(v*x)[i]", "--points", str(path), "--at", V])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (
+        "error: point 3 (i = 5.0, x = 3.0): indexing at column 1: index 5 is out of bounds for axis 0 with size 2\n"
+    )

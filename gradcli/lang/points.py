@@ -101,7 +101,10 @@ def _point_by_point(
     """One evaluation a point (a Python function's control flow may differ from row to row)."""
     results, warning = [], None
     for i in range(n):
-        result = value_and_grad(program, _point(columns, values, i), names, seed)
+        try:
+            result = value_and_grad(program, _point(columns, values, i), names, seed)
+        except UsageError as problem:  # the first point ran before: this one differs from it
+            raise UsageError(f"{_point_text(columns, i)}: {problem.message}") from None
         if warning is None and (result.evaluation.nonfinite or result.backward_nonfinite):
             what = (
                 f"non-finite value: {result.evaluation.nonfinite}"
