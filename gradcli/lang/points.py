@@ -86,8 +86,10 @@ def _point(columns: Mapping[str, np.ndarray], values: Mapping[str, Any], i: int)
     return {**values, **{name: column[i] for name, column in columns.items()}}
 
 
-def _point_text(columns: Mapping[str, np.ndarray], i: int) -> str:
-    return f"point {i + 1} (" + ", ".join(f"{k} = {float(c[i])!r}" for k, c in columns.items()) + ")"
+def _point_text(columns: Mapping[str, np.ndarray], i: int, shown: int = 6) -> str:
+    """``point 2 (x = 0.0, y = 1.5)``: the point's number (the first data row is point 1) and values."""
+    cells = [f"{k} = {float(c[i])!r}" for k, c in list(columns.items())[:shown]]
+    return f"point {i + 1} (" + ", ".join(cells) + (", ..." if len(columns) > shown else "") + ")"
 
 
 def _point_by_point(
