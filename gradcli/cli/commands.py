@@ -72,25 +72,34 @@ def _evaluate_points(
     if result.warning:
         output.warn(result.warning)
     n = len(result.value)
-    value_shape = result.value.shape[1:]
-    value_texts = _element_texts(result.value)
-    grad_texts = {name: _element_texts(g) for name, g in result.gradient.items()}
-    if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
-        value_json = _nested(value_texts, value_shape, n)
-        grads_json = [_nested(grad_texts[name], result.gradient[name].shape[1:], n) for name in names]
-        keys = [f'"{name}": ' for name in names]
-        lines = (
-            '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
-            for i, v in enumerate(value_json)
-        )
+    arrays = [result.value, *(result.gradient[name] for name in names)]
+    if not as_json:
+        header = [*columns, *element_labels("value", result.value.shape[1:])]
+        for name in names:
+            header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
+        sys.stdout.write(",".join(header) + "\n")
+    # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
+    block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
+    keys = [f'"{name}": ' for name in names]
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        texts = [_element_texts(a[start:stop]) for a in arrays]
+        if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
+            value_json, *grads_json = [_nested(t, a.shape[1:], stop - start) for t, a in zip(texts, arrays)]
+            lines = (
+                '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
+                for i, v in enumerate(value_json)
+            )
+        else:
+            if row_texts is not None:
+                point_texts = [row_texts[start:stop]]
+            else:
+                point_texts = [_texts(c[start:stop]) for c in columns.values()]
+            lines = (",".join(r) for r in zip(*point_texts, *(t for element in texts for t in element)))
         sys.stdout.write("\n".join(lines) + "\n")
-        return
-    header = [*columns, *element_labels("value", value_shape)]
-    for name in names:
-        header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
-    point_texts = [row_texts] if row_texts is not None else [_texts(c) for c in columns.values()]
-    cells = [*point_texts, *value_texts, *(t for name in names for t in grad_texts[name])]
-    sys.stdout.write(",".join(header) + "\n" + "\n".join(",".join(r) for r in zip(*cells)) + "\n")
+
+
+POINTS_CELLS = 2_000_000  # numbers formatted at once by --points
 
 
 def _element_texts(array: np.ndarray) -> list[list[str]]:
