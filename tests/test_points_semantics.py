@@ -233,3 +233,15 @@ def test_an_error_at_a_later_point_names_it(tmp_path):
     assert result.stderr == (
         "error: point 3 (i = 5.0, x = 3.0): indexing at column 1: index 5 is out of bounds for axis 0 with size 2\n"
     )
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_output_in_blocks_of_rows_is_the_same(points_file, monkeypatch, as_json):
+    from gradcli.cli import commands
+
+    args = ["eval", "A*x + v", "--points", str(points_file), "--at", f"{A},{V}", "--seed", "ones", *as_json]
+    whole = _invoke(args)
+    monkeypatch.setattr(commands, "POINTS_CELLS", 20)  # 13 numbers a row: one row a block
+    assert _invoke(args) == whole
+    monkeypatch.setattr(commands, "POINTS_CELLS", 30)  # two rows a block, the last block shorter
+    assert _invoke(args) == whole
