@@ -31,7 +31,7 @@ def evaluate(
         program = load(expression, file, python)
         values = assignments(at)
         if points is not None:
-            _evaluate_points(program, points, values, names_list(wrt), as_json)
+            _evaluate_points(program, points, values, names_list(wrt), as_json, seed)
             return
         result = value_and_grad(program, values, names_list(wrt) or None, seed)
         unseen = unseen_in_gradient(program, values, result)
@@ -63,50 +63,69 @@ def _source_text(program: Any, expression: str | None) -> str:
     return expression or program.origin
 
 
-def _evaluate_points(program: Any, path: str, values: dict[str, Any], wrt: list[str], as_json: bool) -> None:
-    """Every row of a CSV file as one point, computed in a single vectorised pass."""
-    import gradcli as gc
-
-    from ..errors import UsageError
-    from ..lang.program import resolve_wrt, single_output
+def _evaluate_points(
+    program: Any, path: str, values: dict[str, Any], wrt: list[str], as_json: bool, seed: str | None = None
+) -> None:
+    """Every row of a CSV file as its own point (per-point semantics, computed in one batched pass)."""
+    from ..lang.points import evaluate_points
+    from ..lang.program import element_labels
     from ..lang.values import read_points_with_rows
 
     columns, row_texts = read_points_with_rows(path)
-    n = len(next(iter(columns.values())))
-    point_values = {**values, **columns}
-    names = resolve_wrt(program, point_values, wrt or None)
-    evaluation = program.run(point_values, names)
-    out = single_output(evaluation)
-    if out.shape != (n,):
-        raise UsageError(
-            f"--points needs one value per point: the expression gives shape {out.shape} for {n} points "
-            "(reductions such as sum() mix the points)"
-        )
-    inputs = [evaluation.inputs[name] for name in names]
-    grads = (
-        gc.grad(out, inputs, grad_outputs=gc.ones(n), allow_unused=True, materialize_grads=True)
-        if out.requires_grad
-        else [gc.zeros(n) for _ in names]
-    )
-    grad_columns = [np.broadcast_to(np.asarray(g._value, dtype=np.float64), (n,)) for g in grads]
-    if evaluation.nonfinite:
-        output.warn(f"non-finite value: {evaluation.nonfinite}")
-    value_text = _texts(out._value)
-    grad_texts = [_texts(g) for g in grad_columns]
-    if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
-        keys = [f'"{name}": ' for name in names]
-        values_json = _json_numbers(value_text)
-        grads_json = [_json_numbers(g) for g in grad_texts]
-        lines = (
-            '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
-            for i, v in enumerate(values_json)
-        )
+    names, result = evaluate_points(program, columns, values, wrt or None, seed)
+    if result.warning:
+        output.warn(result.warning)
+    n = len(result.value)
+    arrays = [result.value, *(result.gradient[name] for name in names)]
+    if not as_json:
+        header = [*columns, *element_labels("value", result.value.shape[1:])]
+        for name in names:
+            header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
+        sys.stdout.write(",".join(header) + "\n")
+    # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
+    block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
+    keys = [f'"{name}": ' for name in names]
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        texts = [_element_texts(a[start:stop]) for a in arrays]
+        if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
+            value_json, *grads_json = [_nested(t, a.shape[1:], stop - start) for t, a in zip(texts, arrays)]
+            lines = (
+                '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
+                for i, v in enumerate(value_json)
+            )
+        else:
+            if row_texts is not None:
+                point_texts = [row_texts[start:stop]]
+            else:
+                point_texts = [_texts(c[start:stop]) for c in columns.values()]
+            lines = (",".join(r) for r in zip(*point_texts, *(t for element in texts for t in element)))
         sys.stdout.write("\n".join(lines) + "\n")
-        return
-    header = [*columns, "value", *(f"grad_{name}" for name in names)]
-    point_texts = [row_texts] if row_texts is not None else [_texts(c) for c in columns.values()]
-    rows = zip(*point_texts, value_text, *grad_texts)
-    sys.stdout.write(",".join(header) + "\n" + "\n".join(",".join(r) for r in rows) + "\n")
+
+
+POINTS_CELLS = 2_000_000  # numbers formatted at once by --points
+
+
+def _element_texts(array: np.ndarray) -> list[list[str]]:
+    """One list of texts per element of a point's value (C order), each with a text per point."""
+    flat = np.asarray(array, dtype=np.float64).reshape(len(array), -1)
+    return [_texts(flat[:, j]) for j in range(flat.shape[1])]
+
+
+def _nested(columns: list[list[str]], shape: tuple[int, ...], n: int) -> list[str]:
+    """JSON text of each point's value of ``shape``, from its elements' texts: numbers, nested lists."""
+    import json
+
+    if not shape:
+        return _json_numbers(columns[0])
+    if 0 in shape:
+        return [json.dumps(np.zeros(shape).tolist())] * n
+    parts = [_json_numbers(c) for c in columns]
+    for size in reversed(shape):
+        parts = [
+            ["[" + ", ".join(items) + "]" for items in zip(*parts[k : k + size])] for k in range(0, len(parts), size)
+        ]
+    return parts[0]
 
 
 def _texts(column: Any) -> list[str]:

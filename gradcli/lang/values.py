@@ -7,6 +7,8 @@ A value is a constant expression of the language (``pi/4``, ``[1, 2, 3]``,
 from __future__ import annotations
 
 import io
+import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -112,8 +114,10 @@ def read_points(path: str) -> dict[str, np.ndarray]:
 
 def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] | None]:
     """The columns, and each row's own text (to echo it unchanged) when the rows line up."""
-    text = _read_text(path, "--points")
+    text = _read_points_text(path)
     header_line, _, body = text.lstrip("\ufeff").partition("\n")
+    if "\r" in header_line.rstrip("\r"):
+        raise UsageError(f"--points {path}: row 1 {_BARE_CR}")
     header = [h.strip() for h in header_line.split(",")]
     if not header_line.strip():
         raise UsageError(f"--points {path}: the file is empty; expected a header naming the variables")
@@ -131,29 +135,84 @@ def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] |
         raise
     if data.shape[1] != len(header):
         _locate_bad_row(path, header, body)
+    if not np.isfinite(data).all():  # refused as --at refuses them: a point is a finite float64 value
+        _locate_nonfinite(path, header, body, data)
     rows = [line.strip() for line in body.split("\n")]
     rows = [line for line in rows if line]
     columns = {name: data[:, i] for i, name in enumerate(header)}
     return columns, rows if len(rows) == len(data) else None
 
 
+#: The largest --points file read: about 12 million rows of two 17-digit numbers, a few GB of memory
+#: while it is read. (An expression has its own, smaller limit: ``parser.MAX_CHARACTERS``.)
+MAX_POINTS_BYTES = 500_000_000
+
+_BARE_CR = "holds a carriage return (CR) that does not end a line: lines must end with LF or CR LF"
+
+#: A number as a --points cell may write it: what NumPy's reader takes, in ASCII digits only.
+_CELL = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\r]*", re.ASCII)
+
+
+def _data_lines(body: str) -> Iterable[tuple[int, str]]:
+    """Each non-blank line after the header with its row number (the header is row 1)."""
+    for number, line in enumerate(body.split("\n"), start=2):
+        if line.strip():
+            yield number, line
+
+
 def _locate_bad_row(path: str, header: list[str], body: str) -> None:
     """Raise an error naming the first row (and column) that cannot be read."""
-    import csv  # lazily: eval starts faster without it
-
-    for number, row in enumerate(csv.reader(io.StringIO(body)), start=2):
-        if not row or not any(cell.strip() for cell in row):
-            continue
+    for number, line in _data_lines(body):
+        if "\r" in line.rstrip("\r"):
+            raise UsageError(f"--points {path}: row {number} {_BARE_CR}")
+        row = line.split(",")
         if len(row) != len(header):
             raise UsageError(f"--points {path}: row {number} has {len(row)} values, the header names {len(header)}")
         for column, cell in zip(header, row):
-            try:
-                float(cell)
-            except ValueError:
+            if not _CELL.fullmatch(cell):
+                shown = cell.strip(" \t\r")
                 raise UsageError(
-                    f"--points {path}: row {number}, column {column!r}: {cell.strip()!r} is not a number"
+                    f"--points {path}: row {number}, column {column!r}: {_escaped(shown)} is not a number"
                 ) from None
     raise UsageError(f"--points {path}: cannot read the values")
+
+
+def _locate_nonfinite(path: str, header: list[str], body: str, data: np.ndarray) -> None:
+    """Raise an error naming the first cell that is nan, an infinity or beyond float64's range."""
+    bad = ~np.isfinite(data)
+    point = int(np.argmax(bad.any(axis=1)))
+    column = int(np.argmax(bad[point]))
+    number, line = next(item for i, item in enumerate(_data_lines(body)) if i == point)
+    cell = line.split(",")[column].strip(" \t\r")
+    raise UsageError(
+        f"--points {path}: row {number}, column {header[column]!r}: {_escaped(cell)} is not a finite float64 "
+        "number (nan, an infinity, or too large)"
+    )
+
+
+def _escaped(text: str) -> str:
+    """``repr`` of a cell, control characters escaped, long cells shortened."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _read_points_text(path: str) -> str:
+    """A --points file as text, reading at most ``MAX_POINTS_BYTES`` + 1 bytes (``/dev/zero`` is refused)."""
+    what = f"--points {path}"
+    too_large = f"{what}: more than {MAX_POINTS_BYTES:,} bytes; split it into smaller files"
+    try:
+        with open(path, "rb") as stream:
+            if os.fstat(stream.fileno()).st_size > MAX_POINTS_BYTES:
+                raise UsageError(too_large)
+            data = stream.read(MAX_POINTS_BYTES + 1)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what}: is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_POINTS_BYTES:
+        raise UsageError(too_large)
+    return decode(data, what)
 
 
 def _read_text(path: str, what: str) -> str:
