@@ -127,7 +127,7 @@ def reverse_blocks(
     for start in range(0, total, step):
         stop = min(total, start + step)
         grads = []
-        whole = start == 0 and stop == total and len(roots) == 1 and not create_graph
+        whole = start == 0 and stop == total and len(outs) == 1 and len(roots) == 1 and not create_graph
         for k, out in roots:
             if whole:  # every basis vector of the one output: kept diagonal while it stays so
                 grads.append(identity(out.shape, np.result_type(out._value, np.float64)))
