@@ -251,3 +251,320 @@ def test_strategy_and_vectorize_keywords():
             bad()
         with pytest.raises(AssertionError):  # what PyTorch raises
             bad()
+
+
+# --- against torch.autograd.functional, float64 ---------------------------------------------------------------------
+
+
+def _both(torch):
+    """(functional module, tensor constructor, math namespace) for gradcli and for PyTorch."""
+    import torch.autograd.functional as tf
+
+    def t(value, requires_grad=False):
+        return torch.tensor(value, dtype=torch.float64, requires_grad=requires_grad)
+
+    return (gc.functional, gc.tensor, gc), (tf, t, torch)
+
+
+def _values(result):
+    if isinstance(result, (tuple, list)):
+        return [_values(r) for r in result]
+    return np.asarray(result.detach().numpy(), dtype=np.float64)
+
+
+def _close(ours, theirs, rtol=1e-12, atol=1e-12):
+    if isinstance(theirs, list):
+        assert isinstance(ours, list) and len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            _close(a, b, rtol, atol)
+    else:
+        assert np.shape(ours) == np.shape(theirs)
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
+
+
+def _leaves_of(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+# functions written once for both libraries (m: gradcli or torch); each takes the inputs of its point
+FUNCTIONS = {
+    "vector->vector": (lambda m: lambda x: m.sin(x) * m.exp(x[1]) + x**3, ([0.3, -0.7, 1.1],)),
+    "vector->scalar": (lambda m: lambda x: (m.tanh(x * x[0]).sum()) ** 2 + (x**3).sum(), ([0.3, -0.7, 1.1],)),
+    "scalar->scalar": (lambda m: lambda x: m.log(x) * x**3, (1.7,)),
+    "tuple->tuple": (lambda m: lambda x, y: (x * y**2, m.sigmoid(x).sum() * y, y**3), ([0.5, -1.5], 0.8)),
+    "tuple->scalar": (lambda m: lambda x, y: (m.exp(x) * y).sum() * y + (x**2).sum() * x[0], ([0.5, -1.5], 0.8)),
+}
+SCALAR_FUNCTIONS = [name for name in FUNCTIONS if name.endswith("scalar")]
+
+
+def _call(lib, name, op, create_graph, *, requires_grad=True):
+    """``op`` of function ``name`` at its point with one library; its inputs (to differentiate again) too."""
+    F, t, m = lib
+    make, point = FUNCTIONS[name]
+    f = make(m)
+    xs = tuple(t(p, requires_grad=requires_grad) for p in point)
+    inputs = xs if len(xs) > 1 else xs[0]
+    out = f(*xs)
+    outs = out if isinstance(out, tuple) else (out,)
+    w = tuple(t(np.linspace(0.5, 1.5, int(np.size(o.detach().numpy()))).reshape(tuple(o.shape)).tolist()) for o in outs)
+    u = tuple(t((np.linspace(-1.0, 2.0, int(np.size(p))).reshape(np.shape(p))).tolist()) for p in point)
+    w = w if isinstance(out, tuple) else w[0]
+    u = u if len(xs) > 1 else u[0]
+    if op == "jacobian":
+        result = F.jacobian(f, inputs, create_graph=create_graph)
+    elif op == "hessian":
+        result = F.hessian(f, inputs, create_graph=create_graph)
+    elif op == "vjp":
+        result = F.vjp(f, inputs, w, create_graph=create_graph)
+    elif op == "jvp":
+        result = F.jvp(f, inputs, u, create_graph=create_graph)
+    else:
+        result = getattr(F, op)(f, inputs, u, create_graph=create_graph)
+    return result, xs
+
+
+def _flat(result):
+    if isinstance(result, (tuple, list)):
+        return [leaf for r in result for leaf in _flat(r)]
+    return [result]
+
+
+CASES = [(name, op) for name in FUNCTIONS for op in ("jacobian", "vjp", "jvp")] + [
+    (name, op) for name in SCALAR_FUNCTIONS for op in ("hessian", "hvp", "vhp")
+]
+
+
+@pytest.mark.parametrize(("name", "op"), CASES)
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_results_match_torch(torch, name, op, create_graph):
+    ours, theirs = _both(torch)
+    got, _ = _call(ours, name, op, create_graph)
+    want, _ = _call(theirs, name, op, create_graph)
+    _close(_values(got), _values(want))
+    for a, b in zip(_flat(got), _flat(want)):
+        assert a.requires_grad or not b.requires_grad  # (a zero block may stay a slice of the graph)
+        assert create_graph or not a.requires_grad
+
+
+@pytest.mark.parametrize(("name", "op"), CASES)
+def test_create_graph_results_differentiate_again_as_in_torch(torch, name, op):
+    ours, theirs = _both(torch)
+    sums = []
+    for lib in (ours, theirs):
+        F, t, m = lib
+        result, xs = _call(lib, name, op, True)
+        leaves = [r for r in _flat(result) if r.requires_grad]
+        # a weighted sum of every result element, differentiated with respect to the inputs
+        total = sum(
+            (r * t(np.linspace(0.3, 1.7, int(np.size(r.detach().numpy()))).reshape(tuple(r.shape)).tolist())).sum()
+            for r in leaves
+        )
+        grads = m.autograd.grad(total, xs, allow_unused=True) if leaves else [None] * len(xs)
+        sums.append([np.zeros(np.shape(x.detach().numpy())) if g is None else _values(g) for g, x in zip(grads, xs)])
+    _close(sums[0], sums[1], rtol=1e-11, atol=1e-11)
+
+
+def _pairing(F, t, f, x, u, w, kind):
+    """d/dx of a first derivative of f, each by forward (jvp) or reverse (vjp) mode."""
+    if kind == "forward over reverse":
+        return F.jvp(lambda x: F.vjp(f, x, t(w), create_graph=True)[1], x, t(u))[1]
+    if kind == "reverse over forward":
+        return F.vjp(lambda x: F.jvp(f, x, t(u), create_graph=True)[1], x, t(w))[1]
+    if kind == "forward over forward":
+        return F.jvp(lambda x: F.jvp(f, x, t(u), create_graph=True)[1], x, t(w))[1]
+    assert kind == "reverse over reverse"
+    return F.vjp(lambda x: F.vjp(f, x, t(w), create_graph=True)[1], x, t(u))[1]
+
+
+def _nested(lib, kind):
+    F, t, m = lib
+    x0, u, w = [0.3, -0.7, 1.1], [0.5, -1.0, 2.0], [1.5, 0.25, -0.5]
+
+    def f(x):
+        return m.sin(x) * m.exp(x[1]) + x**3
+
+    def g(x):
+        return (m.tanh(x) * x[0]).sum() ** 2
+
+    x = t(x0)
+    if kind.count(" over ") == 1:
+        return _pairing(F, t, f, x, u, w, kind)
+    if kind == "jvp of a jacobian":
+        return F.jvp(lambda x: F.jacobian(f, x, create_graph=True), x, t(u))[1]
+    if kind == "jacobian of a jacobian":
+        return F.jacobian(lambda x: F.jacobian(f, x, create_graph=True), x)
+    if kind == "jacobian of an hvp":
+        return F.jacobian(lambda x: F.hvp(g, x, t(u), create_graph=True)[1], x)
+    if kind == "hessian of a jvp":
+        return F.hessian(lambda x: F.jvp(g, x, t(u), create_graph=True)[1], x)
+    if kind == "hessian of a vhp, create_graph":
+        x = t(x0, requires_grad=True)
+        h = F.hessian(lambda x: F.vhp(g, x, t(u), create_graph=True)[1].sum(), x, create_graph=True)
+        return m.autograd.grad(h.sum(), x)[0]
+    raise AssertionError(kind)
+
+
+NESTED = [
+    "forward over reverse",
+    "reverse over forward",
+    "forward over forward",
+    "reverse over reverse",
+    "jvp of a jacobian",
+    "jacobian of a jacobian",
+    "jacobian of an hvp",
+    "hessian of a jvp",
+    "hessian of a vhp, create_graph",
+]
+
+
+@pytest.mark.parametrize("kind", NESTED)
+def test_nested_derivatives_match_torch(torch, kind):
+    ours, theirs = _both(torch)
+    _close(_values(_nested(ours, kind)), _values(_nested(theirs, kind)), rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_nested_jacobians_in_both_modes_match_torch(torch, mode):
+    ours, theirs = _both(torch)
+    x0 = [0.3, -0.7, 1.1]
+    got = jacobian(lambda x: jacobian(lambda y: gc.sin(y) * y[0] ** 2, x, create_graph=True), gc.tensor(x0), mode=mode)
+    tf = theirs[0]
+    want = tf.jacobian(lambda x: tf.jacobian(lambda y: torch.sin(y) * y[0] ** 2, x, create_graph=True), theirs[1](x0))
+    _close(_values(got), _values(want))
+
+
+# unary primitives (gradcli name = torch name) and points inside their domains: every pairing of the
+# two modes, to second order (HIPS autograd's check_grads(modes=["fwd", "rev"], order=2) idea)
+UNARY = ["sin", "cos", "tan", "exp", "expm1", "log", "log1p", "sqrt", "tanh", "sigmoid", "sinh", "cosh", "atan",
+         "asin", "acos", "erf", "abs", "relu", "log2", "log10"]  # fmt: skip
+
+
+@pytest.mark.parametrize("prim", UNARY)
+@pytest.mark.parametrize(
+    "kind", ["forward over reverse", "reverse over forward", "forward over forward", "reverse over reverse"]
+)
+def test_second_order_of_each_unary_primitive_matches_torch(torch, prim, kind):
+    ours, theirs = _both(torch)
+    x0, u, w = [0.31, -0.42, 0.77], [0.5, -1.0, 2.0], [1.5, 0.25, -0.5]
+    results = []
+    for F, t, m in (ours, theirs):
+        op = getattr(m, prim)
+
+        def f(x, op=op):
+            return op(x) * x
+
+        x = t(np.abs(x0).tolist() if prim in ("log", "sqrt", "log2", "log10") else x0)
+        r = _pairing(F, t, f, x, u, w, kind)
+        results.append(_values(r))
+    _close(results[0], results[1], rtol=1e-10, atol=1e-12)
+
+
+# unrelated inputs, constant outputs, no_grad: the values (zeros) PyTorch gives
+EDGE = {
+    "constant output": (lambda m, t: lambda x: t(1.0), ([1.0, 2.0],)),
+    "constant beside": (lambda m, t: lambda x: (x * x, t([4.0, 5.0, 6.0])), ([1.0, 2.0],)),
+    "unrelated input": (lambda m, t: lambda x, y: x**3, ([1.0, 2.0], 3.0)),
+    "linear": (lambda m, t: lambda x: x.sum() * 3, ([1.0, 2.0],)),
+}
+
+
+@pytest.mark.parametrize("case", list(EDGE))
+@pytest.mark.parametrize("op", ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"])
+@pytest.mark.parametrize("no_grad", [False, True])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_constant_outputs_unrelated_inputs_and_no_grad_as_in_torch(torch, case, op, no_grad, create_graph):
+    ours, theirs = _both(torch)
+    got = []
+    for lib, off in ((ours, gc.no_grad), (theirs, torch.no_grad)):
+        F, t, m = lib
+        make, point = EDGE[case]
+        f = make(m, t)
+        xs = tuple(t(p, requires_grad=True) for p in point)
+        inputs = xs if len(xs) > 1 else xs[0]
+        out = f(*xs)
+        many_out = isinstance(out, tuple)
+        if op in ("hessian", "hvp", "vhp") and (many_out or out.numel() != 1):
+            pytest.skip("needs a scalar function")
+        outs = out if many_out else (out,)
+        w = tuple(t(np.ones(tuple(o.shape)).tolist()) for o in outs)
+        u = tuple(t(np.full(np.shape(p), 0.5).tolist()) for p in point)
+        w, u = (w if many_out else w[0]), (u if len(xs) > 1 else u[0])
+        with off() if no_grad else gc.enable_grad():
+            if op in ("jacobian", "hessian"):
+                r = getattr(F, op)(f, inputs, create_graph=create_graph)
+            elif op == "vjp":
+                r = F.vjp(f, inputs, w, create_graph=create_graph)
+            else:
+                r = getattr(F, op)(f, inputs, u, create_graph=create_graph)
+        got.append(_values(r))
+    _close(got[0], got[1], rtol=0, atol=0)
+
+
+STRICT = {
+    "output does not require grad": lambda F, t: F.vjp(lambda x: t(1.0), t([1.0, 2.0]), strict=True),
+    "jacobian, constant output": lambda F, t: F.jacobian(lambda x: t(1.0), t([1.0, 2.0]), strict=True, vectorize=False),
+    "jacobian, unrelated input": lambda F, t: F.jacobian(
+        lambda x, y: x * 2, (t([1.0, 2.0]), t(1.0)), strict=True, vectorize=False
+    ),
+    "vjp, unrelated input": lambda F, t: F.vjp(lambda x, y: (x * 2).sum(), (t([1.0, 2.0]), t(1.0)), strict=True),
+    "jvp, unrelated input": lambda F, t: F.jvp(
+        lambda x, y: x * 2, (t([1.0, 2.0]), t(1.0)), (t([1.0, 1.0]), t(1.0)), strict=True
+    ),
+    "jvp, constant output": lambda F, t: F.jvp(lambda x: t(1.0), t([1.0, 2.0]), t([1.0, 1.0]), strict=True),
+    "hessian of a linear function": lambda F, t: F.hessian(lambda x: x.sum() * 3, t([1.0, 2.0]), strict=True),
+    "hessian, separate inputs": lambda F, t: F.hessian(
+        lambda x, y: (x**2).sum() + y**2, (t([1.0, 2.0]), t(1.0)), strict=True
+    ),
+    "hvp of a linear function": lambda F, t: F.hvp(lambda x: x.sum() * 3, t([1.0, 2.0]), t([1.0, 1.0]), strict=True),
+    "vhp of a linear function": lambda F, t: F.vhp(lambda x: x.sum() * 3, t([1.0, 2.0]), t([1.0, 1.0]), strict=True),
+    "vhp, constant output": lambda F, t: F.vhp(lambda x: t(3.0), t([1.0, 2.0]), t([1.0, 1.0]), strict=True),
+    "hvp, unrelated input": lambda F, t: F.hvp(
+        lambda x, y: (x**2).sum(), (t([1.0, 2.0]), t(1.0)), (t([1.0, 1.0]), t(1.0)), strict=True
+    ),
+    "vhp, input entering linearly": lambda F, t: F.vhp(
+        lambda x, y: (x**2).sum() + y, (t([1.0, 2.0]), t(1.0)), (t([1.0, 1.0]), t(1.0)), strict=True
+    ),
+    "jacobian create_graph, linear": lambda F, t: F.jacobian(
+        lambda x: x * 2, t([1.0, 2.0], requires_grad=True), create_graph=True, strict=True, vectorize=False
+    ),
+    "vjp create_graph, linear": lambda F, t: F.vjp(
+        lambda x: (x * 2).sum(), t([1.0, 2.0], requires_grad=True), create_graph=True, strict=True
+    ),
+    "jvp create_graph, linear": lambda F, t: F.jvp(
+        lambda x: (x * 2).sum(), t([1.0, 2.0], requires_grad=True), t([1.0, 1.0]), create_graph=True, strict=True
+    ),
+    "hvp create_graph, quadratic": lambda F, t: F.hvp(
+        lambda x: (x * x).sum(), t([1.0, 2.0], requires_grad=True), t([1.0, 1.0]), create_graph=True, strict=True
+    ),
+    "vhp create_graph, quadratic": lambda F, t: F.vhp(
+        lambda x: (x * x).sum(), t([1.0, 2.0], requires_grad=True), t([1.0, 1.0]), create_graph=True, strict=True
+    ),
+    "hessian create_graph, quadratic": lambda F, t: F.hessian(
+        lambda x: (x * x).sum(), t([1.0, 2.0], requires_grad=True), create_graph=True, strict=True, vectorize=False
+    ),
+    "vjp, v=None for a vector output": lambda F, t: F.vjp(lambda x: x * 2, t([1.0, 2.0])),
+    "jvp, v=None for a vector input": lambda F, t: F.jvp(lambda x: x * 2, t([1.0, 2.0])),
+    "vjp, v of the wrong length": lambda F, t: F.vjp(lambda x: (x, x), t([1.0, 2.0]), (t([1.0, 2.0]),)),
+    "vjp, v a tuple for one output": lambda F, t: F.vjp(lambda x: x, t([1.0, 2.0]), (t([1.0, 2.0]), t([1.0, 2.0]))),
+    "hvp of a tuple": lambda F, t: F.hvp(lambda x: (x.sum(), x.sum()), t([1.0, 2.0]), t([1.0, 2.0])),
+    "hessian of a vector": lambda F, t: F.hessian(lambda x: x * 2, t([1.0, 2.0])),
+}
+
+
+@pytest.mark.parametrize("case", list(STRICT))
+def test_errors_are_torchs(torch, case):
+    ours, theirs = _both(torch)
+    with pytest.raises(RuntimeError) as want:
+        STRICT[case](theirs[0], theirs[1])
+    with pytest.raises(RuntimeError) as got:
+        STRICT[case](ours[0], ours[1])
+    assert str(got.value).startswith(str(want.value))
+    if case in ("jacobian, unrelated input", "vjp, unrelated input"):  # strict=False: zeros, as in PyTorch
+        strict_off = lambda F, t: STRICT[case](  # noqa: E731
+            type("F", (), {n: staticmethod(_no_strict(getattr(F, n))) for n in ("jacobian", "vjp")}), t
+        )
+        _close(_values(strict_off(*ours[:2])), _values(strict_off(*theirs[:2])), rtol=0, atol=0)
+
+
+def _no_strict(fn):
+    return lambda *a, **k: fn(*a, **{**k, "strict": False})
