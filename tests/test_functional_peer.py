@@ -568,3 +568,28 @@ def test_errors_are_torchs(torch, case):
 
 def _no_strict(fn):
     return lambda *a, **k: fn(*a, **{**k, "strict": False})
+
+
+# --- gc.testing.assert_grad_close of functions that differentiate inside, or leave the graph ----------------------
+
+
+@pytest.mark.parametrize("method", ["auto", "fd"])
+def test_assert_grad_close_of_a_function_that_calls_grad(method):
+    x = gc.tensor([0.3, -0.7, 1.1], requires_grad=True)
+    gc.testing.assert_grad_close(lambda t: gc.grad((t**3).sum(), t, create_graph=True)[0], x, method=method)
+    gc.testing.assert_grad_close(lambda t: gc.grad((t * gc.abs(t)).sum(), t, create_graph=True)[0], x, method=method)
+
+
+@pytest.mark.parametrize("method", ["auto", "fd"])
+def test_assert_grad_close_catches_a_function_that_leaves_the_graph(method):
+    import math
+
+    x = gc.tensor([0.3, -0.7, 1.1], requires_grad=True)
+    cases = [
+        lambda t: gc.tensor(math.sin(float(t[0]))),  # math and float(): autograd sees a constant
+        lambda t: gc.grad((t**3).sum(), t)[0],  # a gradient without create_graph is cut from the graph
+        lambda t: (t * 2, gc.tensor(t.detach().numpy() ** 2)),  # NumPy on the values
+    ]
+    for f in cases:
+        with pytest.raises(AssertionError, match="is not connected to the inputs in gradcli's graph"):
+            gc.testing.assert_grad_close(f, x, method=method)
