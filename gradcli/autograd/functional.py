@@ -437,7 +437,6 @@ def _backward(outs: list[Any], ins: list[Tensor], vs: list[Any], create_graph: b
         ins,
         grad_outputs=[v for _, v in pairs],
         create_graph=create_graph,
-        retain_graph=True,
         allow_unused=True,
     )
     return list(found)
