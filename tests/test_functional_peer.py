@@ -593,3 +593,86 @@ def test_assert_grad_close_catches_a_function_that_leaves_the_graph(method):
     for f in cases:
         with pytest.raises(AssertionError, match="is not connected to the inputs in gradcli's graph"):
             gc.testing.assert_grad_close(f, x, method=method)
+
+
+def test_outputs_that_are_not_tensors_are_torchs_type_error(torch):
+    ours, theirs = _both(torch)
+    for call in (
+        lambda F, t: F.jacobian(lambda a: (3 * a, "bar"), t([1.0, 2.0])),
+        lambda F, t: F.jacobian(lambda a: "bar", t([1.0, 2.0])),
+        lambda F, t: F.vjp(lambda a: (3 * a, "bar"), t([1.0, 2.0]), (t([1.0, 1.0]), t(1.0))),
+    ):
+        with pytest.raises(TypeError) as want:
+            call(theirs[0], theirs[1])
+        with pytest.raises(TypeError) as got:
+            call(ours[0], ours[1])
+        assert str(got.value) == str(want.value)
+
+
+# PyTorch's test_functional.py checks create_graph results with gradcheck and gradgradcheck; the same
+# functions here, checked with assert_grad_close (first order) and of their gradient (second order)
+
+
+def _adder(x, y):
+    return 2 * x + 3 * y, x * y
+
+
+def _exp_reducer(x):
+    return x.exp().sum(1)
+
+
+def _check_twice(f, inputs):
+    gc.testing.assert_grad_close(f, inputs)
+
+    def gradient(*args):  # a weighted sum of f's outputs, differentiated with create_graph
+        _, outs = gc.autograd.functional._as_tuple(f(*args))
+        total = sum((o * (1.0 + 0.25 * k)).sum() for k, o in enumerate(outs))
+        return gc.grad(total, args, create_graph=True, allow_unused=True, materialize_grads=True)
+
+    gc.testing.assert_grad_close(gradient, inputs)
+
+
+def test_torch_style_create_graph_checks():
+    F = gc.functional
+    x = gc.tensor([[0.2, 0.5], [0.9, 0.4]], requires_grad=True)
+    v = gc.tensor([1.0, 0.5], requires_grad=True)
+    _check_twice(lambda inp, v: F.vjp(_exp_reducer, inp, v, create_graph=True), (x, v))
+    _check_twice(lambda inp, v: F.jvp(_exp_reducer, inp, gc.stack([v, v]), create_graph=True), (x, v))
+    _check_twice(lambda inp: F.jacobian(_exp_reducer, inp, create_graph=True), x)
+    _check_twice(lambda inp: F.hessian(lambda y: (y.exp() * y).sum(), inp, create_graph=True), x)
+    _check_twice(lambda inp, w: F.hvp(lambda y: (y.exp() * y).sum(), inp, w, create_graph=True), (x, x * 0.5))
+    _check_twice(lambda inp, w: F.vhp(lambda y: (y.exp() * y).sum(), inp, w, create_graph=True), (x, x * 0.5))
+    a, b = gc.tensor([0.3, 0.6], requires_grad=True), gc.tensor([0.8, 0.1], requires_grad=True)
+    u = (gc.tensor([1.0, 0.0], requires_grad=True), gc.tensor([1.0, 0.0], requires_grad=True))
+    _check_twice(lambda *args: F.jvp(_adder, args[:2], args[2:], create_graph=True)[1], (a, b, *u))
+    _check_twice(lambda *args: F.vjp(_adder, args[:2], args[2:], create_graph=True)[1], (a, b, *u))
+
+    def foo(*args):  # a create_graph JVP used inside a bigger function
+        x, y = args[:2]
+        x = x.cos()
+        val, grad = F.jvp(_adder, (x, y), args[2:], create_graph=True)
+        return val[0].exp() + val[1].exp() + grad[0].exp() + grad[1].exp() + x.exp() + y.exp()
+
+    _check_twice(foo, (a, b, *u))
+
+
+def test_torch_style_create_graph_function_matches_torch(torch):
+    def foo(m, F):
+        def f(*args):
+            x, y = args[:2]
+            x = x.cos()
+            (v0, v1), (g0, g1) = F.jvp(lambda x, y: (2 * x + 3 * y, x * y), (x, y), args[2:], create_graph=True)
+            (j0, j1) = F.jacobian(lambda x, y: (x + y).exp().sum(), (x, y), create_graph=True)
+            return (v0.exp() + v1.exp() + g0.exp() + g1.exp() + x.exp() + y.exp() + j0 * j1).sum()
+
+        return f
+
+    ours, theirs = _both(torch)
+    grads = []
+    for F, t, m in (ours, theirs):
+        args = [t(p, requires_grad=True) for p in ([0.3, 0.6], [0.8, 0.1], [1.0, 0.0], [0.5, 2.0])]
+        value = foo(m, F)(*args)
+        first = m.autograd.grad(value, args, create_graph=True)
+        second = m.autograd.grad(sum((g * g).sum() for g in first), args)
+        grads.append([_values(g) for g in (*first, *second)])
+    _close(grads[0], grads[1], rtol=1e-11, atol=1e-12)

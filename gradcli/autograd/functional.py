@@ -111,11 +111,29 @@ def _tape() -> Iterator[list[Any]]:
             outer.extend(entries)
 
 
-def _run(func: Callable[..., Any], leaves: list[Tensor]) -> tuple[bool, list[Tensor], list[Any]]:
+def _run(
+    func: Callable[..., Any], leaves: list[Tensor], name: str = "jacobian"
+) -> tuple[bool, list[Tensor], list[Any]]:
     with _tape() as tape:
         result = func(*leaves)
     many, outs = _as_tuple(result)
-    return many, [o if isinstance(o, Tensor) else Tensor(o) for o in outs], tape
+    return many, [_output(o, i, many, name) for i, o in enumerate(outs)], tape
+
+
+_NUMBERS = (int, float, complex, np.number, np.ndarray)
+
+
+def _output(value: Any, i: int, many: bool, name: str) -> Tensor:
+    """An output as a tensor (a number or array is a constant); anything else is PyTorch's TypeError."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+        return Tensor(value)
+    where = f"the value at index {i}" if many else "the given outputs of the user-provided function"
+    raise TypeError(
+        f"The outputs of the user-provided function given to {name} must be either a Tensor or a tuple of "
+        f"Tensors but {where} has type {type(value)}."
+    )
 
 
 def _sizes(tensors: Sequence[Tensor]) -> list[int]:
@@ -586,7 +604,7 @@ def vjp(
     """
     many_in, given = _as_tuple(inputs)
     ins = _inputs(given, create_graph)
-    many_out, outs, _ = _run(func, ins)
+    many_out, outs, _ = _run(func, ins, "vjp")
     _check_outputs(outs, strict)
     vs = _vectors(v, outs, many_out, create_graph, _V_NONE_OUTPUT)
     found = _fill_zeros(_backward(outs, ins, vs, create_graph), ins, strict, create_graph, "back")
@@ -606,7 +624,7 @@ def jvp(
     many_in, given = _as_tuple(inputs)
     ins = _inputs(given, create_graph)
     vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
-    many_out, outs, tape = _run(func, ins)
+    many_out, outs, tape = _run(func, ins, "jvp")
     _check_outputs(outs, strict)
     if create_graph:
         # the backward pass is linear in its seeds u: d (J^T u) / d u applied to v is J v
