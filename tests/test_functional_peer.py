@@ -739,3 +739,32 @@ def _second_orders(F, t, m, prim):
 def test_second_order_of_each_kind_of_primitive_matches_torch(torch, prim):
     ours, theirs = _both(torch)
     _close(_second_orders(*ours, prim), _second_orders(*theirs, prim), rtol=1e-10, atol=1e-12)
+
+
+class _Cube(gc.autograd.Function):
+    """x^3 with a backward that refuses batches of rows, and no jvp."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        assert g.shape == x.shape, "one row at a time"
+        return g * 3 * x**2
+
+
+def test_custom_functions_in_create_graph_jacobians_and_forward_products():
+    f = gc.functional
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    j = f.jacobian(lambda v: _Cube.apply(v) * 2, x, create_graph=True)  # diag(6 x^2)
+    assert val(j) == [[6.0, 0.0], [0.0, 24.0]]
+    assert val(gc.grad(j.sum(), x)[0]) == [12.0, 24.0]
+    h = f.hessian(lambda v: _Cube.apply(v).sum(), x, create_graph=True)
+    assert val(h) == [[6.0, 0.0], [0.0, 12.0]] and val(gc.grad(h.sum(), x)[0]) == [6.0, 6.0]
+    # no jvp: forward products fall back to PyTorch's double-backward trick
+    assert val(f.jvp(lambda v: _Cube.apply(v) * 2, x, gc.ones(2))[1]) == [6.0, 24.0]
+    assert val(f.hvp(lambda v: _Cube.apply(v).sum(), x, gc.ones(2))[1]) == [6.0, 12.0]
+    assert val(f.jvp(lambda v: _Cube.apply(v), x, gc.ones(2), create_graph=True)[1]) == [3.0, 12.0]

@@ -525,8 +525,8 @@ def jacobian(
     many_out, outs, tape = _run(func, ins)
     _check_outputs(outs, strict)
     _check_independent(outs, ins, strict)
-    if create_graph:
-        blocks, _ = reverse_blocks(outs, ins, create_graph=True)
+    if create_graph:  # (a custom Function's backward is called one row at a time: it may not take batches)
+        blocks, _ = reverse_blocks(outs, ins, create_graph=True, vectorised=not _has_custom(tape))
         _check_blocks(blocks, strict, "jacobian")
     else:
         blocks, _ = _jacobian_of_run(outs, ins, tape, mode)
@@ -585,7 +585,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     grads = _materialised(jac, ins)
     _check_independent(grads, ins, strict)
     if create_graph:
-        blocks, _ = reverse_blocks(grads, ins, create_graph=True)
+        blocks, _ = reverse_blocks(grads, ins, create_graph=True, vectorised=not _has_custom(tape))
         _check_blocks(blocks, strict, "jacobian")
     else:
         blocks, _ = _second_blocks(grads, ins, tape)
@@ -627,12 +627,7 @@ def jvp(
     many_out, outs, tape = _run(func, ins, "jvp")
     _check_outputs(outs, strict)
     if create_graph:
-        # the backward pass is linear in its seeds u: d (J^T u) / d u applied to v is J v
-        us = [wrap(np.zeros_like(o._value)).requires_grad_(True) for o in outs]
-        back = _backward(outs, ins, us, create_graph=True)
-        if strict:
-            _check_back_trick(back)
-        found = _fill_zeros(_backward(back, us, vs, create_graph=True), outs, strict, True, "back_trick")
+        found = _double_back(outs, ins, vs, outs, True, strict, "back_trick")
     else:
         if strict:
             depends = _depends(outs, ins)
@@ -640,11 +635,34 @@ def jvp(
             for k, row in enumerate(depends):
                 if not any(row):
                     raise RuntimeError(_INDEPENDENT["back_trick"].format(i=k))
-        seeds = {forward.key(x): np.asarray(t._value, dtype=np.float64) for x, t in zip(ins, vs)}
-        tangents = forward.push(tape, seeds, nbatch=0)
-        found = [wrap(np.array(tangents[forward.key(o)])) if forward.key(o) in tangents else wrap(np.zeros_like(o._value))
-                 for o in outs]  # fmt: skip
+        try:
+            found = _pushed(tape, ins, vs, outs, outs)
+        except forward.NoForwardRule:  # a custom Function without jvp: by two backward passes instead
+            found = _double_back(outs, ins, vs, outs, False, strict, "back_trick")
     return _finish(outs, many_out, create_graph), _finish(found, many_out, create_graph)
+
+
+def _pushed(tape: list[Any], ins: list[Tensor], vs: list[Tensor], outs: list[Any], refs: list[Tensor]) -> list[Tensor]:
+    """The tangents of ``outs`` given tangents ``vs`` of ``ins``, by one forward pass over the tape."""
+    seeds = {forward.key(x): np.asarray(t._value, dtype=np.float64) for x, t in zip(ins, vs)}
+    tangents = forward.push(tape, seeds, nbatch=0)
+    return [
+        wrap(np.array(tangents[forward.key(o)]))
+        if o is not None and forward.key(o) in tangents
+        else wrap(np.zeros_like(r._value))
+        for o, r in zip(outs, refs)
+    ]
+
+
+def _double_back(outs: list[Any], ins: list[Tensor], vs: list[Tensor], refs: list[Tensor], create_graph: bool,
+                 strict: bool, stage: str) -> list[Tensor]:  # fmt: skip
+    """PyTorch's double-backward trick: the backward pass is linear in its seeds u, so the derivative
+    of ``J^T u`` with respect to u, applied to v, is ``J v`` (``refs``: the shapes of the outputs)."""
+    us = [wrap(np.zeros_like(r._value)).requires_grad_(True) for r in refs]
+    back = _backward(outs, ins, us, create_graph=True)
+    if strict and stage == "back_trick":
+        _check_back_trick(back)
+    return _fill_zeros(_backward(back, us, vs, create_graph), refs, strict, create_graph, stage)
 
 
 def _check_back_trick(back: list[Any]) -> None:
@@ -684,18 +702,12 @@ def hvp(
     """
     many_in, ins, vs, out, jac, tape = _scalar_and_gradient(func, inputs, v, create_graph, strict, "hvp")
     if create_graph:
-        us = [wrap(np.zeros_like(x._value)).requires_grad_(True) for x in ins]
-        back = _backward(jac, ins, us, create_graph=True)
-        found = _fill_zeros(_backward(back, us, vs, create_graph=True), ins, strict, True, "double_back_trick")
+        found = _double_back(jac, ins, vs, ins, True, strict, "double_back_trick")
     else:
-        seeds = {forward.key(x): np.asarray(t._value, dtype=np.float64) for x, t in zip(ins, vs)}
-        tangents = forward.push(tape, seeds, nbatch=0)
-        found = [
-            wrap(np.array(tangents[forward.key(g)]))
-            if g is not None and forward.key(g) in tangents
-            else wrap(np.zeros_like(x._value))
-            for g, x in zip(jac, ins)
-        ]
+        try:
+            found = _pushed(tape, ins, vs, jac, ins)
+        except forward.NoForwardRule:  # a custom Function without jvp: by two more backward passes
+            found = _double_back(jac, ins, vs, ins, False, strict, "double_back_trick")
     return _finish([out], False, create_graph), _finish(found, many_in, create_graph)
 
 
