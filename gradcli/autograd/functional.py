@@ -8,6 +8,12 @@ picks the cheaper: forward when there are fewer inputs than outputs. Hessians
 are forward-over-reverse: the gradient is recorded (``create_graph=True``)
 and the input basis pushed forward through that record.
 
+``create_graph=True`` follows PyTorch: inputs that require grad are used
+through a recorded view of themselves, everything is computed by recorded
+backward passes (forward products by PyTorch's double-backward trick), and the
+results differentiate again, in either mode. A run nested in another (a JVP of
+a create_graph Jacobian) hands its record on to the outer one.
+
 >>> import gradcli as gc
 >>> from gradcli.functional import hessian, jacobian
 >>> jacobian(lambda x: x ** 2, gc.tensor([1.0, 2.0]))
