@@ -18,15 +18,17 @@ both Jacobians.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .autograd import grad_mode
+from .autograd.engine import _collect
 from .autograd.forward import key
 from .autograd.function import FunctionNode
 from .autograd.functional import _as_tuple, _leaves, _run, reverse_blocks
+from .autograd.node import edge_node
 from .autograd.replay import replay
 from .autograd.tensor import Tensor, wrap
 from .check.numeric import (
@@ -105,15 +107,33 @@ def assert_grad_close(
         offsets = np.cumsum([0, *in_sizes])
         return [points[:, offsets[j] : offsets[j + 1]].reshape((len(points),) + t.shape) for j, t in enumerate(ins)]
 
+    # f is called without recording, unless it differentiates inside (gc.grad needs a graph):
+    # then as it was called first, with grad mode on and the varied inputs requiring grad
+    recorded = [False]
+
+    def call_at(row: tuple[Any, ...]) -> Any:
+        def args(requires_grad: bool) -> list[Any]:
+            given = list(leaves)
+            for j, value in zip(varied, row):
+                given[j] = wrap(np.array(value, dtype=np.asarray(leaves[j]._value).dtype))
+                if requires_grad:
+                    given[j].requires_grad_(True)
+            return given
+
+        if not recorded[0]:
+            try:
+                with grad_mode.no_grad():
+                    return f(*args(False))
+            except RuntimeError:
+                recorded[0] = True
+        with grad_mode.enable_grad():
+            return f(*args(True))
+
     def call_each(points: np.ndarray) -> np.ndarray:
         rows = []
-        with grad_mode.no_grad():
-            for row in zip(*split(points)):
-                args = list(leaves)
-                for j, value in zip(varied, row):
-                    args[j] = wrap(np.asarray(value, dtype=np.asarray(leaves[j]._value).dtype))
-                _, result = _as_tuple(f(*args))
-                rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
+        for row in zip(*split(points)):
+            _, result = _as_tuple(call_at(row))
+            rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
         return np.array(rows)
 
     def replayed(points: np.ndarray) -> np.ndarray:
@@ -135,9 +155,11 @@ def assert_grad_close(
         except NotRealValued:
             if method == "complex":
                 raise
-    if method == "fd" or (method == "auto" and exact is None):
+    cut = _cut(outs, ins)
+    if method == "fd" or (method == "auto" and (exact is None or cut)):
         # complex step, where valid, is exact to rounding; finite differences are not
-        # (1 + x^2 at x = 1e-8 loses x's digits): they judge only where it cannot run
+        # (1 + x^2 at x = 1e-8 loses x's digits): they judge only where it cannot run, or where
+        # an output is cut from the inputs' graph (the replayed record then is not the function)
         estimate = finite_differences(call_each, x0, f0, dtype)
         kinks = estimate.kink & ~_between(analytic, estimate.left, estimate.right)
         if not unsmooth:  # analytic operations have no kinks: two slopes are a step across a pole
@@ -155,7 +177,21 @@ def assert_grad_close(
     if exact is not None:
         checks.append(("complex step", exact.value, exact.error))
     for name, numerical, error in checks:
-        _compare(name, analytic, numerical, error, rtol, atol, out_sizes, in_sizes, outs, ins)
+        _compare(name, analytic, numerical, error, rtol, atol, out_sizes, in_sizes, outs, ins, cut)
+
+
+def _cut(outs: list[Tensor], ins: list[Tensor]) -> list[int]:
+    """The outputs not connected to any varied input in the recorded graph (constants, or values
+    computed outside it: ``gc.grad`` without ``create_graph``, ``float()``, NumPy on ``.data``)."""
+    targets = {edge_node(t._edge) for t in ins}
+    return [k for k, o in enumerate(outs) if o._edge is None or targets.isdisjoint(_collect([o._edge]))]
+
+
+CUT_HINT = (
+    "\noutput {i} is not connected to the inputs in gradcli's graph: the function leaves gradcli's operations "
+    "(math, float(), .item(), NumPy on .data, gc.grad without create_graph=True...), so autograd cannot see "
+    "how it changes"
+)
 
 
 def _value(x: Any) -> Any:
@@ -169,7 +205,8 @@ def _between(a: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 def _compare(name: str, analytic: np.ndarray, numerical: np.ndarray, error: np.ndarray, rtol: float, atol: float,
-             out_sizes: list[int], in_sizes: list[int], outs: list[Tensor], ins: list[Tensor]) -> None:  # fmt: skip
+             out_sizes: list[int], in_sizes: list[int], outs: list[Tensor], ins: list[Tensor],
+             cut: Sequence[int] = ()) -> None:  # fmt: skip
     tolerance = atol + rtol * np.abs(numerical) + 3.0 * error
     with np.errstate(all="ignore"):
         badness = np.abs(analytic - numerical) / tolerance
@@ -189,6 +226,7 @@ def _compare(name: str, analytic: np.ndarray, numerical: np.ndarray, error: np.n
         f"d out{list(map(int, out_index))}/d in{list(map(int, in_index))} is {a!r} by autograd but {n!r} by {name} "
         f"(abs error {abs(a - n):.3g}, rel {abs(a - n) / max(abs(n), 1e-300):.3g}; tolerance {tolerance[r, c]:.3g})\n"
         f"{name}:\n{_short(numerical[block])}\nautograd:\n{_short(analytic[block])}"
+        + (CUT_HINT.format(i=i) if i in cut else "")
     )
 
 

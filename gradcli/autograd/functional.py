@@ -8,6 +8,12 @@ picks the cheaper: forward when there are fewer inputs than outputs. Hessians
 are forward-over-reverse: the gradient is recorded (``create_graph=True``)
 and the input basis pushed forward through that record.
 
+``create_graph=True`` follows PyTorch: inputs that require grad are used
+through a recorded view of themselves, everything is computed by recorded
+backward passes (forward products by PyTorch's double-backward trick), and the
+results differentiate again, in either mode. A run nested in another (a JVP of
+a create_graph Jacobian) hands its record on to the outer one.
+
 >>> import gradcli as gc
 >>> from gradcli.functional import hessian, jacobian
 >>> jacobian(lambda x: x ** 2, gc.tensor([1.0, 2.0]))
@@ -19,18 +25,23 @@ tensor([[2., 0.],
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import forward
+from .. import ops
+from . import forward, grad_mode
+from . import record as _record
 from .basis import ScaledIdentity, identity
+from .engine import _collect, run_backward
 from .engine import grad as _grad
-from .engine import run_backward
 from .function import FunctionNode
 from .node import edge_node
+from .record import apply
 from .tensor import Tensor, wrap
 
 #: Largest batch of basis vectors sent through at once (bounds the memory of a pass).
@@ -91,13 +102,44 @@ def _leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
     return out
 
 
-def _run(func: Callable[..., Any], leaves: list[Tensor]) -> tuple[bool, list[Tensor], list[Any]]:
-    from ..render.build import recording
+@contextmanager
+def _tape() -> Iterator[list[Any]]:
+    """Record the run (as ``render.recording()`` does), and hand it on to an enclosing recording:
+    an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
+    ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
+    outer = _record.trace
+    _record.trace = entries = []
+    try:
+        yield entries
+    finally:
+        _record.trace = outer
+        if outer is not None:
+            outer.extend(entries)
 
-    with recording() as tape:
+
+def _run(
+    func: Callable[..., Any], leaves: list[Tensor], name: str = "jacobian"
+) -> tuple[bool, list[Tensor], list[Any]]:
+    with _tape() as tape:
         result = func(*leaves)
     many, outs = _as_tuple(result)
-    return many, [o if isinstance(o, Tensor) else Tensor(o) for o in outs], tape
+    return many, [_output(o, i, many, name) for i, o in enumerate(outs)], tape
+
+
+_NUMBERS = (int, float, complex, np.number, np.ndarray)
+
+
+def _output(value: Any, i: int, many: bool, name: str) -> Tensor:
+    """An output as a tensor (a number or array is a constant); anything else is PyTorch's TypeError."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+        return Tensor(value)
+    where = f"the value at index {i}" if many else "the given outputs of the user-provided function"
+    raise TypeError(
+        f"The outputs of the user-provided function given to {name} must be either a Tensor or a tuple of "
+        f"Tensors but {where} has type {type(value)}."
+    )
 
 
 def _sizes(tensors: Sequence[Tensor]) -> list[int]:
@@ -127,7 +169,7 @@ def reverse_blocks(
     for start in range(0, total, step):
         stop = min(total, start + step)
         grads = []
-        whole = start == 0 and stop == total and len(roots) == 1 and not create_graph
+        whole = start == 0 and stop == total and len(outs) == 1 and len(roots) == 1 and not create_graph
         for k, out in roots:
             if whole:  # every basis vector of the one output: kept diagonal while it stays so
                 grads.append(identity(out.shape, np.result_type(out._value, np.float64)))
@@ -145,7 +187,8 @@ def reverse_blocks(
         passes += 1
         for j, g in enumerate(found):
             if g is None:
-                rows[j].append(np.zeros((stop - start,) + ins[j].shape))
+                zeros = np.zeros((stop - start,) + ins[j].shape)
+                rows[j].append(wrap(zeros) if create_graph else zeros)
             else:
                 rows[j].append(_dense(g) if vectorised else np.reshape(_dense(g), (1,) + ins[j].shape))
     blocks: list[list[Any]] = []
@@ -217,13 +260,20 @@ def jacobian_blocks(
     """Outputs, d out_k / d in_j blocks and how they were computed."""
     leaves = _leaves(inputs)
     many, outs, tape = _run(func, leaves)
+    blocks, plan = _jacobian_of_run(outs, leaves, tape, mode)
+    return many, outs, blocks, plan
+
+
+def _jacobian_of_run(
+    outs: list[Tensor], leaves: list[Tensor], tape: list[Any], mode: str
+) -> tuple[list[list[Any]], Plan]:
     n, m = sum(_sizes(leaves)), sum(_sizes(outs))
     chosen, reason = choose_mode(mode, n, m)
     custom = _has_custom(tape)
     if chosen == "forward":
         try:
             blocks, passes = forward_blocks(outs, leaves, tape)
-            return many, outs, blocks, Plan("forward", n, m, passes, True, reason)
+            return blocks, Plan("forward", n, m, passes, True, reason)
         except forward.NoForwardRule as exc:
             if mode == "forward":
                 raise
@@ -231,7 +281,207 @@ def jacobian_blocks(
     blocks, passes = reverse_blocks(outs, leaves, vectorised=not custom)
     if custom:
         reason += "; a custom Function's backward is called one row at a time (it may not accept batches)"
-    return many, outs, blocks, Plan("reverse", n, m, passes, not custom, reason)
+    return blocks, Plan("reverse", n, m, passes, not custom, reason)
+
+
+# --- PyTorch's conventions: inputs, vectors, strict mode -------------------------------------------------------------
+
+
+class StrategyError(ValueError, AssertionError):
+    """An unknown ``strategy``: a ValueError, and the AssertionError PyTorch raises for it."""
+
+
+_STRATEGY_HINT = (
+    'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function has more outputs '
+    'than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to use "reverse-mode".'
+)
+_V_NONE_OUTPUT = (
+    "The vector v can only be None if the user-provided function returns a single Tensor with a single element."
+)
+_V_NONE_INPUT = (
+    "The vector v can only be None if the input to the user-provided function is a single Tensor with a single element."
+)
+
+
+def _mode_of(strategy: str) -> str:
+    """gradcli's mode for PyTorch's ``strategy`` ("forward-mode", "reverse-mode"; gradcli's own names pass)."""
+    known = {"forward-mode": "forward", "reverse-mode": "reverse", "forward": "forward", "reverse": "reverse"}
+    known["auto"] = "auto"
+    if strategy not in known:
+        raise StrategyError(_STRATEGY_HINT)
+    return known[strategy]
+
+
+def _grad_on(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run under grad mode, as PyTorch's functional API runs under ``enable_grad()``: it works inside ``no_grad``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = grad_mode.set_enabled(True)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            grad_mode.set_enabled(previous)
+
+    return wrapper
+
+
+def _inputs(given: tuple[Any, ...], create_graph: bool) -> list[Tensor]:
+    """PyTorch's ``_grad_preprocess``: with ``create_graph``, an input that requires grad is used through a
+    new tensor linked to it (so the results are differentiable with respect to it); every other input
+    becomes a fresh leaf."""
+    out = []
+    for x in given:
+        if create_graph and isinstance(x, Tensor) and x._edge is not None:
+            linked = apply(ops.RESHAPE, (x,), (x.shape,))  # PyTorch's x.view_as(x)
+            if x.name:
+                linked.name = x.name
+            out.append(linked)
+        else:
+            out.extend(_leaves((x,)))
+    return out
+
+
+def _vectors(v: Any, refs: list[Tensor], many: bool, create_graph: bool, if_none: str) -> list[Tensor]:
+    """The ``v`` of a product, one tensor per ``ref`` of the same shape (PyTorch's ``_validate_v``).
+
+    ``None`` is a single 1 for a single one-element ``ref``. Without ``create_graph`` the vectors are
+    constants; with it, a ``v`` that requires grad stays in the graph (the result is differentiable in it).
+    """
+    if v is None:
+        if len(refs) != 1 or np.size(refs[0]._value) != 1:
+            raise RuntimeError(if_none)
+        return [wrap(np.ones_like(refs[0]._value))]
+    _, vs = _as_tuple(v)
+    if len(vs) != len(refs):
+        if many:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(refs)} but got {len(vs)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    out = []
+    for i, (t, ref) in enumerate(zip(vs, refs)):
+        if not isinstance(t, Tensor):
+            t = wrap(np.asarray(t, dtype=np.result_type(np.asarray(t), np.asarray(ref._value).dtype, np.float64)))
+        elif not create_graph:
+            t = t.detach()
+        if tuple(t.shape) != tuple(ref.shape):
+            where = f"Entry {i} in " if many else ""
+            raise RuntimeError(f"{where}v has invalid size: should be {tuple(ref.shape)} but got {tuple(t.shape)}.")
+        out.append(t)
+    return out
+
+
+def _check_outputs(outs: list[Tensor], strict: bool) -> None:
+    if strict:
+        for i, o in enumerate(outs):
+            if o._edge is None:
+                raise RuntimeError(
+                    f"Output {i} of the user-provided function does not require gradients. The outputs must be "
+                    "computed in a differentiable manner from the input when running in strict mode."
+                )
+
+
+def _depends(outs: list[Any], ins: list[Tensor]) -> list[list[bool]]:
+    """``[k][j]``: whether output k is connected to input j in the graph (PyTorch's "independent" test)."""
+    targets = [edge_node(x._edge) for x in ins]
+    result = []
+    for o in outs:
+        reached = _collect([o._edge]) if isinstance(o, Tensor) and o._edge is not None else {}
+        result.append([t in reached for t in targets])
+    return result
+
+
+def _check_independent(outs: list[Tensor], ins: list[Tensor], strict: bool) -> None:
+    """Strict mode: every output must depend on every input."""
+    if strict:
+        for k, row in enumerate(_depends(outs, ins)):
+            for j, connected in enumerate(row):
+                if not connected:
+                    raise RuntimeError(
+                        f"Output {k} of the user-provided function is independent of input {j}. "
+                        "This is not allowed in strict mode."
+                    )
+
+
+def _check_jacobian(jac: list[Any], strict: bool) -> None:
+    """Strict mode: the gradient of a Hessian's function must depend on the inputs (PyTorch's "jacobian" check)."""
+    if strict:
+        for i, g in enumerate(jac):
+            if g is None:
+                raise RuntimeError(
+                    f"The output of the user-provided function is independent of input {i}. "
+                    "This is not allowed in strict mode."
+                )
+            if g._edge is None:
+                raise RuntimeError(
+                    "While computing the hessian, found that the jacobian of the user-provided function with "
+                    f"respect to input {i} is independent of the input. This is not allowed in strict mode. You "
+                    "should ensure that your function is twice differentiable and that the jacobian depends on "
+                    "the inputs (this would be violated by a linear function for example)."
+                )
+
+
+_INDEPENDENT = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.",
+    "back_trick": "The gradient with respect to the input is independent of entry {i} in the grad_outputs when "
+    "using the double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
+    "strict mode.",
+    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} in the "
+    "grad_jacobian. This is not allowed in strict mode as it prevents from using the double backward trick to "
+    "replace forward mode AD.",
+}
+
+
+def _fill_zeros(grads: list[Any], refs: list[Tensor], strict: bool, create_graph: bool, stage: str) -> list[Tensor]:
+    """PyTorch's ``_fill_in_zeros``: a missing gradient is zeros (or, in strict mode, an error)."""
+    out = []
+    for i, (g, ref) in enumerate(zip(grads, refs)):
+        if g is None:
+            if strict:
+                raise RuntimeError(_INDEPENDENT[stage].format(i=i))
+            g = wrap(np.zeros_like(ref._value))
+        elif strict and create_graph and g._edge is None:
+            what = "hessian" if stage.startswith("double") else "jacobian"
+            raise RuntimeError(
+                f"The {what} of the user-provided function is independent of input {i}. "
+                "This is not allowed in strict mode when create_graph=True."
+            )
+        out.append(g)
+    return out
+
+
+def _backward(outs: list[Any], ins: list[Tensor], vs: list[Any], create_graph: bool) -> list[Any]:
+    """``sum_k vs[k]^T d outs[k] / d ins`` (``None`` for an input no output reaches); outputs outside the
+    graph (constants) add nothing, as in PyTorch's ``_autograd_grad``."""
+    pairs = [(o, v) for o, v in zip(outs, vs) if isinstance(o, Tensor) and o._edge is not None]
+    if not pairs:
+        return [None] * len(ins)
+    found = _grad(
+        [o for o, _ in pairs],
+        ins,
+        grad_outputs=[v for _, v in pairs],
+        create_graph=create_graph,
+        allow_unused=True,
+    )
+    return list(found)
+
+
+def _finish(tensors: list[Tensor], many: bool, create_graph: bool) -> Any:
+    """PyTorch's ``_grad_postprocess``: results are cut from the graph unless ``create_graph``."""
+    done = tuple(t if create_graph else t.detach() for t in tensors)
+    return done if many else done[0]
+
+
+def _single_output(result: Any, name: str) -> Tensor:
+    if isinstance(result, (tuple, list)):
+        raise RuntimeError(f"The function given to {name} should return a single Tensor")
+    out = result if isinstance(result, Tensor) else Tensor(result)
+    if np.size(out._value) != 1:
+        raise RuntimeError(
+            f"The Tensor returned by the function given to {name} should contain a single element "
+            f"({name} needs a scalar output; the output has shape {tuple(out.shape)})"
+        )
+    return out
 
 
 # --- the public functions -------------------------------------------------------------------------------------------
@@ -243,6 +493,19 @@ def _shape_result(many_in: bool, many_out: bool, blocks: list[list[Any]]) -> Any
     return tuple(rows) if many_out else rows[0]
 
 
+def _check_blocks(blocks: list[list[Any]], strict: bool, what: str) -> None:
+    """Strict mode with ``create_graph``: every block must depend on the inputs."""
+    if strict:
+        for row in blocks:
+            for j, b in enumerate(row):
+                if not isinstance(b, Tensor) or b._edge is None:
+                    raise RuntimeError(
+                        f"The {what} of the user-provided function is independent of input {j}. "
+                        "This is not allowed in strict mode when create_graph=True."
+                    )
+
+
+@_grad_on
 def jacobian(
     func: Callable[..., Any],
     inputs: Any,
@@ -255,17 +518,24 @@ def jacobian(
     """d func(inputs) / d inputs, shaped ``output.shape + input.shape`` (tuples for several).
 
     ``mode``: "auto" (forward when inputs are fewer than outputs), "forward" or "reverse";
-    PyTorch's ``strategy="forward-mode"/"reverse-mode"`` is accepted too.
+    PyTorch's ``strategy="forward-mode"/"reverse-mode"`` is accepted too. ``create_graph=True``
+    gives a Jacobian differentiable with respect to the inputs that require grad (computed in
+    reverse mode whatever the mode). ``strict=True`` raises PyTorch's RuntimeError when an output
+    does not require grad or does not depend on an input (with ``create_graph``, also when a block
+    does not depend on the inputs). ``vectorize`` is accepted: the passes are always batched.
     """
     if strategy is not None:
-        mode = {"forward-mode": "forward", "reverse-mode": "reverse"}.get(strategy, strategy)
-    many_in, ins = _as_tuple(inputs)
-    if create_graph:
-        leaves = list(ins)
-        many_out, outs, _ = _run(func, leaves)
-        blocks, _ = reverse_blocks(outs, leaves, create_graph=True)
-        return _shape_result(many_in, many_out, blocks)
-    many_out, _, blocks, _ = jacobian_blocks(func, ins, mode)
+        mode = _mode_of(strategy)
+    many_in, given = _as_tuple(inputs)
+    ins = _inputs(given, create_graph)
+    many_out, outs, tape = _run(func, ins)
+    _check_outputs(outs, strict)
+    _check_independent(outs, ins, strict)
+    if create_graph:  # (a custom Function's backward is called one row at a time: it may not take batches)
+        blocks, _ = reverse_blocks(outs, ins, create_graph=True, vectorised=not _has_custom(tape))
+        _check_blocks(blocks, strict, "jacobian")
+    else:
+        blocks, _ = _jacobian_of_run(outs, ins, tape, mode)
     return _shape_result(many_in, many_out, blocks)
 
 
@@ -274,17 +544,21 @@ def hessian_blocks(
 ) -> tuple[Tensor, list[Tensor], list[list[Any]], Plan]:
     """The (scalar) output, its gradient and d2 out / d in_i d in_j, forward-over-reverse."""
     leaves = _leaves(inputs)
-    from ..render.build import recording
-
-    with recording() as tape:
+    with _tape() as tape:
         out = func(*leaves)
         out = out if isinstance(out, Tensor) else Tensor(out)
         if np.size(out._value) != 1:
             raise RuntimeError(f"hessian needs a scalar output; the output has shape {out.shape}")
-        if out._edge is None:
-            grads = [wrap(np.zeros_like(x._value)) for x in leaves]
-        else:
-            grads = list(_grad(out, leaves, create_graph=True, allow_unused=True, materialize_grads=True))
+        grads = _materialised(_backward([out], leaves, [None], create_graph=True), leaves)
+    blocks, plan = _second_blocks(grads, leaves, tape)
+    return out, grads, blocks, plan
+
+
+def _materialised(grads: list[Any], ins: list[Tensor]) -> list[Tensor]:
+    return [wrap(np.zeros_like(x._value)) if g is None else g for g, x in zip(grads, ins)]
+
+
+def _second_blocks(grads: list[Tensor], leaves: list[Tensor], tape: list[Any]) -> tuple[list[list[Any]], Plan]:
     n = sum(_sizes(leaves))
     try:
         blocks, passes = forward_blocks(grads, leaves, tape)
@@ -293,76 +567,164 @@ def hessian_blocks(
     except forward.NoForwardRule as exc:
         blocks, passes = reverse_blocks(grads, leaves)
         plan = Plan("reverse", n, n, passes, True, f"reverse-over-reverse ({exc})")
-    return out, grads, blocks, plan
+    return blocks, plan
 
 
+@_grad_on
 def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
             vectorize: bool = True, outer_jacobian_strategy: str = "forward-mode") -> Any:  # fmt: skip
-    """The second derivatives of a scalar ``func``: shape ``input.shape + input.shape``."""
-    many_in, ins = _as_tuple(inputs)
-    _, _, blocks, _ = hessian_blocks(func, ins)
+    """The second derivatives of a scalar ``func``: shape ``input.shape + input.shape``.
+
+    Forward-over-reverse; with ``create_graph=True`` reverse-over-reverse, recorded, so the
+    Hessian is differentiable with respect to the inputs that require grad. ``strict`` raises
+    PyTorch's errors (an output that does not require grad, a gradient independent of the inputs).
+    """
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    many_in, given = _as_tuple(inputs)
+    ins = _inputs(given, create_graph)
+    with _tape() as tape:
+        out = _single_output(func(*ins), "hessian")
+        _check_outputs([out], strict)
+        jac = _backward([out], ins, [None], create_graph=True)
+    _check_jacobian(jac, strict)
+    grads = _materialised(jac, ins)
+    _check_independent(grads, ins, strict)
+    if create_graph:
+        blocks, _ = reverse_blocks(grads, ins, create_graph=True, vectorised=not _has_custom(tape))
+        _check_blocks(blocks, strict, "jacobian")
+    else:
+        blocks, _ = _second_blocks(grads, ins, tape)
     return _shape_result(many_in, many_in, blocks)
 
 
+@_grad_on
 def vjp(
     func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False
 ) -> tuple[Any, Any]:
-    """``(func(inputs), v^T J)``."""
-    many_in, ins = _as_tuple(inputs)
-    leaves = _leaves(ins)
-    many_out, outs, _ = _run(func, leaves)
-    _, vs = _as_tuple(v) if v is not None else (False, (None,) * len(outs))
-    found = _grad(
-        outs, leaves, grad_outputs=list(vs), create_graph=create_graph, allow_unused=True, materialize_grads=True
-    )
-    outputs = tuple(o.detach() for o in outs) if many_out else outs[0].detach()
-    return outputs, (tuple(found) if many_in else found[0])
+    """``(func(inputs), v^T J)``.
+
+    ``v`` may be None when the output is a single element. Outputs that do not depend on the
+    inputs give zeros (strict mode: PyTorch's RuntimeError). With ``create_graph=True`` both
+    are differentiable with respect to the inputs (and ``v``) that require grad.
+    """
+    many_in, given = _as_tuple(inputs)
+    ins = _inputs(given, create_graph)
+    many_out, outs, _ = _run(func, ins, "vjp")
+    _check_outputs(outs, strict)
+    vs = _vectors(v, outs, many_out, create_graph, _V_NONE_OUTPUT)
+    found = _fill_zeros(_backward(outs, ins, vs, create_graph), ins, strict, create_graph, "back")
+    return _finish(outs, many_out, create_graph), _finish(found, many_in, create_graph)
 
 
+@_grad_on
 def jvp(
     func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False
 ) -> tuple[Any, Any]:
-    """``(func(inputs), J v)``, by one forward pass."""
-    many_in, ins = _as_tuple(inputs)
-    leaves = _leaves(ins)
-    many_out, outs, tape = _run(func, leaves)
-    _, vs = _as_tuple(v) if v is not None else (False, tuple(np.ones_like(x._value) for x in leaves))
-    seeds = {
-        forward.key(x): np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.float64)
-        for x, t in zip(leaves, vs)
-    }
+    """``(func(inputs), J v)``, by one forward pass.
+
+    ``v`` may be None when the input is a single element. With ``create_graph=True`` the product is
+    computed by PyTorch's double-backward trick, recorded: it is differentiable with respect to the
+    inputs (and ``v``) that require grad, so derivatives of JVPs nest.
+    """
+    many_in, given = _as_tuple(inputs)
+    ins = _inputs(given, create_graph)
+    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
+    many_out, outs, tape = _run(func, ins, "jvp")
+    _check_outputs(outs, strict)
+    if create_graph:
+        found = _double_back(outs, ins, vs, outs, True, strict, "back_trick")
+    else:
+        if strict:
+            depends = _depends(outs, ins)
+            _check_back_trick([ins[j] if any(row[j] for row in depends) else None for j in range(len(ins))])
+            for k, row in enumerate(depends):
+                if not any(row):
+                    raise RuntimeError(_INDEPENDENT["back_trick"].format(i=k))
+        try:
+            found = _pushed(tape, ins, vs, outs, outs)
+        except forward.NoForwardRule:  # a custom Function without jvp: by two backward passes instead
+            found = _double_back(outs, ins, vs, outs, False, strict, "back_trick")
+    return _finish(outs, many_out, create_graph), _finish(found, many_out, create_graph)
+
+
+def _pushed(tape: list[Any], ins: list[Tensor], vs: list[Tensor], outs: list[Any], refs: list[Tensor]) -> list[Tensor]:
+    """The tangents of ``outs`` given tangents ``vs`` of ``ins``, by one forward pass over the tape."""
+    seeds = {forward.key(x): np.asarray(t._value, dtype=np.float64) for x, t in zip(ins, vs)}
     tangents = forward.push(tape, seeds, nbatch=0)
-    found = tuple(wrap(np.asarray(tangents.get(forward.key(o), np.zeros_like(o._value)))) for o in outs)
-    outputs = tuple(o.detach() for o in outs) if many_out else outs[0].detach()
-    return outputs, (found if many_out else found[0])
+    return [
+        wrap(np.array(tangents[forward.key(o)]))
+        if o is not None and forward.key(o) in tangents
+        else wrap(np.zeros_like(r._value))
+        for o, r in zip(outs, refs)
+    ]
 
 
+def _double_back(outs: list[Any], ins: list[Tensor], vs: list[Tensor], refs: list[Tensor], create_graph: bool,
+                 strict: bool, stage: str) -> list[Tensor]:  # fmt: skip
+    """PyTorch's double-backward trick: the backward pass is linear in its seeds u, so the derivative
+    of ``J^T u`` with respect to u, applied to v, is ``J v`` (``refs``: the shapes of the outputs)."""
+    us = [wrap(np.zeros_like(r._value)).requires_grad_(True) for r in refs]
+    back = _backward(outs, ins, us, create_graph=True)
+    if strict and stage == "back_trick":
+        _check_back_trick(back)
+    return _fill_zeros(_backward(back, us, vs, create_graph), refs, strict, create_graph, stage)
+
+
+def _check_back_trick(back: list[Any]) -> None:
+    for i, g in enumerate(back):
+        if g is None:
+            raise RuntimeError(_INDEPENDENT["back"].format(i=i))
+        if g._edge is None:
+            raise RuntimeError(
+                f"The gradient with respect to input {i} is independent of the inputs of the user-provided "
+                "function. This is not allowed in strict mode."
+            )
+
+
+def _scalar_and_gradient(
+    func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool, name: str
+) -> tuple[bool, list[Tensor], list[Tensor], Tensor, list[Any], list[Any]]:
+    """The common start of ``hvp`` and ``vhp``: inputs, vectors, the scalar output and its recorded gradient."""
+    many_in, given = _as_tuple(inputs)
+    ins = _inputs(given, create_graph)
+    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
+    with _tape() as tape:
+        out = _single_output(func(*ins), name)
+        _check_outputs([out], strict)
+        jac = _backward([out], ins, [None], create_graph=True)
+    _check_jacobian(jac, strict)
+    return many_in, ins, vs, out, jac, tape
+
+
+@_grad_on
 def hvp(
-    func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool = False, strict: bool = False
+    func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False
 ) -> tuple[Any, Any]:
-    """``(func(inputs), H v)``: forward over reverse, one pass."""
-    many_in, ins = _as_tuple(inputs)
-    _, vs = _as_tuple(v)
-    leaves = _leaves(ins)
-    from ..render.build import recording
+    """``(func(inputs), H v)``: forward over reverse, one pass (``v`` may be None for a one-element input).
 
-    with recording() as tape:
-        out = func(*leaves)
-        grads = _grad(out, leaves, create_graph=True, allow_unused=True, materialize_grads=True)
-    seeds = {
-        forward.key(x): np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.float64)
-        for x, t in zip(leaves, vs)
-    }
-    tangents = forward.push(tape, seeds, nbatch=0)
-    found = tuple(wrap(np.asarray(tangents.get(forward.key(g), np.zeros_like(g._value)))) for g in grads)
-    return out.detach(), (found if many_in else found[0])
+    With ``create_graph=True``, PyTorch's double-backward trick, recorded: the product is
+    differentiable with respect to the inputs (and ``v``) that require grad.
+    """
+    many_in, ins, vs, out, jac, tape = _scalar_and_gradient(func, inputs, v, create_graph, strict, "hvp")
+    if create_graph:
+        found = _double_back(jac, ins, vs, ins, True, strict, "double_back_trick")
+    else:
+        try:
+            found = _pushed(tape, ins, vs, jac, ins)
+        except forward.NoForwardRule:  # a custom Function without jvp: by two more backward passes
+            found = _double_back(jac, ins, vs, ins, False, strict, "double_back_trick")
+    return _finish([out], False, create_graph), _finish(found, many_in, create_graph)
 
 
+@_grad_on
 def vhp(
-    func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool = False, strict: bool = False
+    func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False
 ) -> tuple[Any, Any]:
-    """``(func(inputs), v^T H)`` (equal to ``H v``: a Hessian is symmetric)."""
-    return hvp(func, inputs, v, create_graph, strict)
+    """``(func(inputs), v^T H)``: reverse over reverse (``v`` may be None for a one-element input)."""
+    many_in, ins, vs, out, jac, _ = _scalar_and_gradient(func, inputs, v, create_graph, strict, "vhp")
+    found = _fill_zeros(_backward(jac, ins, vs, create_graph), ins, strict, create_graph, "double_back")
+    return _finish([out], False, create_graph), _finish(found, many_in, create_graph)
 
 
 __all__ = ["Plan", "hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
