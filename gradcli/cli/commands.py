@@ -472,8 +472,11 @@ def _print_check(result: Any, heading: str, point: str) -> None:
             table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
         for cells in body:
             mark = cells[-1]
-            cells[-1] = {"ok": "[green]✓[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(mark, "[bold red]✗[/]")
-            cells[0] = cells[0].replace("d/d", "∂/∂", 1)
+            good, bad = ("✓", "✗") if output.can_show("✓✗") else ("ok", "MISMATCH")
+            cells[-1] = {"ok": f"[green]{good}[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(
+                mark, f"[bold red]{bad}[/]"
+            )
+            cells[0] = output.partial(cells[0])
             table.add_row(*cells)
         console.print(table)
         for line in lines:

@@ -23,8 +23,8 @@ import gradcli as gc
 from ..errors import Source, UsageError
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
-from .parser import parse
-from .values import _read_text, decode, seed_vector
+from .parser import MAX_CHARACTERS, parse
+from .values import _read_text, decode, program_too_long, read_bounded, seed_vector, text_bytes_limit
 
 _PYTHON_FUNCTION = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -62,7 +62,7 @@ def load(expression: str | None, file: str | None = None) -> Program:
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
-        text = read_stdin() if file == "-" else _read_text(file, "-f")
+        text = read_stdin() if file == "-" else _read_text(file, "-f", text_bytes_limit(), program_too_long(file))
         return Program(file, tree=parse(text, file))
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
@@ -75,11 +75,18 @@ def load(expression: str | None, file: str | None = None) -> Program:
 
 
 def read_stdin() -> str:
-    """Standard input as UTF-8 text (bytes, so that a bad byte is named rather than escaped)."""
+    """Standard input as UTF-8 text (bytes, so that a bad byte is named rather than escaped),
+    read no further than a program's size limit."""
+    if sys.stdin is None:  # closed (`gradcli eval - <&-`)
+        raise UsageError("standard input is closed: nothing to read (give EXPR, or -f FILE)")
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # replaced by a text stream (tests)
-        return sys.stdin.read()
-    return decode(stream.read(), "standard input")
+        text = sys.stdin.read(MAX_CHARACTERS + 1)
+        if len(text) > MAX_CHARACTERS:
+            raise UsageError(program_too_long("<stdin>"))
+        return text
+    data = read_bounded(stream, "standard input", text_bytes_limit(), program_too_long("<stdin>"))
+    return decode(data, "standard input")
 
 
 def _load_function(path: str, name: str) -> Callable[..., Any]:
