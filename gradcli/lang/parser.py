@@ -314,13 +314,9 @@ class Parser:
         return ast.Slice(start, self.tokens[self.pos - 1].end, lower, upper, step)
 
     def vector(self) -> ast.Node:
-        opener = self.advance()
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error(f"expression nested too deeply (more than {MAX_DEPTH} levels) at {self.where()}")
+        opener = self.advance()  # its items are expressions: each level of brackets counts once there
         items = self.items("]", opener, allow_slices=False)
         close = self.advance()
-        self.depth -= 1
         if not items:
             raise self.error("an empty vector [] has no values", opener.offset)
         return ast.Vector(opener.offset, close.end, tuple(items))

@@ -63,11 +63,11 @@ def load(expression: str | None, file: str | None = None) -> Program:
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
         text = read_stdin() if file == "-" else _read_text(file, "-f", text_bytes_limit(), program_too_long(file))
-        return Program(file, tree=parse(text, file))
+        return Program(file, tree=parse(text.removeprefix("\ufeff"), file))  # a BOM, as --points takes it
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
     if expression == "-":
-        return Program("<stdin>", tree=parse(read_stdin(), "<stdin>"))
+        return Program("<stdin>", tree=parse(read_stdin().removeprefix("\ufeff"), "<stdin>"))
     match = _PYTHON_FUNCTION.match(expression.strip())
     if match:
         return Program(expression, function=_load_function(match["path"], match["name"]))
