@@ -294,7 +294,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         program = load(expression, file)
         values = assignments(at)
-        result = program_jacobian(program, values, names_list(wrt) or None, mode)
+        result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
                     "value": result.value, "mode": result.plan.mode}  # fmt: skip
         _print_matrix_result(result, document, f"Jacobian of {_source_text(program, expression)}", as_json, explain)
@@ -309,7 +309,7 @@ def hessian(
 
         program = load(expression, file)
         values = assignments(at)
-        result = program_hessian(program, values, names_list(wrt) or None)
+        result = program_hessian(program, values, names_list(wrt) or None, as_json)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
                     "gradient": result.gradient}  # fmt: skip
         _print_matrix_result(result, document, f"Hessian of {_source_text(program, expression)}", as_json, explain)

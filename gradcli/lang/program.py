@@ -21,6 +21,7 @@ import numpy as np
 import gradcli as gc
 
 from ..errors import Source, UsageError
+from ..memory import check_fits
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .parser import MAX_CHARACTERS, parse
@@ -308,8 +309,11 @@ def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) 
     return run
 
 
-def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, mode: str) -> Matrix:
-    """d outputs / d variables, one row per output element, one column per input element."""
+def program_jacobian(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, mode: str, as_json: bool = False
+) -> Matrix:
+    """d outputs / d variables, one row per output element, one column per input element
+    (``as_json``: it will be printed whole, which the memory estimate counts)."""
     from ..autograd.functional import jacobian_blocks
 
     names = resolve_wrt(program, values, wrt)
@@ -318,7 +322,9 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
-    limit_size((sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs)), "the Jacobian")
+    shape = (sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
+    limit_size(shape, "the Jacobian")
+    check_fits("jacobian", *shape, as_json)
     _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
     rows = [
         label for base, o in zip(output_bases(program, evaluation), outs) for label in element_labels(base, o.shape)
@@ -332,7 +338,9 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value)
 
 
-def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Matrix:
+def program_hessian(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, as_json: bool = False
+) -> Matrix:
     """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
     from ..autograd.functional import hessian_blocks
 
@@ -346,6 +354,7 @@ def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[s
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     n = sum(np.size(x) for x in inputs)
     limit_size((n, n), "the Hessian")
+    check_fits("hessian", n, n, as_json)
 
     def scalar(*leaves: Any) -> gc.Tensor:
         return single_output(program.run({**values, **dict(zip(names, leaves))}, names))
