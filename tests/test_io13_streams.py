@@ -59,8 +59,7 @@ def test_closed_stdin_does_not_matter_when_it_is_not_read():
     assert json.loads(done.stdout) == {"value": 9.0, "gradient": {"x": 6.0}}
 
 
-@pytest.mark.parametrize("command", ["eval 'x^2' --at x=3", "eval 'x^2' --at x=3 --json", "ops", "diff 'x^2'",
-                                     "jacobian 'x*y' --at x=1,y=2", "check 'x^2' --at x=1", "--help"])  # fmt: skip
+@pytest.mark.parametrize("command", ["eval 'x^2' --at x=3", "jacobian 'x*y' --at x=1,y=2 --json", "--help"])
 def test_closed_stdout_is_one_error_and_exit_2(command):
     done = shell(f"{{g}} {command} >&-")
     assert done.returncode == 2
@@ -76,8 +75,8 @@ def test_closed_stdout_is_no_error_when_nothing_goes_to_it(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_FULL, reason="no /dev/full")
-@pytest.mark.parametrize("command", ["eval 'x^2' --at x=3", "eval 'x^2' --at x=3 --json", "ops --json",
-                                     "hessian 'x^2*y' --at x=1,y=2", "check 'x^2' --at x=1 --expect x=3*x", "--help"])  # fmt: skip
+@pytest.mark.parametrize("command", ["eval 'x^2' --at x=3", "hessian 'x^2*y' --at x=1,y=2 --json",
+                                     "check 'x^2' --at x=1 --expect x=3*x", "--help"])  # fmt: skip
 def test_full_stdout_is_one_error_and_exit_2(command):
     done = shell(f"{{g}} {command} >/dev/full")
     assert done.returncode == 2  # even for check's mismatch: its verdict was lost
@@ -119,9 +118,7 @@ def test_a_terminal_in_ascii_shows_d_not_the_partial_sign():
     ("command", "code"),
     [
         ("check 'x^2' --at x=1 --expect x=3*x", 1),  # a mismatch: 1, as documented
-        ("check 'x^2' --at x=1", 0),
         ("eval 'x^' --at x=1", 2),
-        ("eval 'x' --at x=1 --wrt nope", 2),
     ],
 )
 def test_closed_stderr_keeps_the_documented_exit_code(command, code):
@@ -135,8 +132,7 @@ def test_closed_stdout_and_stderr_still_exit_2():
     assert done.returncode == 2
 
 
-@pytest.mark.parametrize("command", ["ops", "ops --json", "eval 'x^2' --points {p}", "eval 'x^2' --points {p} --json",
-                                     "jacobian 'x*2' --at x=[{v}] --json", "--help"])  # fmt: skip
+@pytest.mark.parametrize("command", ["ops", "eval 'x^2' --points {p} --json", "jacobian 'x*2' --at x=[{v}]"])
 def test_a_reader_that_leaves_is_no_error(tmp_path, command):
     points = tmp_path / "p.csv"
     points.write_text("x\n" + "\n".join(map(str, range(100_000))) + "\n")

@@ -268,12 +268,13 @@ class _Run:
         return gc.matmul(a, b)
 
     def _size_limit(self, node: ast.Node, args: Any) -> None:
-        """Refuse, before it is allocated, a result with more elements than the limit.
+        """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
 
         The one place where every operation that can make a value larger than its inputs is
         checked: broadcasting operators and functions, comparisons, conditionals (all of their
         arguments broadcast together), ``@`` and ``[a, b, ...]`` stacking. Reductions, indexing and
-        one-argument functions never enlarge a value, and a number never enlarges a result.
+        one-argument functions never enlarge a value, and a number never enlarges a result; a
+        result no larger than an argument costs no more than the values given.
         """
         cls = node.__class__
         if cls is ast.Vector:
@@ -307,7 +308,11 @@ class _Run:
                 shape = np.broadcast_shapes(*shapes)
         except ValueError:
             return  # shapes that do not fit: the operation itself says so
-        limit_size(shape, self.source.quote(node.start, node.end), self.limit)
+        count = 1
+        for n in shape:
+            count *= n
+        if count > self.limit and count > max(a._value.size for a in args if a.__class__ is _Tensor):
+            limit_size(shape, self.source.quote(node.start, node.end), self.limit)
 
     def call(self, node: ast.Call, args: Any) -> Any:
         function = FUNCTIONS.get(node.function)
