@@ -258,13 +258,18 @@ def _run(command: object) -> None:
 
 def main() -> None:
     """Entry point of the ``gradcli`` console script."""
+    original = sys.stdout
     _guard_streams()
-    fast = fast_eval(sys.argv[1:])
-    if fast is not None:
-        from . import commands
+    try:
+        fast = fast_eval(sys.argv[1:])
+        if fast is not None:
+            from . import commands
 
-        _run(lambda: commands.evaluate(**fast))
-        return
-    from .app import app
+            _run(lambda: commands.evaluate(**fast))
+            return
+        from .app import app
 
-    _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))
+        _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))
+    finally:
+        if isinstance(sys.stdout, (_CheckedOutput, _ClosedOutput)):  # called in-process (tests): as it was
+            sys.stdout = original

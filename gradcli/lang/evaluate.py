@@ -169,8 +169,11 @@ class _Run:
             else:
                 args = ()
             try:
-                if n > 1:
-                    self._size_limit(node, args)
+                if n > 1:  # an operation on arrays may broadcast: its size is checked before it runs
+                    for a in args:
+                        if a.__class__ is _Tensor and a._value.ndim:
+                            self._size_limit(node, args)
+                            break
                 value = handlers[node.__class__](node, args)
             except SyntaxProblem:
                 raise
