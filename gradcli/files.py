@@ -4,7 +4,8 @@
 renamed over ``FILE`` (a rename within a folder is atomic): a full disk, a missing
 permission or an interruption leaves the old content whole and no temporary file
 behind. A path that is not a regular file (``/dev/stdout``, a named pipe) cannot be
-replaced and is written directly; a symbolic link is followed, and stays a link.
+replaced and is written directly, and so is a writable file in a folder where no new
+file can be made; a symbolic link is followed, and stays a link.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
             with open(target, "wb") as stream:
                 stream.write(raw)
             return
-        _replace(Path(os.path.realpath(target)), raw, info)
+        try:
+            _replace(Path(os.path.realpath(target)), raw, info)
+        except PermissionError:
+            if info is None or not os.access(target, os.W_OK):
+                raise
+            # a file we may write in a folder we may not: written in place, as before (not atomic)
+            with open(target, "wb") as stream:
+                stream.write(raw)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc} (nothing was changed)") from None
 

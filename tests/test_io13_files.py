@@ -117,6 +117,22 @@ def test_a_directory_or_a_missing_folder_is_refused(tmp_path):
         files.write_atomic(tmp_path / "no" / "g.dot", "x")
 
 
+def test_a_writable_file_in_a_closed_folder_is_still_written(tmp_path, monkeypatch):
+    import tempfile
+
+    target = tmp_path / "g.dot"
+    target.write_text(OLD)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    files.write_atomic(target, "digraph {}\n")
+    assert target.read_text() == "digraph {}\n"
+    with pytest.raises(UsageError, match="Permission denied"):
+        files.write_atomic(tmp_path / "new.dot", "digraph {}\n")
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 64 KiB tmpfs, where the test may mount one (root in a sandbox); skipped otherwise."""
