@@ -17,6 +17,10 @@ from pathlib import Path
 
 from .errors import UsageError
 
+# the system calls that put the bytes on disk (tests replace them to fill the disk at will)
+_write = os.write
+_fsync = os.fsync
+
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` whole, or raise a UsageError and keep the old file."""
@@ -52,9 +56,9 @@ def _replace(target: Path, raw: bytes, info: os.stat_result | None) -> None:
     try:
         view = memoryview(raw)
         while view:
-            written = os.write(fd, view)
+            written = _write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        _fsync(fd)
         os.close(fd)
         fd = -1
         if info is not None:  # the file keeps its permissions

@@ -748,11 +748,11 @@ def test_every_output_path_with_a_full_disk_keeps_the_old_file(tmp_path_factory,
         written[0] += n
         return n
 
-    files.os.write = write
+    files._write = write
     try:
         result = well_behaved(["graph", "--at=x=1,y=2,w=0.5,v=[1,2,3],θ=1", "-o", str(target), "--", expression])
     finally:
-        files.os.write = real
+        files._write = real
     if result.exit_code == 2 and "No space left" in result.stderr:
         assert target.read_bytes() == b"old content\n"
     else:  # it fitted (or the expression was refused before writing)

@@ -50,7 +50,7 @@ def _fail_after(limit: int):
 def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch, name):
     target = tmp_path / name
     target.write_text(OLD)
-    monkeypatch.setattr(files.os, "write", _fail_after(10))
+    monkeypatch.setattr(files, "_write", _fail_after(10))
     result = runner.invoke(app, ["graph", "x*y + sin(x)", "--at", "x=1,y=2", "-o", str(target)])
     assert result.exit_code == 2
     assert result.stderr == f"error: cannot write {target}: No space left on device (nothing was changed)\n"
@@ -65,7 +65,7 @@ def test_an_interruption_while_writing_keeps_the_old_file(tmp_path, monkeypatch)
     def interrupted(fd):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(files.os, "fsync", interrupted)
+    monkeypatch.setattr(files, "_fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
         files.write_atomic(target, "digraph {}\n")
     assert target.read_text() == OLD
