@@ -837,3 +837,35 @@ def test_closed_and_full_standard_streams():
         elif stream in ("2>&-", "| head -c1") and code != expected_code and not (stream == "| head -c1" and code == 0):
             failures.append(shown)
     assert not failures, "\n".join(failures)
+
+
+def test_every_output_format_on_a_really_full_disk(tmp_path):
+    """A 64 KiB tmpfs filled to the last byte (where the test may mount one): every format fails
+    with one line and exit 2, and the old file stays whole."""
+    import errno
+    import shutil
+    import uuid
+
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / f"full-{uuid.uuid4().hex[:6]}"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        targets = [folder / f"graph{extension}" for extension in _output_formats()]
+        for target in targets:
+            target.write_bytes(b"old content\n")
+        with open(folder / "filler", "wb", buffering=0) as filler:  # every byte left
+            try:
+                while True:
+                    filler.write(b"\0" * 512)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+        for target in targets:
+            result = well_behaved(["graph", "--at=x=1,y=2", "-o", str(target), "--", "x*y + sin(x)"])
+            assert result.exit_code == 2 and "No space left on device" in result.stderr, result.stderr
+            assert target.read_bytes() == b"old content\n"
+        assert sorted(p.name for p in folder.iterdir()) == sorted([t.name for t in targets] + ["filler"])
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
