@@ -622,3 +622,250 @@ def test_diff_does_not_hang():
             process.communicate()
             slow.append(why)
     assert not slow, f"still running after {HANG_LIMIT} s: {slow}"
+
+
+# --- issue 13's hunt: sizes against the limit, full disks, closed and full standard streams ---------------------
+#
+# Bounded for the suite (about 10 s together); GRADCLI_FUZZ_SCALE=N runs N times as many cases (nightly: 20).
+
+FUZZ_SCALE = max(1, int(os.environ.get("GRADCLI_FUZZ_SCALE", "1") or "1"))
+
+
+def _broadcast_forms() -> list[tuple[str, int]]:
+    """Every form of the language whose arguments broadcast: (template, number of arguments)."""
+    from gradcli.lang.functions import FUNCTIONS
+
+    forms = [(f"{{0}} {op} {{1}}", 2) for op in ("+", "-", "*", "/", "^", "<", "<=", ">", ">=", "==", "!=")]
+    forms.append(("{0} if {1} else {2}", 3))
+    for function in FUNCTIONS.values():
+        for arity in function.elementwise:
+            if arity >= 2:
+                forms.append((f"{function.name}(" + ", ".join(f"{{{i}}}" for i in range(arity)) + ")", arity))
+    return forms
+
+
+BROADCAST_FORMS = _broadcast_forms()
+
+
+@st.composite
+def broadcasting_shapes(draw, count: int) -> list[tuple[int, ...]]:
+    """``count`` shapes that broadcast together: each a copy of one target with some axes 1 or dropped."""
+    target = draw(st.lists(st.integers(1, 40), min_size=0, max_size=3))
+    shapes = []
+    for _ in range(count):
+        shape = [n if draw(st.integers(0, 2)) else 1 for n in target]
+        shape = shape[draw(st.integers(0, len(shape))) :]  # leading axes may be missing
+        shapes.append(tuple(shape))
+    return shapes
+
+
+@fuzz(100 * FUZZ_SCALE)
+@given(st.sampled_from(BROADCAST_FORMS), st.data(), st.integers(1, 3000), st.sampled_from(["", "sum", "-"]))
+def test_every_primitive_output_is_held_to_the_limit(form, data, limit, wrap):
+    """Refused exactly when the broadcast result is over GRADCLI_MAX_ELEMENTS; otherwise it runs."""
+    import numpy as np
+
+    from gradcli.lang.evaluate import evaluate
+
+    template, arity = form
+    shapes = data.draw(broadcasting_shapes(arity))
+    names = [f"a{i}" for i in range(arity)]
+    values = {n: np.full(s, 0.5) for n, s in zip(names, shapes)}
+    text = template.format(*names)
+    text = {"": text, "sum": f"sum({text})", "-": f"-({text})"}[wrap]
+    size = int(np.prod(np.broadcast_shapes(*shapes), dtype=np.int64))
+    grows = size > max(int(np.prod(s, dtype=np.int64)) for s in shapes)  # a result no larger than a given value is not
+    old = os.environ.get("GRADCLI_MAX_ELEMENTS")
+    os.environ["GRADCLI_MAX_ELEMENTS"] = str(limit)
+    try:
+        with np.errstate(all="ignore"):
+            (out,) = evaluate(parse(text), values).outputs
+    except UsageError as problem:
+        if "would have shape" not in problem.message:  # refused for another reason, after the size check
+            assert size <= limit or not grows, f"{text} at {shapes}: {size} elements over {limit}, not refused for it"
+            return
+        assert size > limit and grows, f"{text} at {shapes}: refused at {size} <= {limit}: {problem.message}"
+        assert f"{size:,} elements" in problem.message and f"limit of {limit:,}" in problem.message
+    else:
+        assert size <= limit or not grows, f"{text} at {shapes}: {size} elements made under a limit of {limit}"
+        assert np.size(out._value) <= max(limit, max(np.size(v) for v in values.values()))
+    finally:
+        if old is None:
+            os.environ.pop("GRADCLI_MAX_ELEMENTS", None)
+        else:
+            os.environ["GRADCLI_MAX_ELEMENTS"] = old
+
+
+@fuzz(25 * FUZZ_SCALE)
+@given(st.integers(2, 60), st.integers(1, 4000))
+def test_stacking_is_held_to_the_limit(items, limit):
+    import numpy as np
+
+    from gradcli.lang.evaluate import evaluate
+
+    text = "[" + ", ".join(["v"] * items) + "]"
+    old = os.environ.get("GRADCLI_MAX_ELEMENTS")
+    os.environ["GRADCLI_MAX_ELEMENTS"] = str(limit)
+    try:
+        evaluate(parse(text), {"v": np.ones(50)})
+    except UsageError as problem:
+        assert items * 50 > limit, problem.message
+    else:
+        assert items * 50 <= limit
+    finally:
+        if old is None:
+            os.environ.pop("GRADCLI_MAX_ELEMENTS", None)
+        else:
+            os.environ["GRADCLI_MAX_ELEMENTS"] = old
+
+
+def _output_formats() -> list[str]:
+    import shutil
+
+    from gradcli.render.output import BINARY, EXTENSIONS
+
+    return [ext for ext, fmt in sorted(EXTENSIONS.items()) if fmt not in BINARY or shutil.which("dot")]
+
+
+@fuzz(20 * FUZZ_SCALE)
+@given(st.sampled_from(_output_formats()), st.integers(0, 3000), st.sampled_from(SEEDS[:8]))
+def test_every_output_path_with_a_full_disk_keeps_the_old_file(tmp_path_factory, extension, room, expression):
+    """Whatever the format and wherever the disk fills up, the old file stays whole and no temporary is left."""
+    import errno
+
+    from gradcli import files
+
+    folder = tmp_path_factory.mktemp("full")
+    target = folder / f"graph{extension}"
+    target.write_bytes(b"old content\n")
+    real = os.write
+    written = [0]
+
+    def write(fd, data):
+        if written[0] >= room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        n = real(fd, bytes(data[: room - written[0]]))
+        written[0] += n
+        return n
+
+    files._write = write
+    try:
+        result = well_behaved(["graph", "--at=x=1,y=2,w=0.5,v=[1,2,3],θ=1", "-o", str(target), "--", expression])
+    finally:
+        files._write = real
+    if result.exit_code == 2 and "No space left" in result.stderr:
+        assert target.read_bytes() == b"old content\n"
+    else:  # it fitted (or the expression was refused before writing)
+        assert result.exit_code == 2 or target.read_bytes() != b"old content\n"
+    assert sorted(p.name for p in folder.iterdir()) == [target.name], "a temporary file was left"
+
+
+STREAM_COMMANDS = [
+    ["eval", "x^2 + θ", "--at", "x=3,θ=1"],
+    ["eval", "x^2 + θ", "--at", "x=3,θ=1", "--json"],
+    ["diff", "x^2 * sin(x)"],
+    ["graph", "x*y + 1", "--at", "x=1,y=2", "--format", "text"],
+    ["jacobian", "x*y, x+y", "--at", "x=2,y=3"],
+    ["hessian", "x^2*y", "--at", "x=2,y=3", "--json"],
+    ["check", "x^2", "--at", "x=3"],
+    ["check", "x^2", "--at", "x=3", "--expect", "x=3*x"],
+    ["ops"],
+    ["eval", "-", "--at", "x=1"],
+]
+STREAMS = {  # redirection -> the exit codes allowed, and what stderr must say when it is not 0 or 1
+    "<&-": ((0, 1, 2), "standard input is closed"),
+    ">&-": ((2,), "standard output is closed"),
+    ">/dev/full": ((2,), "No space left on device"),
+    "2>&-": ((0, 1), ""),
+    "| head -c1": ((0, 1), ""),
+    "ascii": ((0, 1, 2), "encoding (ascii) cannot show"),
+}
+
+
+def _stream_cases() -> list[tuple[list[str], str]]:
+    import random
+
+    cases = [(command, stream) for command in STREAM_COMMANDS for stream in STREAMS]
+    if FUZZ_SCALE > 1:
+        return cases
+    return random.Random(13).sample(cases, 8)  # a fixed sample in the suite; every pair nightly
+
+
+def test_closed_and_full_standard_streams():
+    """Each command with each standard stream closed, full, cut short or unable to encode: a documented
+    exit code, one ``error:`` line at most, never a traceback; the codes are those of a normal run."""
+    import shlex
+    import shutil
+
+    if shutil.which("bash") is None or not os.path.exists("/dev/full"):
+        pytest.skip("needs bash and /dev/full")
+    program = shlex.join([sys.executable, "-m", "gradcli"])
+    cases = _stream_cases()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADCLI_")}
+    running = []
+    for command, stream in cases:
+        line = f"{program} {shlex.join(command)}"
+        extra = {}
+        if stream == "ascii":
+            extra = {"PYTHONIOENCODING": "ascii"}
+        elif stream == "| head -c1":
+            line += " | head -c1 >/dev/null; exit ${PIPESTATUS[0]}"
+        else:
+            line += f" {stream}"
+        if command[-3:] == ["-", "--at", "x=1"] and stream != "<&-":
+            line = f"echo 'x^2' | {line}" if stream != "| head -c1" else f"echo 'x^2' | {line}"
+        running.append((command, stream, subprocess.Popen(["bash", "-c", line], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env={**env, **extra})))  # fmt: skip
+    failures = []
+    for command, stream, process in running:
+        try:
+            out, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            failures.append(f"{command} {stream}: hang")
+            continue
+        codes, says = STREAMS[stream]
+        code = process.returncode
+        expected_code = 1 if command[-1] == "x=3*x" else 0  # check's mismatch is 1 when its verdict is written
+        shown = f"{shlex.join(command)} {stream}: exit {code}, stderr {err[:300]!r}"
+        if "Traceback" in err or "internal error" in err or code not in codes:
+            failures.append(shown)
+        elif code == 2:
+            lines = err.splitlines()
+            if len(lines) != 1 or not lines[0].startswith("error: ") or says not in lines[0]:
+                failures.append(shown)
+        elif stream in ("2>&-", "| head -c1") and code != expected_code and not (stream == "| head -c1" and code == 0):
+            failures.append(shown)
+    assert not failures, "\n".join(failures)
+
+
+def test_every_output_format_on_a_really_full_disk(tmp_path):
+    """A 64 KiB tmpfs filled to the last byte (where the test may mount one): every format fails
+    with one line and exit 2, and the old file stays whole."""
+    import errno
+    import shutil
+    import uuid
+
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / f"full-{uuid.uuid4().hex[:6]}"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        targets = [folder / f"graph{extension}" for extension in _output_formats()]
+        for target in targets:
+            target.write_bytes(b"old content\n")
+        with open(folder / "filler", "wb", buffering=0) as filler:  # every byte left
+            try:
+                while True:
+                    filler.write(b"\0" * 512)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+        for target in targets:
+            result = well_behaved(["graph", "--at=x=1,y=2", "-o", str(target), "--", "x*y + sin(x)"])
+            assert result.exit_code == 2 and "No space left on device" in result.stderr, result.stderr
+            assert target.read_bytes() == b"old content\n"
+        assert sorted(p.name for p in folder.iterdir()) == sorted([t.name for t in targets] + ["filler"])
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)

@@ -26,6 +26,8 @@ def reported() -> Iterator[None]:
     except GradcliError as exc:
         sys.stderr.write(exc.render() + "\n")
         raise SystemExit(exc.exit_code) from None
+    except StreamProblem:
+        raise  # said by main(), which also silences the stream
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         raise SystemExit(130) from None
@@ -120,22 +122,156 @@ def fast_eval(argv: list[str]) -> dict | None:
     return found
 
 
+class StreamProblem(Exception):
+    """A standard stream that cannot be used (closed, full, or an encoding that cannot show the
+    result): the user's setup, said in one ``error:`` line with exit code 2."""
+
+
+class ReaderLeft(StreamProblem):
+    """The reader of stdout went away (``gradcli ... | head -c1``): not an error, nothing to say.
+    (Not an ``OSError``: click would turn a broken pipe into exit code 1.)"""
+
+
+class _CheckedOutput:
+    """``sys.stdout`` while a command runs: a failed write becomes a :class:`StreamProblem`
+    (a broken pipe becomes :class:`ReaderLeft`: the reader went away, which is not an error)."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)  # type: ignore[attr-defined]
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start]
+            encoding = getattr(self._stream, "encoding", None) or exc.encoding
+            raise StreamProblem(
+                f"standard output's encoding ({encoding}) cannot show {bad!r} (U+{ord(bad):04X}) in the result; "
+                "set PYTHONIOENCODING=utf-8 (or --json, which escapes it)"
+            ) from None
+        except BrokenPipeError:
+            raise ReaderLeft() from None
+        except (OSError, ValueError) as exc:  # ValueError: "I/O operation on closed file"
+            raise StreamProblem(_write_failure(exc)) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()  # type: ignore[attr-defined]
+        except BrokenPipeError:
+            raise ReaderLeft() from None
+        except (OSError, ValueError) as exc:
+            raise StreamProblem(_write_failure(exc)) from None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+class _ClosedOutput:
+    """``sys.stdout`` when file descriptor 1 was closed (``>&-``): writing anything is an error,
+    writing nothing (``graph -o FILE``) is not."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        raise StreamProblem("cannot write the result: standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("standard output is closed")
+
+
+def _write_failure(exc: BaseException) -> str:
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return f"cannot write the result to standard output ({reason})"
+
+
+def _guard_streams() -> None:
+    """Make closed standard streams safe before anything runs.
+
+    A closed descriptor 0, 1 or 2 is held by /dev/null, so that no file gradcli opens takes
+    its number (and no child inherits it as its stdout). A closed stdin stays ``None`` (reading
+    it is then an error); a closed stdout refuses writes; a closed stderr swallows messages, so
+    the exit code is still the documented one.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if held != fd:  # the number was taken after all: leave it
+                os.close(held)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
+    sys.stdout = _ClosedOutput() if sys.stdout is None else _CheckedOutput(sys.stdout)  # type: ignore[assignment]
+
+
+def _silence_stdout() -> None:
+    """After a failed or broken stdout: point descriptor 1 at /dev/null, so that Python's own
+    flush at exit neither fails again nor prints 'Exception ignored'."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stream_failed(exc: BaseException) -> None:
+    """End the process for a stream that cannot be used: quietly for a reader that left
+    (``| head``), otherwise with one error line and exit code 2."""
+    _silence_stdout()
+    if isinstance(exc, (ReaderLeft, BrokenPipeError)):
+        raise SystemExit(0) from None
+    try:
+        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(2) from None
+
+
+def _run(command: object) -> None:
+    """Run ``command`` and flush stdout inside the same guard: a full disk (``>/dev/full``) is
+    only seen when the buffer is written, after the command has returned."""
+    code: object = 0
+    try:
+        try:
+            command()  # type: ignore[operator]
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout.flush()
+    except (StreamProblem, BrokenPipeError) as exc:
+        _stream_failed(exc)
+    if code not in (0, None):
+        raise SystemExit(code)
+
+
 def main() -> None:
     """Entry point of the ``gradcli`` console script."""
-    fast = fast_eval(sys.argv[1:])
-    if fast is not None:
-        from . import commands
-
-        try:
-            commands.evaluate(**fast)
-        except BrokenPipeError:
-            sys.stderr.close()
-            raise SystemExit(0) from None
-        return
-    from .app import app
-
+    original = sys.stdout
+    _guard_streams()
     try:
-        app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli")
-    except BrokenPipeError:  # e.g. `gradcli ops | head`
-        sys.stderr.close()
-        raise SystemExit(0) from None
+        fast = fast_eval(sys.argv[1:])
+        if fast is not None:
+            from . import commands
+
+            _run(lambda: commands.evaluate(**fast))
+            return
+        from .app import app
+
+        _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))
+    finally:
+        if isinstance(sys.stdout, (_CheckedOutput, _ClosedOutput)):  # called in-process (tests): as it was
+            sys.stdout = original

@@ -325,7 +325,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         program = load(expression, file, python)
         values = assignments(at)
-        result = program_jacobian(program, values, names_list(wrt) or None, mode)
+        result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
@@ -349,7 +349,7 @@ def hessian(
 
         program = load(expression, file, python)
         values = assignments(at)
-        result = program_hessian(program, values, names_list(wrt) or None)
+        result = program_hessian(program, values, names_list(wrt) or None, as_json)
         unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
         if unseen:
             output.warn(unseen)
@@ -516,8 +516,11 @@ def _print_check(result: Any, heading: str, point: str) -> None:
             table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
         for cells in body:
             mark = cells[-1]
-            cells[-1] = {"ok": "[green]✓[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(mark, "[bold red]✗[/]")
-            cells[0] = cells[0].replace("d/d", "∂/∂", 1)
+            good, bad = ("✓", "✗") if output.can_show("✓✗") else ("ok", "MISMATCH")
+            cells[-1] = {"ok": f"[green]{good}[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(
+                mark, f"[bold red]{bad}[/]"
+            )
+            cells[0] = output.partial(cells[0])
             table.add_row(*cells)
         console.print(table)
         for line in lines:

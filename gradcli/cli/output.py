@@ -96,10 +96,30 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def can_show(text: str) -> bool:
+    """Whether stdout's encoding can write ``text`` (PYTHONIOENCODING=ascii cannot write 'θ')."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    if encoding.lower().replace("-", "").replace("_", "") in ("utf8", "utf16", "utf32"):
+        return True
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
 def print_json(document: Any) -> None:
     import json  # lazily: eval starts faster without it
 
-    sys.stdout.write(json.dumps(jsonable(document), ensure_ascii=False) + "\n")
+    text = json.dumps(jsonable(document), ensure_ascii=False)
+    if not can_show(text):  # the same document with \u escapes: nothing is lost
+        text = json.dumps(jsonable(document), ensure_ascii=True)
+    sys.stdout.write(text + "\n")
+
+
+def partial(label: str) -> str:
+    """``d/dx`` as ``∂/∂x`` for people, where the output's encoding can show it."""
+    return label.replace("d/d", "∂/∂", 1) if can_show("∂") else label
 
 
 # --- human output ------------------------------------------------------------------------------------
@@ -126,7 +146,7 @@ def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, deta
         table.add_column(style="bold cyan", no_wrap=True)
         table.add_column(overflow="fold")
         for label, text in rows:
-            table.add_row(label.replace("d/d", "∂/∂", 1) if label.startswith("d/d") else label, text)
+            table.add_row(partial(label) if label.startswith("d/d") else label, text)
         console.print(table)
         return
     width = max((len(label) for label, _ in rows), default=0)

@@ -108,20 +108,32 @@ def _run_statements(program: ast.Program, run: _Run, source: Source, inputs: dic
     return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
 
 
+DEFAULT_MAX_ELEMENTS = 200_000_000
+
+
 def max_elements() -> int:
     """The largest array gradcli will make: GRADCLI_MAX_ELEMENTS, or 2e8 (1.6 GB of float64)."""
     import os
 
-    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "")
-    return int(text) if text.isdigit() else 200_000_000
+    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "").strip()
+    if not text:
+        return DEFAULT_MAX_ELEMENTS
+    # ASCII digits only: str.isdigit() also takes '²' and '٣', which int() then refuses or misreads
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise UsageError(
+            f"GRADCLI_MAX_ELEMENTS={text!r} is invalid: give a whole number of elements >= 1 "
+            f"(digits only, e.g. {DEFAULT_MAX_ELEMENTS}), or unset it for the default"
+        )
+    return int(text)
 
 
-def limit_size(shape: tuple[int, ...], what: str) -> None:
+def limit_size(shape: tuple[int, ...], what: str, limit: int | None = None) -> None:
     """UsageError if an array of ``shape`` would be over the limit: said before it is allocated."""
     count = 1
     for n in shape:
         count *= int(n)
-    limit = max_elements()
+    if limit is None:
+        limit = max_elements()
     if count > limit:
         raise UsageError(
             f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
@@ -139,6 +151,7 @@ class _Run:
         self.record = record
         self.steps: list[tuple[ast.Node, Any]] = []
         self.handlers = self.__post_init_handlers()
+        self.limit = max_elements()  # read (and checked) once a run, whatever the program
 
     def fail(self, message: str, node: ast.Node, offset: int | None = None) -> SyntaxProblem:
         return SyntaxProblem(message, self.source, node.start if offset is None else offset)
@@ -156,6 +169,11 @@ class _Run:
             else:
                 args = ()
             try:
+                if n > 1:  # an operation on arrays may broadcast: its size is checked before it runs
+                    for a in args:
+                        if a.__class__ is _Tensor and a._value.ndim:
+                            self._size_limit(node, args)
+                            break
                 value = handlers[node.__class__](node, args)
             except SyntaxProblem:
                 raise
@@ -240,10 +258,6 @@ class _Run:
                     f"'@' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
                 )
             return float(result)
-        if a.__class__ is _Tensor and b.__class__ is _Tensor:  # (a number never enlarges a result)
-            sa, sb = a._value.shape, b._value.shape
-            if sa != sb and sa and sb:  # broadcasting can make a result far larger than its operands
-                self._size_limit(node, sa, sb)
         if op == "+":
             return a + b
         if op == "-":
@@ -256,18 +270,52 @@ class _Run:
             return a**b
         return gc.matmul(a, b)
 
-    def _size_limit(self, node: ast.Binary, sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
-        """Refuse, before allocating, a result with more elements than ``max_elements()``."""
+    def _size_limit(self, node: ast.Node, args: Any) -> None:
+        """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
+
+        The one place where every operation that can make a value larger than its inputs is
+        checked: broadcasting operators and functions, comparisons, conditionals (all of their
+        arguments broadcast together), ``@`` and ``[a, b, ...]`` stacking. Reductions, indexing and
+        one-argument functions never enlarge a value, and a number never enlarges a result; a
+        result no larger than an argument costs no more than the values given.
+        """
+        cls = node.__class__
+        if cls is ast.Vector:
+            count = len(args)
+            shape = np.shape(args[0]._value if args[0].__class__ is _Tensor else args[0])
+            size = count
+            for n in shape:
+                size *= n
+            if size > self.limit:
+                limit_size((count, *shape), self.source.quote(node.start, node.end), self.limit)
+            return
+        if cls is ast.Call:
+            function = FUNCTIONS.get(node.function)
+            if function is None or len(args) not in function.elementwise:
+                return  # reductions, dot: never larger than an argument; unknown names fail on their own
+        elif cls is ast.Index or cls is ast.Slice:
+            return
+        shapes = [a._value.shape for a in args if a.__class__ is _Tensor]
+        if len(shapes) < 2:
+            return  # a number never enlarges a result
+        first = shapes[0]
+        if all(s == first for s in shapes):
+            return  # no broadcasting (the common case): the result is an argument's size
         try:
-            if node.op == "@":
+            if cls is ast.Binary and node.op == "@":
+                sa, sb = shapes
                 if len(sa) < 2 or len(sb) < 2:
                     return
                 shape = (*np.broadcast_shapes(sa[:-2], sb[:-2]), sa[-2], sb[-1])
             else:
-                shape = np.broadcast_shapes(sa, sb)
+                shape = np.broadcast_shapes(*shapes)
         except ValueError:
             return  # shapes that do not fit: the operation itself says so
-        limit_size(shape, self.source.quote(node.start, node.end))
+        count = 1
+        for n in shape:
+            count *= n
+        if count > self.limit and count > max(a._value.size for a in args if a.__class__ is _Tensor):
+            limit_size(shape, self.source.quote(node.start, node.end), self.limit)
 
     def call(self, node: ast.Call, args: Any) -> Any:
         function = FUNCTIONS.get(node.function)

@@ -92,10 +92,13 @@ def tokenize(source: Source) -> list[Token]:
         offset += len(piece)
     if brackets:
         opener = brackets[-1]
+        # the caret: where the closer is missing on the same line, else at the opener itself
+        # (the end of a text that runs on over lines, or ends in a newline, is an empty line)
+        where = len(text) if "\n" not in text[opener.offset :] else opener.offset
         raise SyntaxProblem(
             f"expected '{OPENERS[opener.text]}' to close '{opener.text}' at {source.where(opener.offset)}",
             source,
-            len(text),
+            where,
         )
     append(_new_token(Token, ("end", "", len(text))))
     return tokens

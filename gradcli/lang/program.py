@@ -22,10 +22,11 @@ import numpy as np
 import gradcli as gc
 
 from ..errors import Source, UsageError
+from ..memory import check_fits
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
-from .parser import parse
-from .values import _read_text, decode, seed_vector
+from .parser import MAX_CHARACTERS, parse
+from .values import _read_text, decode, program_too_long, read_bounded, seed_vector, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
 #: whitespace or '#' in FILE, and FILE exists: anything else is an expression, so text that merely
@@ -78,12 +79,12 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
-        text = read_stdin() if file == "-" else _read_text(file, "-f")
-        return Program(file, tree=parse(text, file))
+        text = read_stdin() if file == "-" else _read_text(file, "-f", text_bytes_limit(), program_too_long(file))
+        return Program(file, tree=parse(text.removeprefix("\ufeff"), file))  # a BOM, as --points takes it
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
     if expression == "-":
-        return Program("<stdin>", tree=parse(read_stdin(), "<stdin>"))
+        return Program("<stdin>", tree=parse(read_stdin().removeprefix("\ufeff"), "<stdin>"))
     match = _PYTHON_FUNCTION.match(expression.strip())
     if match and Path(match["path"]).is_file():
         return Program(expression, function=_load_function(match["path"], match["name"]))
@@ -96,11 +97,18 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
 
 
 def read_stdin() -> str:
-    """Standard input as UTF-8 text (bytes, so that a bad byte is named rather than escaped)."""
+    """Standard input as UTF-8 text (bytes, so that a bad byte is named rather than escaped),
+    read no further than a program's size limit."""
+    if sys.stdin is None:  # closed (`gradcli eval - <&-`)
+        raise UsageError("standard input is closed: nothing to read (give EXPR, or -f FILE)")
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # replaced by a text stream (tests)
-        return sys.stdin.read()
-    return decode(stream.read(), "standard input")
+        text = sys.stdin.read(MAX_CHARACTERS + 1)
+        if len(text) > MAX_CHARACTERS:
+            raise UsageError(program_too_long("<stdin>"))
+        return text
+    data = read_bounded(stream, "standard input", text_bytes_limit(), program_too_long("<stdin>"))
+    return decode(data, "standard input")
 
 
 def _load_function(path: str, name: str) -> Callable[..., Any]:
@@ -498,8 +506,11 @@ def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) 
     return run
 
 
-def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, mode: str) -> Matrix:
-    """d outputs / d variables, one row per output element, one column per input element."""
+def program_jacobian(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, mode: str, as_json: bool = False
+) -> Matrix:
+    """d outputs / d variables, one row per output element, one column per input element
+    (``as_json``: it will be printed whole, which the memory estimate counts)."""
     from ..autograd.functional import jacobian_blocks
 
     names = resolve_wrt(program, values, wrt)
@@ -508,7 +519,9 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
-    limit_size((sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs)), "the Jacobian")
+    shape = (sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
+    limit_size(shape, "the Jacobian")
+    check_fits("jacobian", *shape, as_json)
     _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
     rows = [
         label for base, o in zip(output_bases(program, evaluation), outs) for label in element_labels(base, o.shape)
@@ -522,7 +535,9 @@ def program_jacobian(program: Program, values: Mapping[str, Any], wrt: Sequence[
     return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
 
 
-def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Matrix:
+def program_hessian(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, as_json: bool = False
+) -> Matrix:
     """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
     from ..autograd.functional import hessian_blocks
 
@@ -536,6 +551,7 @@ def program_hessian(program: Program, values: Mapping[str, Any], wrt: Sequence[s
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     n = sum(np.size(x) for x in inputs)
     limit_size((n, n), "the Hessian")
+    check_fits("hessian", n, n, as_json)
 
     def scalar(*leaves: Any) -> gc.Tensor:
         return single_output(program.run({**values, **dict(zip(names, leaves))}, names))

@@ -10,14 +10,13 @@ import io
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
-from .parser import parse
+from .parser import MAX_CHARACTERS, parse
 
 _NAME_CHARS = str.isidentifier
 
@@ -215,16 +214,48 @@ def _read_points_text(path: str) -> str:
     return decode(data, what)
 
 
-def _read_text(path: str, what: str) -> str:
+def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long: str | None = None) -> bytes:
+    """At most ``limit`` bytes of a file (a path) or of an open binary stream, or a UsageError.
+
+    Never more than ``limit + 1`` bytes are read, however large the input (``/dev/zero``, a
+    pipe that never ends): one byte past the limit is enough to know it is too long.
+    ``limit=None`` reads it all. Errors name ``what`` (``-f FILE``, ``standard input``);
+    ``too_long`` replaces the message for an input over the limit.
+    """
+    size = -1 if limit is None else limit + 1
     try:
-        data = Path(path).read_bytes()
+        if isinstance(source, str):
+            with open(source, "rb") as stream:
+                data = stream.read(size)
+        else:
+            data = source.read(size)
     except FileNotFoundError:
-        raise UsageError(f"{what} {path}: no such file") from None
+        raise UsageError(f"{what}: no such file") from None
     except IsADirectoryError:
-        raise UsageError(f"{what} {path}: is a directory") from None
+        raise UsageError(f"{what}: is a directory") from None
     except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot read it ({exc.strerror})") from None
-    return decode(data, f"{what} {path}")
+        raise UsageError(f"{what}: cannot read it ({exc.strerror or exc})") from None
+    if limit is not None and len(data) > limit:
+        raise UsageError(too_long or f"{what} is longer than the limit of {limit:,} bytes")
+    return data
+
+
+def _read_text(path: str, what: str, limit: int | None = None, too_long: str | None = None) -> str:
+    """A file's UTF-8 text; with ``limit``, refused past that many bytes (read no further)."""
+    return decode(read_bounded(path, f"{what} {path}", limit, too_long), f"{what} {path}")
+
+
+def text_bytes_limit() -> int:
+    """The most bytes a program's text can take: its character limit, at up to 4 bytes each."""
+    return 4 * MAX_CHARACTERS
+
+
+def program_too_long(origin: str) -> str:
+    """The refusal of a program text over the limit (the parser's words, for a file or stdin
+    that was not read to its end)."""
+    return (
+        f"{origin} is longer than the limit of {MAX_CHARACTERS:,} characters (for many points, use --points FILE.csv)"
+    )
 
 
 def decode(data: bytes, what: str) -> str:

@@ -47,14 +47,10 @@ def render(graph: Graph, fmt: str) -> bytes | str:
 
 
 def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
+    from ..files import write_atomic
+
     data = render(graph, format_for(path, fmt))
-    try:
-        if isinstance(data, bytes):
-            path.write_bytes(data)
-        else:
-            path.write_text(data, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_atomic(path, data)  # whole or not at all: a full disk keeps the old file
     return path
 
 
