@@ -124,8 +124,9 @@ def test_highlight_marks_the_paths_to_a_leaf():
 def test_large_graph_is_cut_with_a_summary():
     expression = "+".join(["x * 2"] * 20_000)
     doc = graph_json(expression, "--at", "x=1", "--max-nodes", "50")
-    assert doc["hidden"] == 40_000 - 50  # 20,000 products, 19,999 sums and x; the 50 nearest the output shown
-    assert doc["hidden_kinds"] == {"MulBackward0": 19_976, "AddBackward0": 19_974}
+    # 20,000 products, 19,999 sums, x and the 20,000 constants 2; the 50 nearest the output shown
+    assert doc["hidden"] == 60_000 - 50 and len(doc["nodes"]) == 50 + 1  # and the summary
+    assert doc["hidden_kinds"] == {"MulBackward0": 19_984, "constant": 19_984, "AddBackward0": 19_982}
     assert "more nodes not shown (--max-nodes 50)" in doc["notes"][0]
     dot_text = run("graph", expression, "--at", "x=1", "--format", "dot").stdout
     assert len(dot_text) < 200_000 and "more nodes" in dot_text

@@ -156,10 +156,11 @@ def _describe(graph: Graph, node: Node) -> str:
 def tree_plain(graph: Graph) -> str:
     """The tree in plain text, with guide lines (``├──``, ``│``, ``└──``)."""
     rows = tree_lines(graph)
+    lasts = _last_children(rows)
     out = []
     open_levels: list[bool] = []  # per ancestor depth: does it have more children to come?
     for i, (depth, line, edge_text) in enumerate(rows):
-        last = _is_last_child(rows, i)
+        last = lasts[i]
         if depth == 0:
             prefix = ""
             open_levels = []
@@ -172,15 +173,18 @@ def tree_plain(graph: Graph) -> str:
     return "\n".join(out) + "\n"
 
 
-def _is_last_child(rows: list[tuple[int, str, str]], i: int) -> bool:
-    """No later sibling before the parent's subtree ends."""
-    depth = rows[i][0]
-    for later_depth, _, _ in rows[i + 1 :]:
-        if later_depth < depth:
-            return True
-        if later_depth == depth:
-            return False
-    return True
+def _last_children(rows: list[tuple[int, str, str]]) -> list[bool]:
+    """For each row: no later sibling before the parent's subtree ends (one pass from the end)."""
+    lasts = [True] * len(rows)
+    sibling_below: list[bool] = []  # per depth: a row of that depth follows, with none shallower between
+    for i in range(len(rows) - 1, -1, -1):
+        depth = rows[i][0]
+        del sibling_below[depth + 1 :]
+        while len(sibling_below) <= depth:
+            sibling_below.append(False)
+        lasts[i] = not sibling_below[depth]
+        sibling_below[depth] = True
+    return lasts
 
 
 def tree_rich(graph: Graph) -> Any:
