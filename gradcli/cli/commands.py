@@ -194,18 +194,21 @@ def draw(
     max_nodes: int,
     seed: str | None,
     blame: bool = False,
+    layout_timeout: float | None = 30.0,
 ) -> None:
     with reported():
         from pathlib import Path
 
-        from ..errors import UsageError
+        from ..errors import UsageError, printable
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
+        from ..render.layout import checked_limit, time_limit
         from ..render.output import format_for, show, write
 
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
+        checked_limit(layout_timeout)
         program = load(expression, file)
         values = assignments(at)
         point = bool(values)
@@ -245,11 +248,12 @@ def draw(
                 sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
-        if path is not None:
-            write(graph, path, fmt)
-            sys.stderr.write(f"wrote {path} ({len(graph.nodes)} nodes)\n")
-        else:
-            show(graph, fmt)
+        with time_limit(layout_timeout):
+            if path is not None:
+                write(graph, path, fmt)
+                sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
+            else:
+                show(graph, fmt)
 
 
 class _ProgramTexts:

@@ -156,7 +156,10 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    """``warning: ...`` on stderr, always one line (a matrix in the message is written on it)."""
+    from . import one_line
+
+    sys.stderr.write(f"warning: {one_line(message)}\n")
 
 
 MATRIX_EDGE = 6  # rows/columns shown at each end of a large matrix
