@@ -53,10 +53,13 @@ def _with_shape(value: Any) -> str:
 
 
 def _source_text(program: Any, expression: str | None) -> str:
+    """The heading: the program's text on one line, controls (ESC in a comment, say) escaped."""
+    from ..errors import printable
+
     if program.tree is not None:
         text = " ".join(program.tree.text.split())
-        return text if len(text) <= 60 else text[:57] + "..."
-    return expression or program.origin
+        return printable(text if len(text) <= 60 else text[:57] + "...")
+    return printable(expression or program.origin)
 
 
 def _evaluate_points(program: Any, path: str, values: dict[str, Any], wrt: list[str], as_json: bool) -> None:
@@ -462,7 +465,7 @@ def _print_check(result: Any, heading: str, point: str) -> None:
     elif result.blame_checked:
         lines.append(f"blame: the derivatives of all {result.blame_checked} nodes agree with finite differences")
     verdict = result.verdict()
-    if output.rich_wanted():
+    if output.rich_wanted() and output.table_fits([header, *body]):
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
