@@ -130,7 +130,7 @@ def _ended_on_signals() -> Iterator[list[Any]]:
 
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if signum is not None:
+            if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:  # ignored stays ignored
                 previous[signum] = signal.signal(signum, stop)
     try:
         yield children
