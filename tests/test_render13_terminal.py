@@ -86,6 +86,17 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True, text=True, check=False)
 
 
+def run_here(*args: str) -> subprocess.CompletedProcess:
+    """The same, in this process (fast): what the command wrote and its exit code."""
+    from typer.testing import CliRunner
+
+    from gradcli.cli import expression_after_dashes
+    from gradcli.cli.app import app
+
+    result = CliRunner().invoke(app, expression_after_dashes(list(args)))
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.mark.parametrize(
     ("expression", "line", "caret"),
     [
@@ -97,7 +108,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     ],
 )
 def test_error_lines_show_controls_escaped_with_the_caret_under_the_culprit(expression, line, caret):
-    result = run("eval", expression, "--at", "x=1")
+    result = run_here("eval", expression, "--at", "x=1")
     assert result.returncode == 2
     lines = result.stderr.split("\n")
     assert lines[0].startswith("error: ") and lines[1:] == [line, caret, ""]
@@ -113,14 +124,14 @@ def test_no_control_character_is_echoed_raw(control):
         ["graph", "x", "--at", "x=1", "-o", f"g{control}.xyz"],
         ["check", "x", "--at", "x=1", "--expect", f"x=1{control}"],
     ):
-        result = run(*args)
+        result = run_here(*args)
         assert result.returncode in (0, 2), (args, result.stderr)  # CR is white space in an expression
         assert control not in result.stderr + result.stdout, (args, result.stderr)
         assert result.stderr.count("\n") <= 3  # one error line (and a caret pair)
 
 
 def test_matrices_in_non_finite_warnings_are_one_line():
-    result = run("eval", "sum(A @ log(A - 1))", "--at", "A=[[1,2],[3,4]]")
+    result = run_here("eval", "sum(A @ log(A - 1))", "--at", "A=[[1,2],[3,4]]")
     assert result.returncode == 0
     assert result.stderr == (
         "warning: non-finite value: 'log(A - 1)' at column 9 gave -inf from input [[0., 1.], [2., 3.]] (shape [2, 2])\n"
