@@ -156,3 +156,11 @@ def test_warnings_from_the_library_are_one_line_in_process(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "warning: first line second line\\x1b[2J"
     assert err[1] == "warning: " + "x" * 297 + "..."
+
+
+@posix_only
+def test_a_long_vector_still_gets_the_table_when_each_number_fits():
+    shown = in_terminal(["eval", "sum(v*1.123456789)*v", "--at", "v=[1,2,3,4,5,6,7,8,9,10]", "--seed", "ones"], 60)
+    assert "┌" in shown  # the table wraps between numbers
+    for n in ("61.790123394999995", "617.90123395", "123.58024678999999"):
+        assert n in shown

@@ -25,14 +25,15 @@ def rich_wanted() -> bool:
 
 
 def table_fits(rows: Iterable[Sequence[str]]) -> bool:
-    """A rich table of these rows fits the terminal with no cell cut or folded (a narrow terminal,
-    ``COLUMNS=20``, gets the plain lines instead: long, but every digit is there)."""
+    """A rich table of these rows fits the terminal with no number cut or folded: every column as
+    wide as its longest word (a cell may wrap between words). A narrow terminal (``COLUMNS=20``)
+    gets the plain lines instead: long, but every digit is there."""
     from rich.console import Console
 
     widths: list[int] = []
     for row in rows:
         for k, cell in enumerate(row):
-            size = max((len(line) for line in str(cell).splitlines()), default=0)
+            size = max((len(word) for word in str(cell).split()), default=0)
             if k < len(widths):
                 widths[k] = max(widths[k], size)
             else:
