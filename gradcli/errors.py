@@ -7,6 +7,7 @@ and column, and prints the line with a caret under that column.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 EXIT_OK = 0
@@ -15,6 +16,24 @@ EXIT_USAGE = 2  # bad input of any kind
 EXIT_MISSING_PROGRAM = 3  # an outside program (Graphviz's dot) is missing
 
 CONTEXT = 36  # characters shown on each side of the caret in a long line
+
+
+# C0 and C1 controls (ESC, CR, newline, tab, DEL), and the invisible characters that reorder or hide
+# text on a terminal (bidi overrides and isolates, zero-width characters, line separators, BOM)
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """User text made safe to echo: controls and invisible characters as escapes (``\\x1b``, ``\\u202e``),
+    so a message is one line that cannot move the cursor, recolour the terminal or reorder itself."""
+    return _UNSAFE.sub(_escape, text)
 
 
 class GradcliError(Exception):
@@ -27,7 +46,7 @@ class GradcliError(Exception):
         self.message = message
 
     def render(self) -> str:
-        return f"error: {self.message}"
+        return f"error: {printable(self.message)}"
 
 
 class UsageError(GradcliError):
@@ -82,6 +101,8 @@ class Source:
             prefix = "..." if left > 0 else ""
             shown = prefix + shown[left:right] + ("..." if right < len(shown) else "")
             caret = caret - left + len(prefix)
+        caret = len(printable(shown[:caret]))  # escapes are wider than the characters they show
+        shown = printable(shown)
         where = f"line {line}: " if "\n" in self.text.strip("\n") else ""
         margin = "  " + " " * len(where)
         return f"  {where}{shown}\n{margin}{' ' * caret}^"
@@ -97,4 +118,4 @@ class SyntaxProblem(UsageError):
         self.line, self.column = source.line_col(max(0, min(offset, len(source.text))))
 
     def render(self) -> str:
-        return f"error: {self.message}\n{self.source.point(self.offset)}"
+        return f"error: {printable(self.message)}\n{self.source.point(self.offset)}"

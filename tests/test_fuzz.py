@@ -869,3 +869,98 @@ def test_every_output_format_on_a_really_full_disk(tmp_path):
         assert sorted(p.name for p in folder.iterdir()) == sorted([t.name for t in targets] + ["filler"])
     finally:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+# --- graphs under --max-nodes, and control characters (issue 13) --------------------------------------
+
+GRAPH_LEAVES = ["x", "y", "1", "2.5", "-3", "pi", "[1, 2, 3]", "[x, 1, 2]", "v"]
+
+
+def _graph_expressions() -> st.SearchStrategy[str]:
+    """Valid-looking expressions full of constants: sums, products, calls, stacks and statements."""
+
+    def grow(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(children, st.sampled_from(["+", "-", "*", "/", "^"]), children).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(st.sampled_from(["sin", "exp", "sum", "abs", "tanh", "sqrt"]), children).map(lambda t: f"{t[0]}({t[1]})"),
+            st.lists(children, min_size=1, max_size=6).map(lambda xs: f"sum([{', '.join(xs)}])"),
+            st.lists(children, min_size=2, max_size=40).map(" + ".join),
+        )  # fmt: skip
+
+    body = st.recursive(st.sampled_from(GRAPH_LEAVES), grow, max_leaves=60)
+    return st.one_of(body, st.tuples(body, body).map(lambda t: f"a = {t[0]}; b = a * {t[1]}; b + a"), body.map(
+        lambda e: f"{e}, 3"))  # fmt: skip
+
+
+@fuzz(60)
+@given(_graph_expressions(), st.integers(1, 30), st.booleans())
+def test_graph_never_shows_more_than_max_nodes(expression, cap, point):
+    at = ["--at=x=0.5,y=2,v=[1,2,3]"] if point else []
+    result = well_behaved(["graph", "--json", f"--max-nodes={cap}", *at, "--", expression])
+    if result.exit_code != 0:
+        return
+    doc = json.loads(result.stdout)
+    shown = [n for n in doc["nodes"] if n["kind"] != "hidden"]
+    summaries = [n for n in doc["nodes"] if n["kind"] == "hidden"]
+    outputs = len(doc["outputs"])
+    assert len(shown) <= max(cap, outputs), (expression, cap, len(shown))  # the outputs are always shown
+    assert len(summaries) == (1 if doc["hidden"] else 0)
+    ids = {n["id"] for n in doc["nodes"]}
+    assert all(e["source"] in ids and e["target"] in ids for e in doc["edges"])
+    assert len({(e["target"], e["input"]) for e in doc["edges"]}) == len(doc["edges"])
+    if not doc["hidden"]:  # nothing cut: the same graph as with no cap
+        full = json.loads(well_behaved(["graph", "--json", "--max-nodes=100000", *at, "--", expression]).stdout)
+        assert len(full["nodes"]) == len(doc["nodes"])
+
+
+CONTROLS = [
+    "\x1b",
+    "\x1b[2J",
+    "\r",
+    "\x07",
+    "\x08",
+    "\x00",
+    "\x7f",
+    "\x9b",
+    "\u202e",
+    "\u2066",
+    "\u200f",
+    "\x1b]0;t\x07",
+]
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+
+
+@st.composite
+def with_controls(draw) -> str:
+    """A seed expression (or a comment after one) with control characters at random places."""
+    chars = list(draw(st.sampled_from(SEEDS)))
+    if draw(st.booleans()):
+        chars += list("  # note ")
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(chars)))
+        chars[i:i] = draw(st.sampled_from(CONTROLS))
+    return "".join(chars)
+
+
+@fuzz(80)
+@given(
+    with_controls(),
+    st.sampled_from(
+        [
+            ["eval"],
+            ["graph", "--format=text"],
+            ["graph", "--format=tree"],
+            ["graph", "--format=dot"],
+            ["diff"],
+            ["jacobian"],
+            ["check", "--method=fd"],
+        ]
+    ),  # fmt: skip
+)
+def test_control_characters_are_never_echoed_raw(expression, command):
+    at = "--at=x=0.5,y=2,w=1,v=[1,2,3],θ=1"
+    result, _, seconds = invoke([*command, at, "--", expression])
+    shown = f"{command} {expression!r}: exit {result.exit_code}\n{result.stdout[:300]!r}\n{result.stderr[:500]!r}"
+    assert result.exit_code in (0, 1, 2), shown
+    assert not _RAW_CONTROL.search(result.stdout + result.stderr), shown
+    assert "Traceback" not in result.stdout + result.stderr, shown

@@ -156,8 +156,8 @@ def describe(value: Any) -> str:
     raw = np.asarray(getattr(value, "_value", value))
     if raw.ndim == 0:
         return f"{raw.item():.6g}" if raw.dtype.kind in "fc" else str(raw.item())
-    text = np.array2string(raw, precision=6, threshold=6, edgeitems=2, separator=", ")
-    return f"{text} (shape {list(raw.shape)})"
+    text = np.array2string(raw, precision=6, threshold=6, edgeitems=2, separator=", ", max_line_width=10**9)
+    return f"{' '.join(text.split())} (shape {list(raw.shape)})"  # one line, whatever the shape
 
 
 def inputs_text(values: Any) -> str:

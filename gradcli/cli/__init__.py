@@ -11,14 +11,45 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 EXIT_INTERNAL = 70
 
 
+def one_line(message: str) -> str:
+    """A message as one printable line: line breaks (of a matrix, say) become spaces, controls escapes."""
+    from ..errors import printable
+
+    return printable(" ".join(part.strip() for part in message.splitlines() if part.strip()))
+
+
+WARNING_LIMIT = 300  # characters of a Python warning shown (a library's may run to a dozen lines)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Python's warnings (NumPy's overflow, a library's deprecation, Graphviz's messages) as
+    gradcli's own ``warning:`` line, without the file and line of the code that raised them."""
+    text = one_line(str(message))
+    if len(text) > WARNING_LIMIT:
+        text = text[: WARNING_LIMIT - 3] + "..."
+    with suppress(OSError, ValueError, AttributeError):  # stderr closed: nothing to say it on
+        sys.stderr.write(f"warning: {text}\n")
+
+
 @contextmanager
 def reported() -> Iterator[None]:
-    """Run a command body; report a ``GradcliError`` as its message and exit code."""
+    """Run a command body; report a ``GradcliError`` as its message and exit code, and any Python
+    warning as one ``warning:`` line."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        with _reporting():
+            yield
+
+
+@contextmanager
+def _reporting() -> Iterator[None]:
     from ..errors import GradcliError
 
     try:
@@ -45,10 +76,10 @@ def reported() -> Iterator[None]:
         program = sys.modules.get("gradcli.lang.program")
         culprit = getattr(program, "user_code", None)
         if culprit is not None and type(exc) is RuntimeError:  # autograd refusing what the user's code did
-            sys.stderr.write(f"error: {culprit}: {exc}\n")
+            sys.stderr.write(f"error: {one_line(f'{culprit}: {exc}')}\n")
             raise SystemExit(2) from None
         sys.stderr.write(
-            f"error: internal error ({type(exc).__name__}: {exc}); "
+            f"error: internal error ({type(exc).__name__}: {one_line(str(exc))}); "
             "please report it (GRADCLI_DEBUG=1 shows the traceback)\n"
         )
         raise SystemExit(EXIT_INTERNAL) from None

@@ -79,6 +79,9 @@ def graph_command(
     max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="mark the first node whose own derivative is wrong"),
+    layout_timeout: float = typer.Option(
+        30.0, "--layout-timeout", metavar="SECONDS", help="give up (exit 2) if Graphviz takes longer to draw a picture"
+    ),
 ) -> None:
     """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
@@ -87,6 +90,7 @@ def graph_command(
     commands.draw(
         expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
         python,
+        layout_timeout=layout_timeout,
     )  # fmt: skip
 
 

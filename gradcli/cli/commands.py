@@ -57,10 +57,13 @@ def _with_shape(value: Any) -> str:
 
 
 def _source_text(program: Any, expression: str | None) -> str:
+    """The heading: the program's text on one line, controls (ESC in a comment, say) escaped."""
+    from ..errors import printable
+
     if program.tree is not None:
         text = " ".join(program.tree.text.split())
-        return text if len(text) <= 60 else text[:57] + "..."
-    return expression or program.origin
+        return printable(text if len(text) <= 60 else text[:57] + "...")
+    return printable(expression or program.origin)
 
 
 def _evaluate_points(
@@ -218,18 +221,21 @@ def draw(
     seed: str | None,
     blame: bool = False,
     python: str | None = None,
+    layout_timeout: float | None = 30.0,
 ) -> None:
     with reported():
         from pathlib import Path
 
-        from ..errors import UsageError
+        from ..errors import UsageError, printable
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
+        from ..render.layout import checked_limit, time_limit
         from ..render.output import format_for, show, write
 
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
+        checked_limit(layout_timeout)
         program = load(expression, file, python)
         values = assignments(at)
         point = bool(values)
@@ -269,11 +275,12 @@ def draw(
                 sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
-        if path is not None:
-            write(graph, path, fmt)
-            sys.stderr.write(f"wrote {path} ({len(graph.nodes)} nodes)\n")
-        else:
-            show(graph, fmt)
+        with time_limit(layout_timeout):
+            if path is not None:
+                write(graph, path, fmt)
+                sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
+            else:
+                show(graph, fmt)
 
 
 class _ProgramTexts:
@@ -502,7 +509,7 @@ def _print_check(result: Any, heading: str, point: str) -> None:
     elif result.blame_checked:
         lines.append(f"blame: the derivatives of all {result.blame_checked} nodes agree with finite differences")
     verdict = result.verdict()
-    if output.rich_wanted():
+    if output.rich_wanted() and output.table_fits([header, *body]):
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text

@@ -24,6 +24,23 @@ def rich_wanted() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
+def table_fits(rows: Iterable[Sequence[str]]) -> bool:
+    """A rich table of these rows fits the terminal with no number cut or folded: every column as
+    wide as its longest word (a cell may wrap between words). A narrow terminal (``COLUMNS=20``)
+    gets the plain lines instead: long, but every digit is there."""
+    from rich.console import Console
+
+    widths: list[int] = []
+    for row in rows:
+        for k, cell in enumerate(row):
+            size = max((len(word) for word in str(cell).split()), default=0)
+            if k < len(widths):
+                widths[k] = max(widths[k], size)
+            else:
+                widths.append(size)
+    return sum(w + 3 for w in widths) + 1 <= Console().width
+
+
 # --- numbers -----------------------------------------------------------------------------------
 
 
@@ -131,7 +148,7 @@ def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, deta
     The heading (what was computed) and detail (where) are for people: plain output
     leaves them out, so scripts read the same lines whatever the expression.
     """
-    if rich_wanted():
+    if rich_wanted() and table_fits(rows):
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
@@ -157,7 +174,7 @@ def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, deta
 def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
     """A table with a header: rich on a terminal, aligned columns otherwise."""
     rows = [list(r) for r in rows]
-    if rich_wanted():
+    if rich_wanted() and table_fits([header, *rows]):
         from rich.console import Console
         from rich.table import Table
 
@@ -176,7 +193,10 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    """``warning: ...`` on stderr, always one line (a matrix in the message is written on it)."""
+    from . import one_line
+
+    sys.stderr.write(f"warning: {one_line(message)}\n")
 
 
 MATRIX_EDGE = 6  # rows/columns shown at each end of a large matrix
@@ -202,7 +222,7 @@ def print_matrix(rows: Sequence[str], columns: Sequence[str], matrix: Any, title
             continue
         body.append([rows[i], *("" if j is None else number(m[i, j], MATRIX_DIGITS) for j in col_idx)])
     note = f"{m.shape[0]} x {m.shape[1]}" if m.shape[0] > len(body) or m.shape[1] > len(col_idx) else None
-    if rich_wanted():
+    if rich_wanted() and table_fits([header, *body]):
         from rich.console import Console
         from rich.table import Table
 

@@ -60,11 +60,14 @@ class View:
     def json(self) -> dict[str, Any]:
         return self.model.to_dict()
 
-    def save(self, path: str | Path, fmt: str | None = None) -> Path:
-        """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .dot .json .txt)."""
+    def save(self, path: str | Path, fmt: str | None = None, layout_timeout: float | None = 30.0) -> Path:
+        """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .dot .json .txt).
+        Graphviz gets ``layout_timeout`` seconds to draw a picture (None: no limit)."""
+        from .layout import time_limit
         from .output import write
 
-        return write(self.model, Path(path), fmt)
+        with time_limit(layout_timeout):
+            return write(self.model, Path(path), fmt)
 
     def _repr_svg_(self) -> str:  # pictures in Jupyter
         from .views import picture

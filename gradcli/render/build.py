@@ -75,8 +75,9 @@ def build(
     texts = texts if texts is not None else {}
     traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
     roots = [edge_node(t._edge) for t in outputs if t._edge is not None]
-    kept, hidden = _reachable(roots, max_nodes)
-    builder = _Builder(traced, texts)
+    constant_outputs = sum(t._edge is None for t in outputs)  # always shown, so they take room first
+    kept, hidden, room = _reachable(roots, max(max_nodes - constant_outputs, 0), traced)
+    builder = _Builder(traced, texts, room)
     for node in _evaluation_order(kept, traced, roots):
         builder.add(node)
     out_ids = [builder.output_node(t) for t in outputs]
@@ -119,8 +120,14 @@ def build(
 # --- which nodes ---------------------------------------------------------------------------------
 
 
-def _reachable(roots: list[Any], limit: int) -> tuple[list[Any], Counter]:
-    """Nodes reachable from the roots, nearest first, at most ``limit``; a count of the rest by kind."""
+def _reachable(roots: list[Any], limit: int, traced: dict[int, Any]) -> tuple[list[Any], Counter, dict[Any, int]]:
+    """Nodes reachable from the roots, nearest first, and how many of each one's constant operands
+    are shown: ``limit`` nodes in all, constants included; a count of the rest by kind.
+
+    Nodes come first with all their constants while they fit; then nodes alone; then what room
+    is left goes to the constants of the nodes taken alone (a 3,000-constant ``stack`` shows
+    its variable and a few of its constants, not 3,000 boxes).
+    """
     seen = dict.fromkeys(roots)
     queue = deque(roots)
     while queue:
@@ -132,9 +139,36 @@ def _reachable(roots: list[Any], limit: int) -> tuple[list[Any], Counter]:
                     seen[m] = None
                     queue.append(m)
     ordered = list(seen)
-    if len(ordered) <= limit:
-        return ordered, Counter()
-    return ordered[:limit], Counter(n.name() for n in ordered[limit:])
+    counts = [_constant_operands(n, traced) for n in ordered]
+    room: dict[Any, int] = {}
+    used = cut = 0
+    while cut < len(ordered) and used + 1 + counts[cut] <= limit:  # nodes with all their constants
+        room[ordered[cut]] = counts[cut]
+        used += 1 + counts[cut]
+        cut += 1
+    whole = cut
+    cut = max(min(whole + limit - used, len(ordered)), len(set(roots)))  # nodes alone; the outputs always
+    used += cut - whole
+    for k in range(whole, cut):  # what room is left, to their constants
+        room[ordered[k]] = min(counts[k], max(limit - used, 0))
+        used += room[ordered[k]]
+    hidden = Counter(n.name() for n in ordered[cut:])
+    dropped = sum(counts) - sum(room.values())
+    if dropped:
+        hidden["constant"] += dropped
+    return ordered[:cut], hidden, room
+
+
+def _constant_operands(node: Any, traced: dict[int, Any]) -> int:
+    """How many constant operands of ``node`` the trace shows (each one a node of the graph)."""
+    entry = traced.get(id(node))
+    if entry is None or entry[1] is None:
+        return 0
+    inputs = entry[1]
+    if isinstance(node, FunctionNode):
+        slots = dict(zip(node.positions, node.next))
+        return sum(slots.get(i) is None for i in range(len(inputs)))
+    return sum(e is None for e in node.next[: len(inputs)])
 
 
 def _evaluation_order(nodes: list[Any], traced: dict[int, Any], roots: list[Any]) -> list[Any]:
@@ -181,9 +215,10 @@ def _leaves_before_first_use(ops: list[Any], leaves: list[Any]) -> list[Any]:
 
 
 class _Builder:
-    def __init__(self, traced: dict[int, Any], texts: dict[int, str]) -> None:
+    def __init__(self, traced: dict[int, Any], texts: dict[int, str], room: dict[Any, int] | None = None) -> None:
         self.traced = traced
         self.texts = texts
+        self.room = room  # autograd node -> how many of its constant operands are shown (None: all)
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.ids: dict[Any, str] = {}  # autograd node -> model id
@@ -233,12 +268,20 @@ class _Builder:
             model.shape = model.value.shape
         self._append(node, model)
         refs = []
+        hidden_edge = False
         for i, source in enumerate(sources):
             if source is None:  # a constant operand the graph did not see (no trace)
                 refs.append("const")
                 continue
+            if source == "hidden":  # one edge from the summary, one "..." for a run of hidden inputs
+                if not hidden_edge:
+                    self.edges.append(Edge(source, node_id, i))
+                    hidden_edge = True
+                if not refs or refs[-1] != "...":
+                    refs.append("...")
+                continue
             self.edges.append(Edge(source, node_id, i))
-            refs.append("..." if source == "hidden" else self.nodes[int(source[1:])].key)
+            refs.append(self.nodes[int(source[1:])].key)
         text = self.texts.get(id(result)) if result is not None else None
         model.label = text or _expression(op, refs)
         model.generated = text is None
@@ -256,11 +299,16 @@ class _Builder:
             count = len(inputs) if inputs is not None else (max(node.positions) + 1 if node.positions else 0)
             edges = tuple(slots.get(i) for i in range(count))
         sources: list[str | None] = []
+        room = None if self.room is None else self.room.get(node, 0)
         for i, e in enumerate(edges):
             if e is not None:
                 sources.append(self.ids.get(edge_node(e), "hidden"))  # not kept: beyond the cut
             elif inputs is not None and i < len(inputs):
+                if room is not None and room <= 0:
+                    sources.append("hidden")  # beyond --max-nodes: counted in the summary
+                    continue
                 sources.append(self._constant(inputs[i]).id)
+                room = None if room is None else room - 1
             else:
                 sources.append(None)
         return sources

@@ -106,12 +106,26 @@ class Graph:
 
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
+        self._indexed = -1  # len(edges) when the indexes below were built
 
     def inputs_of(self, node_id: str) -> list[Edge]:
-        return sorted((e for e in self.edges if e.target == node_id), key=lambda e: e.input)
+        return list(self._index()[0].get(node_id, ()))
 
     def consumers_of(self, node_id: str) -> list[Edge]:
-        return [e for e in self.edges if e.source == node_id]
+        return list(self._index()[1].get(node_id, ()))
+
+    def _index(self) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
+        """Edges by target (in input order) and by source: one pass, so views stay linear in the graph."""
+        if self._indexed != len(self.edges):
+            by_target: dict[str, list[Edge]] = {}
+            by_source: dict[str, list[Edge]] = {}
+            for e in self.edges:
+                by_target.setdefault(e.target, []).append(e)
+                by_source.setdefault(e.source, []).append(e)
+            for edges in by_target.values():
+                edges.sort(key=lambda e: e.input)
+            self._inputs, self._consumers, self._indexed = by_target, by_source, len(self.edges)
+        return self._inputs, self._consumers
 
     def to_dict(self) -> dict[str, Any]:
         """SPEC's JSON keys (nodes: id, op, label, grad_fn, is_leaf, value, grad; edges: source,

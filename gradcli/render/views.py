@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingProgram, UsageError
+from ..errors import printable
 from .model import Edge, Graph, Node
 
 # --- shared pieces ----------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def text(graph: Graph) -> str:
             facts.append("BLAMED")
         lines.append(f"{name} = {body}" + (f"  # {'  '.join(facts)}" if facts else ""))
     lines += [f"# {note}" for note in graph.notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(printable, lines)) + "\n"
 
 
 def _ref(graph: Graph, edge: Edge) -> str:
@@ -156,10 +156,11 @@ def _describe(graph: Graph, node: Node) -> str:
 def tree_plain(graph: Graph) -> str:
     """The tree in plain text, with guide lines (``├──``, ``│``, ``└──``)."""
     rows = tree_lines(graph)
+    lasts = _last_children(rows)
     out = []
     open_levels: list[bool] = []  # per ancestor depth: does it have more children to come?
     for i, (depth, line, edge_text) in enumerate(rows):
-        last = _is_last_child(rows, i)
+        last = lasts[i]
         if depth == 0:
             prefix = ""
             open_levels = []
@@ -169,18 +170,21 @@ def tree_plain(graph: Graph) -> str:
             open_levels.append(not last)
         out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
     out += [f"({note})" for note in graph.notes]
-    return "\n".join(out) + "\n"
+    return "\n".join(map(printable, out)) + "\n"
 
 
-def _is_last_child(rows: list[tuple[int, str, str]], i: int) -> bool:
-    """No later sibling before the parent's subtree ends."""
-    depth = rows[i][0]
-    for later_depth, _, _ in rows[i + 1 :]:
-        if later_depth < depth:
-            return True
-        if later_depth == depth:
-            return False
-    return True
+def _last_children(rows: list[tuple[int, str, str]]) -> list[bool]:
+    """For each row: no later sibling before the parent's subtree ends (one pass from the end)."""
+    lasts = [True] * len(rows)
+    sibling_below: list[bool] = []  # per depth: a row of that depth follows, with none shallower between
+    for i in range(len(rows) - 1, -1, -1):
+        depth = rows[i][0]
+        del sibling_below[depth + 1 :]
+        while len(sibling_below) <= depth:
+            sibling_below.append(False)
+        lasts[i] = not sibling_below[depth]
+        sibling_below[depth] = True
+    return lasts
 
 
 def tree_rich(graph: Graph) -> Any:
@@ -191,11 +195,11 @@ def tree_rich(graph: Graph) -> Any:
     roots: list[Any] = []
     parents: list[Any] = []
     for depth, line, edge_text in rows:
-        label = Text(line, style="bold" if depth == 0 else "")
+        label = Text(printable(line), style="bold" if depth == 0 else "")
         if "(shown above)" in line:
             label.stylize("dim")
         if edge_text:
-            label.append(f"   {edge_text}", style="cyan")
+            label.append(f"   {printable(edge_text)}", style="cyan")
         if depth == 0:
             node = Tree(label, guide_style="dim")
             roots.append(node)
@@ -224,7 +228,7 @@ def dot(graph: Graph) -> str:
     import graphviz
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "bgcolor": "white",
-                                                "nodesep": "0.35", "ranksep": "0.6"},
+                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
     for node in graph.nodes:
@@ -232,14 +236,32 @@ def dot(graph: Graph) -> str:
     for edge in graph.edges:
         attrs: dict[str, str] = {}
         if edge.local_grad is not None:
-            attrs["label"] = " " + partial(graph, edge) + " "
+            attrs["label"] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
         if edge.highlighted:
             attrs.update(color=COLOURS["highlight"], penwidth="2.6")
         g.edge(edge.source, edge.target, **attrs)
     if graph.notes:
-        g.attr(label=html.escape("\n".join(graph.notes)), labelloc="b", fontsize="10", fontcolor="#666666")
+        g.attr(
+            label=html.escape("\n".join(map(printable, graph.notes))), labelloc="b", fontsize="10", fontcolor="#666666"
+        )
     return g.source
+
+
+LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
+
+
+def _layout_limits(graph: Graph) -> dict[str, str]:
+    """Attributes that keep dot fast. A variable used all along a chain (``x`` in a sum of powers,
+    a Horner scheme) has edges that skip hundreds of ranks; dot makes each skipped rank a virtual
+    node (twice, as edge labels double the ranks), so 200 nodes become ~18,000, and without a
+    limit its network simplex placing them ran for minutes. ``nslimit``/``nslimit1`` stop it after
+    2 passes per node (small graphs converge before: the same picture); routing splines around
+    those virtual nodes then dominates, so large graphs get straight edges."""
+    limits = {"nslimit": "2", "nslimit1": "2"}
+    if len(graph.nodes) > LARGE_PICTURE:
+        limits["splines"] = "line"
+    return limits
 
 
 def _dot_style(node: Node) -> dict[str, str]:
@@ -261,7 +283,9 @@ def _dot_style(node: Node) -> dict[str, str]:
 
 
 def _dot_label(graph: Graph, node: Node) -> str:
-    esc = html.escape
+    def esc(text: str) -> str:
+        return html.escape(printable(text))
+
     lines = [f"<b>{esc(title(node))}</b>"]
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
@@ -284,15 +308,8 @@ FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf")
 
 
 def picture(graph: Graph, fmt: str) -> bytes:
-    """PNG, SVG or PDF bytes, drawn by Graphviz's dot program."""
-    import graphviz
+    """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
+    (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer)."""
+    from .layout import current_limit, run_dot
 
-    try:
-        return graphviz.Source(dot(graph)).pipe(format=fmt)
-    except graphviz.ExecutableNotFound:
-        raise MissingProgram(
-            f"{fmt.upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
-            "macOS: brew install graphviz); --format dot writes the DOT text without it"
-        ) from None
-    except graphviz.CalledProcessError as exc:
-        raise UsageError(f"dot could not draw the graph: {exc.stderr.decode(errors='replace').strip()}") from None
+    return run_dot(dot(graph), fmt, current_limit(), nodes=sum(n.kind != "hidden" for n in graph.nodes))

@@ -1,0 +1,177 @@
+"""Running Graphviz's ``dot``: bounded in time, never outliving gradcli, its messages in our words.
+
+``dot`` lays a graph out in time that grows steeply with long edges (each edge that
+skips k ranks becomes k virtual nodes, and edge labels double the ranks), so a
+picture of a few hundred nodes could run for minutes. The run is given a time limit
+(``--layout-timeout``); SIGINT and SIGTERM end the child with the parent, and on Linux
+the child is also told to die when its parent does (a SIGKILL leaves no orphan either).
+What ``dot`` prints on stderr becomes one Python warning (``RenderWarning``) that the
+CLI shows as one ``warning:`` line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from ..errors import MissingProgram, UsageError, printable
+
+LAYOUT_TIMEOUT = 30.0  # seconds: the default of --layout-timeout
+_limit: ContextVar[float | None] = ContextVar("layout_timeout", default=LAYOUT_TIMEOUT)
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Pictures drawn in the block give dot ``seconds`` (None: no limit) instead of ``LAYOUT_TIMEOUT``."""
+    token = _limit.set(checked_limit(seconds))
+    try:
+        yield
+    finally:
+        _limit.reset(token)
+
+
+def checked_limit(seconds: float | None) -> float | None:
+    """``seconds`` if it is a usable time limit (a finite number > 0, or None), else a UsageError."""
+    if seconds is not None and not (seconds > 0 and seconds < float("inf")):
+        raise UsageError(f"--layout-timeout must be a finite number of seconds > 0, not {seconds!r}")
+    return seconds
+
+
+def current_limit() -> float | None:
+    return _limit.get()
+
+
+class RenderWarning(UserWarning):
+    """Something Graphviz said while drawing (the picture was still made)."""
+
+
+def run_dot(source: str, fmt: str, timeout: float | None = LAYOUT_TIMEOUT, nodes: int | None = None) -> bytes:
+    """The picture ``dot -T<fmt>`` draws from ``source``, within ``timeout`` seconds (None: no limit)."""
+    program = shutil.which("dot")
+    if program is None:
+        raise MissingProgram(
+            f"{fmt.upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
+            "macOS: brew install graphviz); --format dot writes the DOT text without it"
+        )
+    with _ended_on_signals() as children:
+        try:
+            child = subprocess.Popen(
+                [program, f"-T{fmt}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=_die_with_parent(),  # noqa: PLW1509 - async-signal-safe: one prctl call
+            )
+        except OSError as exc:
+            raise MissingProgram(f"cannot run Graphviz's dot ({program}): {exc.strerror or exc}") from None
+        children.append(child)
+        try:
+            picture, messages = child.communicate(source.encode("utf-8"), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            size = f"{nodes:,} nodes" if nodes is not None else "the graph"
+            raise UsageError(
+                f"Graphviz's dot did not finish laying out {size} within {timeout:g} s (--layout-timeout): "
+                "show fewer with --max-nodes, allow more time with --layout-timeout, "
+                "or write --format dot, text or json, which need no layout"
+            ) from None
+    said = _graphviz_said(messages.decode("utf-8", errors="replace"))
+    if child.returncode != 0:
+        raise UsageError(f"Graphviz's dot could not draw the graph: {said or f'exit code {child.returncode}'}")
+    if said:
+        warnings.warn(said, RenderWarning, stacklevel=2)
+    return picture
+
+
+_SCALED = re.compile(r"too large for cairo-renderer bitmaps\. Scaling by ([\d.eE+-]+) to fit")
+
+
+def _graphviz_said(stderr: str) -> str:
+    """Graphviz's messages as one line of ours (empty when it said nothing)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    scaled = _SCALED.search(stderr)
+    if scaled:
+        first = (
+            f"the picture is too large for a Graphviz bitmap: drawn at {float(scaled.group(1)):.2g} of its size "
+            "(write .svg or .pdf for full size, or show fewer nodes with --max-nodes)"
+        )
+        rest = [line for line in lines if not _SCALED.search(line)]
+    else:
+        first = "Graphviz: " + re.sub(r"^(Warning|Error):\s*", "", lines[0])
+        rest = lines[1:]
+    if rest:
+        first += f" (and {len(rest)} more message{'s' if len(rest) > 1 else ''} from dot)"
+    return printable(" ".join(first.split()))
+
+
+@contextmanager
+def _ended_on_signals() -> Iterator[list[Any]]:
+    """The children started in the block are killed when it ends, however it ends: normally, by an
+    exception (SIGINT is a KeyboardInterrupt) or by SIGTERM/SIGHUP, which are then re-delivered
+    to this process with their default action, so it still ends as the signal says."""
+    children: list[Any] = []
+    caught: list[int] = []
+    previous: dict[int, Any] = {}
+
+    def stop(signum: int, frame: Any) -> None:
+        caught.append(signum)
+        raise _Stopped(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:  # ignored stays ignored
+                previous[signum] = signal.signal(signum, stop)
+    try:
+        yield children
+    except _Stopped:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if caught:
+        handler = previous.get(caught[0])
+        if callable(handler):  # someone else's handler was in place: let it decide
+            handler(caught[0], None)
+        else:
+            signal.signal(caught[0], signal.SIG_DFL)
+            os.kill(os.getpid(), caught[0])
+        raise SystemExit(128 + caught[0])
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived while dot was running."""
+
+
+def _die_with_parent() -> Any:
+    """On Linux, a function for the child to run before exec: die (SIGKILL) when the parent does."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arrange() -> None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the line above
+            os._exit(1)
+
+    return arrange
