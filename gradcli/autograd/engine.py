@@ -347,6 +347,10 @@ def grad(
     >>> gc.grad(dx, x)
     (tensor(6.),)
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+        )
     outs = _check_outputs(_as_list(outputs))
     ins = _as_list(inputs)
     if allow_unused is None:
@@ -373,12 +377,31 @@ def grad(
                     "One of the differentiated Tensors appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
-            result.append(wrap(np.zeros_like(t._value)) if materialize_grads else None)
+            if materialize_grads:  # PyTorch: zeros_like(input, requires_grad=create_graph)
+                zeros = Tensor(np.zeros_like(t._value), dtype=t._value.dtype)
+                result.append(zeros.requires_grad_() if create_graph else zeros)
+            else:
+                result.append(None)
         elif isinstance(g, Tensor):
-            result.append(g)
+            result.append(g if g._value.dtype == t._value.dtype else _as_dtype(g, t._value.dtype))
         else:
+            g = g if np.result_type(g) == t._value.dtype else _cast(g, t._value.dtype)
             result.append(wrap(np.array(g, copy=True) if g.__class__ is _ndarray else g))
     return tuple(result)
+
+
+def _cast(g: Any, dtype: Any) -> Any:
+    """A gradient in its input's dtype (PyTorch's guarantee); a real input keeps the real part."""
+    g = np.asarray(g)
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        g = g.real
+    return g.astype(dtype)[()]
+
+
+def _as_dtype(g: Tensor, dtype: Any) -> Tensor:
+    from .functions import to
+
+    return to(g, dtype)
 
 
 def _input_key(t: Tensor) -> Any:

@@ -201,6 +201,9 @@ class OpNode(Node):
     def retain(self, tensor: Tensor, edge: Any) -> None:
         self._retain = weakref.ref(tensor)
 
+    def unretain(self, edge: Any) -> None:
+        self._retain = None
+
     def retained(self, edge: Any) -> Tensor | None:
         ref = self._retain
         return None if ref is None else ref()
@@ -270,7 +273,9 @@ class BinaryNode(OpNode):
     @property
     def saved(self) -> Any:
         s0 = self.s0
-        return s0 if s0 is None or s0 is FREED else (s0, self.s1)
+        if s0 is FREED or (s0 is None and self.s1 is None):
+            return s0
+        return (s0, self.s1)
 
     @saved.setter
     def saved(self, value: Any) -> None:

@@ -66,7 +66,7 @@ def make_node(
     saves = prim.saves
     saved = out_saved = versions = shapes = None
     if saves == "inputs" or saves == "both":
-        saved = tuple(inputs)
+        saved = tuple(inputs) if not prim.reads else _read_inputs(prim, inputs, edges)
         if _tensor_mod.inplace_seen:
             seen = tuple(storage_root(x)._version if x.__class__ is Tensor else 0 for x in inputs)
             versions = seen if any(seen) else None
@@ -83,6 +83,13 @@ def make_node(
                 shapes = in_shapes
                 break
     return _node_cls(prim, inputs, params)(edges, saved, out_saved, params, shapes, versions)
+
+
+def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The inputs that the rules of the inputs requiring grad read (``None`` for the rest)."""
+    reads = prim.reads
+    wanted = {j for i, e in enumerate(edges) if e is not None for j in reads[i]}
+    return tuple(x if j in wanted else None for j, x in enumerate(inputs))
 
 
 def _mark_view(result: Tensor, inputs: Any) -> None:
@@ -205,8 +212,14 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     node.e0 = ea
     node.e1 = eb
     if saves == "inputs" or saves == "both":
-        node.s0 = a
-        node.s1 = b
+        reads = prim.reads
+        if reads and (ea is None or eb is None):  # one side is constant: save what the other's rule reads
+            needed = reads[0] if ea is not None else reads[1]
+            node.s0 = a if 0 in needed else None
+            node.s1 = b if 1 in needed else None
+        else:
+            node.s0 = a
+            node.s1 = b
     else:
         node.s0 = node.s1 = None
     node.out = out if saves == "output" or saves == "both" else None
@@ -227,7 +240,30 @@ def matmul(a: Any, b: Any) -> Any:
     b_ndim = b.ndim if b.__class__ is Tensor else np.ndim(b)
     if a_ndim == 0 or b_ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D")
-    return apply(_linalg.matmul_primitive(a_ndim, b_ndim), (a, b))
+    try:
+        return apply(_linalg.matmul_primitive(a_ndim, b_ndim), (a, b))
+    except ValueError:
+        raise RuntimeError(matmul_mismatch(np.shape(_value(a)), np.shape(_value(b)))) from None
+
+
+def _value(x: Any) -> Any:
+    return x._value if x.__class__ is Tensor else x
+
+
+def matmul_mismatch(sa: tuple[int, ...], sb: tuple[int, ...]) -> str:
+    """PyTorch's message for operands whose inner sizes differ (naming both shapes)."""
+    dims = "x".join
+    if len(sa) == 1 and len(sb) == 1:
+        return (
+            f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the same number of "
+            f"elements, but got {sa[0]} and {sb[0]} elements respectively"
+        )
+    if len(sa) == 2 and len(sb) == 1:
+        return f"size mismatch, got input ({sa[0]}), mat ({dims(map(str, sa))}), vec ({sb[0]})"
+    if len(sa) <= 2 and len(sb) == 2:
+        a2 = sa if len(sa) == 2 else (1,) + sa
+        return f"mat1 and mat2 shapes cannot be multiplied ({dims(map(str, a2))} and {dims(map(str, sb))})"
+    return f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied (inner sizes or batch sizes differ)"
 
 
 def getitem(x: Tensor, index: tuple[Any, ...]) -> Tensor:

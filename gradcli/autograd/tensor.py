@@ -247,7 +247,12 @@ class Tensor:
         return self._value.ndim
 
     def size(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
+        if dim is None:
+            return self.shape
+        n = max(self.ndim, 1)
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        return self.shape[dim] if self.ndim else 1
 
     def numel(self) -> int:
         return int(np.size(self._value))
@@ -315,6 +320,11 @@ class Tensor:
             if edge is not None and edge.__class__ is _node.AccumulateGrad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             base = self._base
+            if base is not None and base._edge.__class__ is _node.AccumulateGrad:
+                # also when the view was taken before its base required grad (PyTorch checks the base)
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
             if recording and edge is not None and base is not None and base._edge is not None:
                 if base._edge.__class__ is _node.AccumulateGrad:
                     raise RuntimeError(
@@ -342,6 +352,8 @@ class Tensor:
         root._version += 1
         if new_edge is not edge:
             if edge is not None and self.retains_grad:
+                # .grad is the gradient of the newest version only (PyTorch moves the hook)
+                _node.edge_node(edge).unretain(edge)
                 _node.edge_node(new_edge).retain(self, new_edge)
             self._edge = new_edge
         return self

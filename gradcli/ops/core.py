@@ -80,6 +80,10 @@ class Primitive:
     domain: tuple[tuple[float, float], ...] = ()  # per input, an interval where it is smooth (tests, checks)
     arg_names: tuple[str, ...] = ()  # how docs name the inputs (default x; a, b; c, a, b)
     doc: str = ""
+    # per input, which inputs its reverse rule reads (empty: every input). A node saves an
+    # input only when the rule of some other input that requires grad reads it, so `3 * d`
+    # does not keep `d` (PyTorch's test_no_unnecessary_save).
+    reads: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.saves not in SAVES:

@@ -79,6 +79,7 @@ MUL = binary(
     label="*",
     numpy=(np.multiply,),
     doc="a * b",
+    reads=((1,), (0,)),
 )
 DIV = binary(
     "div",
@@ -89,6 +90,7 @@ DIV = binary(
     label="/",
     numpy=(np.true_divide,),
     doc="a / b",
+    reads=((1,), (0, 1)),
     domain=((-3.0, 3.0), (0.5, 3.0)),
 )
 NEG = unary(
@@ -118,9 +120,12 @@ def _pow_dexp(g, out, x, y):
     # PyTorch's pow_backward_exponent: zero where base == 0 and exponent >= 0. The power
     # is recomputed rather than saved: most exponents are constants, and saving x ** y
     # would keep a whole array alive for a rule that never runs.
-    if isinstance(x, (int, float)) and x != 0:
-        return g * (x**y * np.log(float(x)))
-    return np.where((x == 0) & (y >= 0), 0.0, g * (x**y * np.log(x)))
+    if isinstance(x, (int, float)) and x > 0:
+        return g * (x**y * math.log(x))  # a Python float: the tangent keeps y's dtype (float32)
+    # log of 1 where the base is 0: the masked branch stays finite, so its own derivatives
+    # (create_graph) are 0 rather than 0 * -inf = nan
+    safe = np.where(x == 0, 1.0, x)
+    return np.where((x == 0) & (y >= 0), 0.0, g * (x**y * np.log(safe)))
 
 
 POW = binary(
@@ -471,6 +476,7 @@ WHERE = primitive(
     formulas=("0", "({0} != 0)", "({0} == 0)"),
     sympy=lambda sp, c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
     analytic=True,  # the condition is a constant once recorded; values pass through
+    reads=((0,), (0,), (0,)),
     doc="where(c, a, b): a where c is true, else b",
 )
 

@@ -144,8 +144,9 @@ def _norm_weight(out, x, axis, keepdims):
 def _extreme_rule(g, out, x, axis, keepdims):
     # PyTorch's amax/amin backward: ties share the gradient evenly
     nb = batch_ndim(g, out)
-    mask = np.asarray(x) == _keep(np.asarray(out), x.shape, axis, keepdims)
-    share = mask / mask.sum(axis=axis, keepdims=True)
+    xv = np.asarray(x)
+    mask = xv == _keep(np.asarray(out), x.shape, axis, keepdims)
+    share = (mask / mask.sum(axis=axis, keepdims=True)).astype(xv.dtype)  # float32 stays float32
     return _keep(g, x.shape, axis, keepdims, nb) * share
 
 
