@@ -468,3 +468,58 @@ def test_cat_of_zero_dim_tensors_is_a_runtime_error():
     assert str(info.value) == "zero-dimensional tensor (at position 0) cannot be concatenated"
     with pytest.raises(RuntimeError, match=r"at position 1"):
         gc.cat([gc.tensor([1.0]), gc.tensor(2.0)])
+
+
+# --- deep reentrant backward ------------------------------------------------------------------------
+
+
+def _reentrant_function(lib):
+    class Reenter(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, depth):
+            ctx.x = x.detach()
+            ctx.depth = depth
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.depth > 0:
+                with lib.enable_grad():
+                    x = ctx.x.detach().requires_grad_()
+                    Reenter.apply(x, ctx.depth - 1).sum().backward()
+            return g * 2, None
+
+    return Reenter
+
+
+def test_two_thousand_deep_reentrant_backward():
+    x = gc.tensor(1.0, requires_grad=True)
+    _reentrant_function(gc).apply(x, 2000).backward()
+    assert x.grad.item() == 2.0
+    if torch is not None:
+        tx = tt(1.0, True)
+        _reentrant_function(torch).apply(tx, 2000).backward()
+        assert tx.grad.item() == x.grad.item()
+
+
+def test_an_error_deep_in_a_reentrant_backward_reaches_the_caller():
+    class Boom(gc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, depth):
+            ctx.depth = depth
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.depth == 0:
+                raise KeyError("deep")
+            with gc.enable_grad():
+                Boom.apply(gc.tensor(1.0, requires_grad=True), ctx.depth - 1).backward()
+            return g, None
+
+    with pytest.raises(KeyError, match="deep"):
+        Boom.apply(gc.tensor(1.0, requires_grad=True), 600).backward()
+    assert gc.is_grad_enabled()
+    y = gc.tensor(3.0, requires_grad=True)
+    (y * y).backward()  # the engine is usable afterwards
+    assert y.grad.item() == 6.0

@@ -14,6 +14,8 @@ user's ``gradient=``) are never written to.
 from __future__ import annotations
 
 import gc as _gc
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -163,15 +165,58 @@ def run_backward(
     returned instead, leaves are left alone and only nodes that lead to a
     captured node run.
     """
+    depth = _reentrant.depth
+    if depth and _stack_depth() > sys.getrecursionlimit() // 2:
+        # a backward called from a backward (a custom Function's), deep enough to run out
+        # of stack: continue on a fresh thread's stack, as PyTorch's engine does
+        return _on_fresh_stack(
+            lambda: run_backward(
+                roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=capture, nbatch=nbatch
+            )
+        )
     # The engine makes no reference cycles, and a cycle collection rescans the whole
     # graph every few hundred allocations: pause the collector while propagating.
     collecting = _gc.isenabled()
     _gc.disable()
+    _reentrant.depth = depth + 1
     try:
         return _propagate(roots, grads, retain_graph, create_graph, capture, nbatch)
     finally:
+        _reentrant.depth = depth
         if collecting:
             _gc.enable()
+
+
+class _Reentrant(threading.local):
+    depth = 0  # backward passes running on this thread (more than 1: reentrant)
+
+
+_reentrant = _Reentrant()
+
+
+def _stack_depth() -> int:
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
+def _on_fresh_stack(fn: Any) -> Any:
+    """``fn()`` on a new thread (its own stack and recursion count), waited for."""
+    outcome: list[Any] = [None, None]
+
+    def run() -> None:
+        try:
+            outcome[0] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome[1] = exc
+
+    worker = threading.Thread(target=run, name="gradcli-reentrant-backward")
+    worker.start()
+    worker.join()
+    if outcome[1] is not None:
+        raise outcome[1]
+    return outcome[0]
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
