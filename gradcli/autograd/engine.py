@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from ..ops import COPY as COPY_PRIM
+from ..ops import REAL as REAL_PRIM
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
+from . import tensor as _tensor_mod
 from .node import AccumulateGrad, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
@@ -49,6 +51,8 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
         if g is None:
             if np.size(out._value) != 1:
                 raise RuntimeError(SCALAR_ONLY)
+            if out._value.dtype.kind == "c":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
             g = np.ones_like(out._value)
         else:
             gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.asarray(out._value).dtype)
@@ -130,7 +134,13 @@ def _add(grads: dict[Any, Any], owned: set[Any], node: Any, g: Any, create: bool
     prev = grads.get(node)
     if prev is None:
         grads[node] = g
-    elif not create and node in owned and prev.__class__ is _ndarray and prev.shape == np.shape(g):
+    elif (
+        not create
+        and node in owned
+        and prev.__class__ is _ndarray
+        and prev.shape == np.shape(g)
+        and (not _tensor_mod.complex_seen or prev.dtype == np.result_type(prev, g))
+    ):
         prev += g
     else:
         total = prev + g
@@ -300,6 +310,8 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
     current = holder._grad
     if create:
         g = g if isinstance(g, Tensor) else wrap(g)
+        if g._value.dtype != holder._value.dtype:
+            g = _as_dtype(g, holder._value.dtype)
         if current is None:
             holder._grad = COPY_PRIM(g)  # recorded: PyTorch shows grad_fn=<CopyBackwards>
         else:
@@ -307,7 +319,7 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
         return
     dtype = holder._value.dtype
     if getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g).astype(dtype)
+        g = _cast(g, dtype)
         owned = True
     if current is None:
         if g.__class__ is _ndarray and not owned:
@@ -446,6 +458,8 @@ def _cast(g: Any, dtype: Any) -> Any:
 def _as_dtype(g: Tensor, dtype: Any) -> Tensor:
     from .functions import to
 
+    if g._value.dtype.kind == "c" and dtype.kind != "c":
+        g = REAL_PRIM(g)
     return to(g, dtype)
 
 

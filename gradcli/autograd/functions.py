@@ -18,7 +18,7 @@ from .. import ops
 from ..ops import PRIMITIVES
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
-from .tensor import MinMax, Tensor, as_value, wrap
+from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -176,6 +176,26 @@ def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     return apply(ops.CLAMP, (as_tensor(x),), (min, max))
 
 
+def conj(x: Any) -> Tensor:
+    """Complex conjugate (``x`` itself when it is real, as in PyTorch)."""
+    x = as_tensor(x)
+    return unary(ops.CONJ, x) if x.dtype.kind == "c" else x
+
+
+def real(x: Any) -> Tensor:
+    """Real part (``x`` itself when it is real)."""
+    x = as_tensor(x)
+    return unary(ops.REAL, x) if x.dtype.kind == "c" else x
+
+
+def imag(x: Any) -> Tensor:
+    """Imaginary part of a complex tensor."""
+    x = as_tensor(x)
+    if x.dtype.kind != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return unary(ops.IMAG, x)
+
+
 def detach(x: Any) -> Tensor:
     """The value of ``x``, with no gradient flowing back through it."""
     return as_tensor(x).detach()
@@ -293,6 +313,8 @@ concatenate = cat
 def to(x: Any, dtype: Any) -> Tensor:
     x = as_tensor(x)
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        mark_complex(np.empty(0, dtype))
     return x if x.dtype == dtype else apply(ops.TO_COPY, (x,), (dtype,))
 
 

@@ -22,6 +22,7 @@ from .tensor import Tensor, storage_root, wrap
 _ndarray = np.ndarray
 _new = object.__new__
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
+_REAL_SCALARS = (int, float, np.floating, np.integer, np.bool_)  # (the fast path: complex ones note themselves)
 _plain_classes: dict[Primitive, type] = {}
 
 #: While a graph is being drawn, every recorded node with its output tensor and its
@@ -34,6 +35,7 @@ _variant_classes: dict[tuple[Any, ...], type] = {}
 def constant(x: Any) -> Any:
     """A non-tensor operand as NumPy sees it; numbers stay Python numbers (weakly typed)."""
     if isinstance(x, _SCALARS) or x.__class__ is _ndarray:
+        _tensor_mod.mark_complex(x)
         return x
     if isinstance(x, (list, tuple)):
         return np.asarray(x, dtype=np.float64) if not _has_tensor(x) else np.asarray(_values(x))
@@ -169,7 +171,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         av = a._value
         ea = a._edge
     else:
-        if not isinstance(a, _SCALARS):
+        if not isinstance(a, _REAL_SCALARS):
             try:
                 a = constant(a)
             except TypeError:
@@ -180,7 +182,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b._value
         eb = b._edge
     else:
-        if not isinstance(b, _SCALARS):
+        if not isinstance(b, _REAL_SCALARS):
             try:
                 b = constant(b)
             except TypeError:

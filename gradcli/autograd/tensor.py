@@ -25,6 +25,20 @@ _ndarray = np.ndarray
 #: read on every operation.)
 inplace_seen = False
 
+#: Set when a complex value first enters tensors or the graph; until then no backward
+#: rule needs the complex (conjugate Wirtinger) handling. (A module global, like the above.)
+complex_seen = False
+
+
+def mark_complex(value: Any) -> None:
+    """Note that ``value`` is complex, if it is (called where values enter the graph)."""
+    global complex_seen
+    if not complex_seen and (value.__class__ is complex or getattr(value, "dtype", _REAL).kind == "c"):
+        complex_seen = True
+
+
+_REAL = np.dtype(np.float64)
+
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
     "won't be populated during backward(). If you indeed want the .grad field to be populated for a "
@@ -48,6 +62,9 @@ def as_value(data: Any, dtype: Any = None) -> Any:
         value = value.astype(np.float64)
     if value.dtype.kind not in "fcb":
         raise TypeError(f"cannot make a tensor of dtype {value.dtype}; use numbers")
+    if value.dtype.kind == "c":
+        global complex_seen
+        complex_seen = True
     # 0-d values are kept as NumPy scalars: arithmetic on them is ~10x faster than on 0-d
     # arrays; a tensor that gets aliased (.data, detach, numpy) first gets a real buffer.
     return value[()] if value.ndim == 0 else value
@@ -144,8 +161,12 @@ class Tensor:
         if not flag:
             self._edge = None
         elif edge is None:
-            if np.asarray(self._value).dtype.kind not in "fc":
+            kind = np.asarray(self._value).dtype.kind
+            if kind not in "fc":
                 raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            if kind == "c":
+                global complex_seen
+                complex_seen = True
             self._edge = _node.AccumulateGrad(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:

@@ -265,6 +265,53 @@ ATAN2 = binary(
 
 # --- kinks: PyTorch's subgradients ---------------------------------------------------------------
 
+# --- complex parts: the conjugate is not holomorphic, its rules are its own ---------------------------
+
+CONJ = unary(
+    "conj",
+    np.conjugate,
+    lambda g, out, x: CONJ(g),
+    "1",
+    lambda sp, x: sp.conjugate(x),
+    saves="nothing",
+    analytic=False,
+    numpy=(np.conjugate,),
+    public=False,
+    doc="complex conjugate (the identity on real values)",
+)
+REAL = unary(
+    "real",
+    np.real,
+    lambda g, out, x: REAL(g),  # the gradient of a real output is real
+    "1",
+    lambda sp, x: sp.re(x),
+    saves="nothing",
+    analytic=False,
+    numpy=(),
+    public=False,
+    doc="real part",
+)
+IMAG = unary(
+    "imag",
+    np.imag,
+    lambda g, out, x: REAL(g) * 1j if x.dtype.kind == "c" else np.zeros_like(g),  # imag(x) = 0 for real x
+    "i",
+    lambda sp, x: sp.im(x),
+    saves="meta",
+    analytic=False,
+    numpy=(),
+    public=False,
+    jvp=lambda t, out, x: IMAG(t),
+    doc="imaginary part",
+)
+
+
+def _sgn(z):
+    """z / |z|, 0 at 0 (PyTorch's sgn): the derivative of |z| in the conjugate Wirtinger sense."""
+    zero = z == 0
+    return np.where(zero, 0.0, z / np.where(zero, 1.0, np.abs(z)))
+
+
 ABS = unary(
     "abs",
     np.absolute,
@@ -274,6 +321,9 @@ ABS = unary(
     analytic=False,
     numpy=(np.absolute, np.abs),
     doc="absolute value; abs'(0) = 0",
+    # |z|: grad sgn(z) for a real grad; the tangent Re(conj(t) sgn(z)) (PyTorch's formulas)
+    complex_vjp=(lambda g, out, x: REAL(g) * _sgn(x),),
+    complex_jvp=lambda t, out, x: REAL(CONJ(t) * _sgn(x)),
 )
 SIGN = unary(
     "sign",
@@ -408,6 +458,8 @@ CLONE = unary(
 
 
 def _cast_rule(g, out, x, dtype):
+    if x.dtype.kind != "c" and np.iscomplexobj(g):  # back to a real input: its real part
+        g = REAL(g)
     return g.astype(x.dtype) if hasattr(g, "astype") else g
 
 
