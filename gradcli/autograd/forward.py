@@ -43,7 +43,7 @@ def primitive_tangent(
     if _tensor_mod.complex_seen and prim.arity >= 0 and any(_is_complex(v) for v in (out, *values)):
         if prim.complex_jvp is not None:
             return prim.complex_jvp(*tangents, out, *values, *params)
-        if not prim.analytic and prim.jvp is None and prim.saves != "nothing":
+        if not prim.analytic:
             raise RuntimeError(f"{prim.name} is not differentiable at complex inputs (it is not holomorphic)")
     if prim.arity < 0:
         return prim.jvp(tangents, out, *values, *params)

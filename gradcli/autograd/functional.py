@@ -327,8 +327,8 @@ def jvp(
     leaves = _leaves(ins)
     many_out, outs, tape = _run(func, leaves)
     _, vs = _as_tuple(v) if v is not None else (False, tuple(np.ones_like(x._value) for x in leaves))
-    seeds = {
-        forward.key(x): np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.float64)
+    seeds = {  # float64, or complex where the input or its tangent is complex
+        forward.key(x): np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.result_type(x._value, t, 1.0))
         for x, t in zip(leaves, vs)
     }
     tangents = forward.push(tape, seeds, nbatch=0)

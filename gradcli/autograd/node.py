@@ -394,7 +394,7 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
     values_complex = (out is not None and _is_complex(out)) or (
         saved is not None and any(v is not None and _is_complex(v) for v in saved)
     )
-    if not values_complex or (prim.complex_vjp is None and prim.saves in ("nothing", "meta")):
+    if not values_complex:
         return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
     if prim.complex_vjp is not None:
         return OpNode.apply(node, g, create, nbatch, retain, prim.complex_vjp)
@@ -403,6 +403,8 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
             f"{prim.name} is not differentiable at complex inputs (it is not holomorphic and has no "
             "complex rule); differentiate its real and imaginary parts instead"
         )
+    if prim.saves in ("nothing", "meta"):  # linear with real coefficients: conj would change nothing
+        return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
     grads = OpNode.apply(node, _CONJ(g), create, nbatch, retain, prim.vjp)
     return [None if gi is None else _CONJ(gi) for gi in grads]
 

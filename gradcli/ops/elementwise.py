@@ -278,6 +278,8 @@ CONJ = unary(
     numpy=(np.conjugate,),
     public=False,
     doc="complex conjugate (the identity on real values)",
+    complex_vjp=(lambda g, out, x: CONJ(g),),
+    complex_jvp=lambda t, out, x: CONJ(t),
 )
 REAL = unary(
     "real",
@@ -290,6 +292,8 @@ REAL = unary(
     numpy=(),
     public=False,
     doc="real part",
+    complex_vjp=(lambda g, out, x: REAL(g),),
+    complex_jvp=lambda t, out, x: REAL(t),
 )
 IMAG = unary(
     "imag",
@@ -303,6 +307,8 @@ IMAG = unary(
     public=False,
     jvp=lambda t, out, x: IMAG(t),
     doc="imaginary part",
+    complex_vjp=(lambda g, out, x: REAL(g) * 1j,),
+    complex_jvp=lambda t, out, x: IMAG(t),
 )
 
 
@@ -331,7 +337,7 @@ SIGN = unary(
     lambda g, out, x: np.zeros_like(g),
     "0",
     lambda sp, x: sp.sign(x),
-    saves="nothing",
+    saves="meta",  # (its dtype: a complex input is refused, sgn is not constant there)
     analytic=False,
     doc="sign: -1, 0 or 1; derivative 0",
 )
