@@ -307,6 +307,15 @@ def test_inplace_through_a_view_under_no_grad_is_allowed():
     assert x.tolist() == [2.0, 2.0]
 
 
+def test_inplace_through_detach_of_a_leaf_is_allowed():
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    x.detach().zero_()
+    assert x.tolist() == [0.0, 0.0]
+    y = gc.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y.detach()[0].mul_(3)  # a view of the detached tensor: still not a view of the leaf for autograd
+    assert y.tolist() == [[3.0, 6.0], [3.0, 4.0]]
+
+
 def _generator_modes(lib, decorator):
     @decorator
     def gen(n):

@@ -100,6 +100,8 @@ def _mark_view(result: Tensor, inputs: Any) -> None:
         source = inputs[0]
         if source.__class__ is Tensor:
             result._base = storage_root(source)
+            if source._detached:
+                result._detached = True
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:

@@ -128,6 +128,7 @@ class Tensor:
     _grad: Tensor | None = None
     _version: int = 0
     _base: Tensor | None = None
+    _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     name: str | None = None
     __array_priority__ = 1000
     __hash__ = object.__hash__
@@ -225,6 +226,7 @@ class Tensor:
         self._materialize()
         t = wrap(self._value)
         t._base = storage_root(self)
+        t._detached = True
         return t
 
     def detach_(self) -> Tensor:
@@ -341,7 +343,7 @@ class Tensor:
             if edge is not None and edge.__class__ is _node.AccumulateGrad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             base = self._base
-            if base is not None and base._edge.__class__ is _node.AccumulateGrad:
+            if base is not None and base._edge.__class__ is _node.AccumulateGrad and not self._detached:
                 # also when the view was taken before its base required grad (PyTorch checks the base)
                 raise RuntimeError(
                     "a view of a leaf Variable that requires grad is being used in an in-place operation."
