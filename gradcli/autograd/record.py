@@ -38,7 +38,11 @@ def constant(x: Any) -> Any:
         _tensor_mod.mark_complex(x)
         return x
     if isinstance(x, (list, tuple)):
-        return np.asarray(x, dtype=np.float64) if not _has_tensor(x) else np.asarray(_values(x))
+        if not _has_tensor(x):
+            return np.asarray(x, dtype=np.float64)
+        value = np.asarray(_values(x))
+        _tensor_mod.mark_complex(value)
+        return value
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
