@@ -220,14 +220,16 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     node.e0 = ea
     node.e1 = eb
     if saves == "inputs" or saves == "both":
-        reads = prim.reads
-        if reads and (ea is None or eb is None):  # one side is constant: save what the other's rule reads
-            needed = reads[0] if ea is not None else reads[1]
-            node.s0 = a if 0 in needed else None
-            node.s1 = b if 1 in needed else None
-        else:
-            node.s0 = a
-            node.s1 = b
+        node.s0 = a
+        node.s1 = b
+        if ea is None or eb is None:  # one side is constant: keep the other only if its own rule reads it
+            reads = prim.reads
+            if reads:
+                if ea is None:
+                    if 1 not in reads[1]:
+                        node.s1 = None
+                elif 0 not in reads[0]:
+                    node.s0 = None
     else:
         node.s0 = node.s1 = None
     node.out = out if saves == "output" or saves == "both" else None
