@@ -532,3 +532,19 @@ def test_an_error_deep_in_a_reentrant_backward_reaches_the_caller():
     y = gc.tensor(3.0, requires_grad=True)
     (y * y).backward()  # the engine is usable afterwards
     assert y.grad.item() == 6.0
+
+
+@pytest.mark.parametrize("op", ["mul_", "div_"])
+def test_inplace_products_keep_only_what_their_rules_read(op):
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    d = x * 1
+    getattr(d, op)(3.0)  # the old d is not needed: no copy of it is kept
+    assert d.grad_fn.saved[0] is None
+    d.sum().backward()
+    assert x.grad.tolist() == pytest.approx([3.0, 3.0] if op == "mul_" else [1 / 3, 1 / 3])
+    x = gc.tensor([1.0, 2.0])
+    w = gc.tensor([2.0, 4.0], requires_grad=True)
+    d = x * 1
+    getattr(d, op)(w)  # w's rule reads the old d: kept
+    d.sum().backward()
+    assert w.grad.tolist() == pytest.approx([1.0, 2.0] if op == "mul_" else [-0.25, -0.125])

@@ -90,6 +90,17 @@ def _unwrap(obj: Any) -> Any:
     return obj
 
 
+def _reads_self(prim: Any, edge: Any, args: tuple[Any, ...]) -> bool:
+    """Whether the node of an in-place ``prim`` on a tensor reads the tensor's old value
+    (``d *= 3`` does not: no copy of ``d`` is kept)."""
+    reads = prim.reads
+    if not reads:
+        return True
+    if edge is not None and 0 in reads[0]:
+        return True
+    return any(a.__class__ is Tensor and a._edge is not None and 0 in reads[i + 1] for i, a in enumerate(args))
+
+
 def storage_root(t: Tensor) -> Tensor:
     """The tensor that owns ``t``'s storage and version counter (``t`` unless it is a view)."""
     return t if t._base is None else t._base
@@ -358,7 +369,7 @@ class Tensor:
                     "assign through the tensor itself (y[i] = v) or use out-of-place operations"
                 )
         if recording:
-            saves_self = prim.saves in ("inputs", "both")
+            saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
             old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
             result = _record.apply(prim, (old, *args), params)
             new_value, new_edge = result._value, result._edge
