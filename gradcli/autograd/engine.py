@@ -14,14 +14,18 @@ user's ``gradient=``) are never written to.
 from __future__ import annotations
 
 import gc as _gc
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..ops import COPY as COPY_PRIM
+from ..ops import REAL as REAL_PRIM
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
+from . import tensor as _tensor_mod
 from .node import AccumulateGrad, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
@@ -47,6 +51,8 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
         if g is None:
             if np.size(out._value) != 1:
                 raise RuntimeError(SCALAR_ONLY)
+            if out._value.dtype.kind == "c":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
             g = np.ones_like(out._value)
         else:
             gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.asarray(out._value).dtype)
@@ -128,7 +134,13 @@ def _add(grads: dict[Any, Any], owned: set[Any], node: Any, g: Any, create: bool
     prev = grads.get(node)
     if prev is None:
         grads[node] = g
-    elif not create and node in owned and prev.__class__ is _ndarray and prev.shape == np.shape(g):
+    elif (
+        not create
+        and node in owned
+        and prev.__class__ is _ndarray
+        and prev.shape == np.shape(g)
+        and (not _tensor_mod.complex_seen or prev.dtype == np.result_type(prev, g))
+    ):
         prev += g
     else:
         total = prev + g
@@ -163,15 +175,58 @@ def run_backward(
     returned instead, leaves are left alone and only nodes that lead to a
     captured node run.
     """
+    depth = _reentrant.depth
+    if depth and _stack_depth() > sys.getrecursionlimit() // 2:
+        # a backward called from a backward (a custom Function's), deep enough to run out
+        # of stack: continue on a fresh thread's stack, as PyTorch's engine does
+        return _on_fresh_stack(
+            lambda: run_backward(
+                roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=capture, nbatch=nbatch
+            )
+        )
     # The engine makes no reference cycles, and a cycle collection rescans the whole
     # graph every few hundred allocations: pause the collector while propagating.
     collecting = _gc.isenabled()
     _gc.disable()
+    _reentrant.depth = depth + 1
     try:
         return _propagate(roots, grads, retain_graph, create_graph, capture, nbatch)
     finally:
+        _reentrant.depth = depth
         if collecting:
             _gc.enable()
+
+
+class _Reentrant(threading.local):
+    depth = 0  # backward passes running on this thread (more than 1: reentrant)
+
+
+_reentrant = _Reentrant()
+
+
+def _stack_depth() -> int:
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
+def _on_fresh_stack(fn: Any) -> Any:
+    """``fn()`` on a new thread (its own stack and recursion count), waited for."""
+    outcome: list[Any] = [None, None]
+
+    def run() -> None:
+        try:
+            outcome[0] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome[1] = exc
+
+    worker = threading.Thread(target=run, name="gradcli-reentrant-backward")
+    worker.start()
+    worker.join()
+    if outcome[1] is not None:
+        raise outcome[1]
+    return outcome[0]
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
@@ -255,6 +310,8 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
     current = holder._grad
     if create:
         g = g if isinstance(g, Tensor) else wrap(g)
+        if g._value.dtype != holder._value.dtype:
+            g = _as_dtype(g, holder._value.dtype)
         if current is None:
             holder._grad = COPY_PRIM(g)  # recorded: PyTorch shows grad_fn=<CopyBackwards>
         else:
@@ -262,7 +319,7 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
         return
     dtype = holder._value.dtype
     if getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g).astype(dtype)
+        g = _cast(g, dtype)
         owned = True
     if current is None:
         if g.__class__ is _ndarray and not owned:
@@ -347,6 +404,10 @@ def grad(
     >>> gc.grad(dx, x)
     (tensor(6.),)
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+        )
     outs = _check_outputs(_as_list(outputs))
     ins = _as_list(inputs)
     if allow_unused is None:
@@ -373,12 +434,33 @@ def grad(
                     "One of the differentiated Tensors appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
-            result.append(wrap(np.zeros_like(t._value)) if materialize_grads else None)
+            if materialize_grads:  # PyTorch: zeros_like(input, requires_grad=create_graph)
+                zeros = Tensor(np.zeros_like(t._value), dtype=t._value.dtype)
+                result.append(zeros.requires_grad_() if create_graph else zeros)
+            else:
+                result.append(None)
         elif isinstance(g, Tensor):
-            result.append(g)
+            result.append(g if g._value.dtype == t._value.dtype else _as_dtype(g, t._value.dtype))
         else:
+            g = g if np.result_type(g) == t._value.dtype else _cast(g, t._value.dtype)
             result.append(wrap(np.array(g, copy=True) if g.__class__ is _ndarray else g))
     return tuple(result)
+
+
+def _cast(g: Any, dtype: Any) -> Any:
+    """A gradient in its input's dtype (PyTorch's guarantee); a real input keeps the real part."""
+    g = np.asarray(g)
+    if g.dtype.kind == "c" and dtype.kind != "c":
+        g = g.real
+    return g.astype(dtype)[()]
+
+
+def _as_dtype(g: Tensor, dtype: Any) -> Tensor:
+    from .functions import to
+
+    if g._value.dtype.kind == "c" and dtype.kind != "c":
+        g = REAL_PRIM(g)
+    return to(g, dtype)
 
 
 def _input_key(t: Tensor) -> Any:

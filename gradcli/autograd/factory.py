@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor, wrap
+from .tensor import Tensor, mark_complex, wrap
 
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
@@ -41,6 +41,7 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str 
 
 
 def _made(value: np.ndarray, requires_grad: bool) -> Tensor:
+    mark_complex(value)
     t = wrap(value[()] if value.ndim == 0 else value)
     if requires_grad:
         t.requires_grad_(True)
@@ -115,4 +116,5 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing ``array``'s memory (dtype kept)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    mark_complex(array)
     return wrap(array)

@@ -17,8 +17,9 @@ import numpy as np
 
 from ..ops import Meta, Primitive
 from ..ops.shape import lift
+from . import tensor as _tensor_mod
 from .function import FunctionNode
-from .node import OpNode
+from .node import OpNode, _is_complex
 from .tensor import Tensor, wrap
 
 
@@ -39,6 +40,11 @@ def primitive_tangent(
     if all(t is None for t in tangents):
         return None
     values = [x._value if isinstance(x, Tensor) else x for x in inputs]
+    if _tensor_mod.complex_seen and prim.arity >= 0 and any(_is_complex(v) for v in (out, *values)):
+        if prim.complex_jvp is not None:
+            return prim.complex_jvp(*tangents, out, *values, *params)
+        if not prim.analytic:
+            raise RuntimeError(f"{prim.name} is not differentiable at complex inputs (it is not holomorphic)")
     if prim.arity < 0:
         return prim.jvp(tangents, out, *values, *params)
     if prim.jvp is not None:
@@ -54,7 +60,11 @@ def primitive_tangent(
         part = rule(lift(t, np.ndim(values[i]), out_ndim), out, *args, *params)
         if total is None:
             total = part
-        elif _fresh(total, tangents) and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part)):
+        elif (
+            _fresh(total, tangents)
+            and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part))
+            and total.dtype == np.result_type(total, part)
+        ):
             total += part  # a new array of this rule's: add in place (saves a pass over memory)
         else:
             total = total + part

@@ -107,7 +107,7 @@ class FunctionNode(Node):
             gi = gi if isinstance(gi, Tensor) else wrap(as_value(gi))
             own = gi.shape[nbatch:]  # leading batch axes (a batched Jacobian) are kept
             if own != shape:
-                if np.broadcast_shapes(own, shape) != own:
+                if not _broadcasts_to(shape, own):
                     raise RuntimeError(
                         f"Function {self.name()} returned an invalid gradient at index {pos} - got {list(own)} "
                         f"but expected shape compatible with {list(shape)}"
@@ -131,6 +131,10 @@ class FunctionNode(Node):
             self._retain = {}
         self._retain[edge.index if edge.__class__ is OutputRef else 0] = weakref.ref(tensor)
 
+    def unretain(self, edge: Any) -> None:
+        if self._retain is not None:
+            self._retain.pop(edge.index if edge.__class__ is OutputRef else 0, None)
+
     def retained(self, edge: Any) -> Tensor | None:
         if self._retain is None:
             return None
@@ -142,6 +146,14 @@ class FunctionNode(Node):
             return []
         multi = self.n_outputs > 1
         return [(ref(), k if multi else None) for k, ref in self._retain.items() if ref() is not None]
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a gradient of shape ``target`` sums down to ``shape`` (``shape`` broadcasts to it)."""
+    try:
+        return np.broadcast_shapes(target, shape) == target
+    except ValueError:
+        return False
 
 
 class _mode:
@@ -211,12 +223,19 @@ class Function:
             [o.shape for o in outs],
         )
         results = []
+        inputs = {id(a) for a in args if isinstance(a, Tensor)}
         for k, o in enumerate(outs):
             if id(o) in ctx._non_differentiable:
                 results.append(wrap(o._value))
                 continue
             edge = OutputRef(node, k) if many else node
-            results.append(wrap(o._value, edge))
+            if o._edge is None and id(o) not in inputs and all(o is not r for r in results):
+                # the tensor forward made becomes the output itself, as in PyTorch: an output that
+                # forward saved is then linked into the graph (its double backward is right)
+                o._edge = edge
+                results.append(o)
+            else:
+                results.append(wrap(o._value, edge))
         if _record.trace is not None:
             for result in results:
                 _record.trace.append((node, result, args))

@@ -650,7 +650,9 @@ def jvp(
 
 def _pushed(tape: list[Any], ins: list[Tensor], vs: list[Tensor], outs: list[Any], refs: list[Tensor]) -> list[Tensor]:
     """The tangents of ``outs`` given tangents ``vs`` of ``ins``, by one forward pass over the tape."""
-    seeds = {forward.key(x): np.asarray(t._value, dtype=np.float64) for x, t in zip(ins, vs)}
+    seeds = {  # float64, or complex where the input or its tangent is complex
+        forward.key(x): np.asarray(t._value, dtype=np.result_type(x._value, t._value, 1.0)) for x, t in zip(ins, vs)
+    }
     tangents = forward.push(tape, seeds, nbatch=0)
     return [
         wrap(np.array(tangents[forward.key(o)]))

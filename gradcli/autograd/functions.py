@@ -16,14 +16,24 @@ import numpy as np
 
 from .. import ops
 from ..ops import PRIMITIVES
-from .record import apply, binary, unary
+from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
-from .tensor import MinMax, Tensor, as_value, wrap
+from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
 
 
 def as_tensor(x: Any) -> Tensor:
     """``x`` itself if it is a tensor, else a constant tensor of its values."""
     return x if isinstance(x, Tensor) else wrap(as_value(x))
+
+
+def wrap_dim(dim: Any, ndim: int) -> int:
+    """``dim`` as an index in ``range(ndim)``; out of range is PyTorch's IndexError (a 0-d
+    tensor accepts 0 and -1), never a silent wrap-around."""
+    d = int(dim)
+    n = ndim if ndim > 0 else 1  # (max is gradcli's max in this module)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
 
 
 def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
@@ -124,7 +134,7 @@ def dot(a: Any, b: Any) -> Tensor:
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return apply(ops.DOT, (a, b))
+    return _checked_product(ops.DOT, a, b)
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -135,11 +145,21 @@ def mm(a: Any, b: Any) -> Tensor:
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError("mm: both arguments must be matrices")
-    return apply(ops.MM, (a, b))
+    return _checked_product(ops.MM, a, b)
 
 
 def mv(a: Any, x: Any) -> Tensor:
-    return apply(ops.MV, (as_tensor(a), as_tensor(x)))
+    a, x = as_tensor(a), as_tensor(x)
+    if a.ndim != 2 or x.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {x.ndim}")
+    return _checked_product(ops.MV, a, x)
+
+
+def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
+    try:
+        return apply(prim, (a, b))
+    except ValueError:
+        raise RuntimeError(matmul_mismatch(a.shape, b.shape)) from None
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
@@ -154,6 +174,26 @@ def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         hi = as_tensor(np.inf if max is None else max)
         return apply(ops.CLAMP_TENSOR, (as_tensor(x), lo, hi))
     return apply(ops.CLAMP, (as_tensor(x),), (min, max))
+
+
+def conj(x: Any) -> Tensor:
+    """Complex conjugate (``x`` itself when it is real, as in PyTorch)."""
+    x = as_tensor(x)
+    return unary(ops.CONJ, x) if x.dtype.kind == "c" else x
+
+
+def real(x: Any) -> Tensor:
+    """Real part (``x`` itself when it is real)."""
+    x = as_tensor(x)
+    return unary(ops.REAL, x) if x.dtype.kind == "c" else x
+
+
+def imag(x: Any) -> Tensor:
+    """Imaginary part of a complex tensor."""
+    x = as_tensor(x)
+    if x.dtype.kind != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return unary(ops.IMAG, x)
 
 
 def detach(x: Any) -> Tensor:
@@ -193,7 +233,9 @@ def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     x = as_tensor(x)
     if x.ndim == 0:
         return reshape(x, 1)
-    s, e = start_dim % x.ndim, end_dim % x.ndim
+    s, e = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1 :])
 
 
@@ -201,23 +243,21 @@ def squeeze(x: Any, dim: Any = None) -> Tensor:
     x = as_tensor(x)
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
-    if x.ndim == 0:
-        return x
-    d = dim % x.ndim
-    if x.shape[d] != 1:
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0 or x.shape[d] != 1:
         return x
     return reshape(x, x.shape[:d] + x.shape[d + 1 :])
 
 
 def unsqueeze(x: Any, dim: int) -> Tensor:
     x = as_tensor(x)
-    d = dim % (x.ndim + 1)
+    d = wrap_dim(dim, x.ndim + 1)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
 def permute(x: Any, *dims: Any) -> Tensor:
     x = as_tensor(x)
-    axes = tuple(int(d) % x.ndim for d in _shape_args(dims)) if x.ndim else ()
+    axes = tuple(wrap_dim(d, x.ndim) for d in _shape_args(dims)) if x.ndim else ()
     if sorted(axes) != list(range(x.ndim)):
         raise RuntimeError(f"permute: dims {list(axes)} are not a permutation of {x.ndim} dimensions")
     return apply(ops.PERMUTE, (x,), (axes,))
@@ -226,6 +266,9 @@ def permute(x: Any, *dims: Any) -> Tensor:
 def transpose(x: Any, dim0: int, dim1: int) -> Tensor:
     x = as_tensor(x)
     axes = list(range(x.ndim))
+    dim0, dim1 = wrap_dim(dim0, x.ndim), wrap_dim(dim1, x.ndim)
+    if x.ndim == 0:
+        return x
     axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
     return permute(x, axes)
 
@@ -249,12 +292,19 @@ def broadcast_to(x: Any, shape: Any) -> Tensor:
 
 def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     items = [as_tensor(t) for t in tensors]
-    return apply(ops.STACK, items, (dim % (items[0].ndim + 1),))
+    if not items:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return apply(ops.STACK, items, (wrap_dim(dim, items[0].ndim + 1),))
 
 
 def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     items = [as_tensor(t) for t in tensors]
-    return apply(ops.CAT, items, (dim % items[0].ndim,))
+    if not items:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, item in enumerate(items):
+        if item.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    return apply(ops.CAT, items, (wrap_dim(dim, items[0].ndim),))
 
 
 concatenate = cat
@@ -263,6 +313,8 @@ concatenate = cat
 def to(x: Any, dtype: Any) -> Tensor:
     x = as_tensor(x)
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        mark_complex(np.empty(0, dtype))
     return x if x.dtype == dtype else apply(ops.TO_COPY, (x,), (dtype,))
 
 

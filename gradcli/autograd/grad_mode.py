@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,6 +27,9 @@ def set_enabled(mode: bool) -> bool:
 
 
 def _decorate(fn: F, mode: bool) -> F:
+    if inspect.isgeneratorfunction(fn):
+        return _decorate_generator(fn, mode)
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         previous = set_enabled(mode)
@@ -33,6 +37,38 @@ def _decorate(fn: F, mode: bool) -> F:
             return fn(*args, **kwargs)
         finally:
             set_enabled(previous)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _decorate_generator(fn: F, mode: bool) -> F:
+    """The mode holds while the generator runs (each resumption), and the caller's mode
+    in between: PyTorch's ``_DecoratorContextManager`` semantics."""
+
+    def step(call: Any, *arg: Any) -> Any:
+        previous = set_enabled(mode)
+        try:
+            return call(*arg)
+        finally:
+            set_enabled(previous)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gen = step(fn, *args, **kwargs) if not kwargs else step(lambda: fn(*args, **kwargs))
+        try:
+            response = step(gen.send, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    step(gen.close)
+                    raise
+                except BaseException as exc:
+                    response = step(gen.throw, exc)
+                else:
+                    response = step(gen.send, request)
+        except StopIteration as stop:
+            return stop.value
 
     return wrapper  # type: ignore[return-value]
 

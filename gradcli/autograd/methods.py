@@ -36,6 +36,7 @@ _METHODS = (
     "clamp",
     "clone",
     "to",
+    "conj",
 )
 
 
@@ -49,6 +50,8 @@ def _install() -> None:
     Tensor.clip = F.clamp
     Tensor.astype = F.to
     Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
+    Tensor.real = property(F.real)
+    Tensor.imag = property(F.imag)
     Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
     Tensor.float = lambda self: F.to(self, np.float32)
     Tensor.double = lambda self: F.to(self, np.float64)

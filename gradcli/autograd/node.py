@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from ..ops import CONJ as _CONJ
 from ..ops import Meta, Primitive, unbroadcast
 from . import tensor as _tensor_mod
 from .tensor import Tensor, storage_root
@@ -164,13 +165,18 @@ class OpNode(Node):
             return saved
         return [v._value if v.__class__ is Tensor else v for v in saved]
 
-    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> Any:
+    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True, rules: Any = None) -> Any:
         """Gradients for each edge in ``next`` given the gradient ``g`` of the output.
 
         Without ``retain`` the saved values are released afterwards (PyTorch's
         default). This is the general case; ``node_class`` installs leaner
         versions for one- and two-input primitives without parameters.
+        ``rules`` replaces the primitive's reverse rules (complex inputs).
         """
+        if rules is None:
+            if _tensor_mod.complex_seen:
+                return complex_apply(self, g, create, nbatch, retain)
+            rules = self.prim.vjp
         inputs = self.inputs_for(create)
         if _tensor_mod.inplace_seen:  # versions can only differ once something was modified in place
             self._check_versions()
@@ -178,7 +184,6 @@ class OpNode(Node):
         if create and out is not None and out.__class__ is not Meta:
             out = Tensor._wrap(out, self)
         prim = self.prim
-        rules = prim.vjp
         params = self.params
         nxt = self.next
         if prim.arity < 0:
@@ -200,6 +205,9 @@ class OpNode(Node):
 
     def retain(self, tensor: Tensor, edge: Any) -> None:
         self._retain = weakref.ref(tensor)
+
+    def unretain(self, edge: Any) -> None:
+        self._retain = None
 
     def retained(self, edge: Any) -> Tensor | None:
         ref = self._retain
@@ -270,7 +278,9 @@ class BinaryNode(OpNode):
     @property
     def saved(self) -> Any:
         s0 = self.s0
-        return s0 if s0 is None or s0 is FREED else (s0, self.s1)
+        if s0 is FREED or (s0 is None and self.s1 is None):
+            return s0
+        return (s0, self.s1)
 
     @saved.setter
     def saved(self, value: Any) -> None:
@@ -297,6 +307,8 @@ def _unary_apply(prim: Primitive) -> Any:
     frees = prim.frees
 
     def apply(self: UnaryNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any]:
+        if _tensor_mod.complex_seen:
+            return complex_apply(self, g, create, nbatch, retain)
         x = self.s0
         if x is FREED:
             raise RuntimeError(BACKWARD_TWICE)
@@ -324,6 +336,8 @@ def _binary_apply(prim: Primitive) -> Any:
     frees = prim.frees
 
     def apply(self: BinaryNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
+        if _tensor_mod.complex_seen:
+            return complex_apply(self, g, create, nbatch, retain)
         a = self.s0
         if a is FREED:
             raise RuntimeError(BACKWARD_TWICE)
@@ -358,6 +372,41 @@ def _binary_apply(prim: Primitive) -> Any:
         return (ga, gb)
 
     return apply
+
+
+def _is_complex(v: Any) -> bool:
+    return v.__class__ is complex or getattr(getattr(v, "dtype", None), "kind", "") == "c"
+
+
+def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool) -> Any:
+    """A node's gradients once complex values exist (PyTorch's conjugate Wirtinger convention).
+
+    Rules are written as g * f'(z); for a holomorphic primitive the gradient is
+    g * conj(f'(z)) = conj(rule(conj(g))). Values all real: the rules as they are
+    (a complex ``g`` then only passes through real coefficients). Primitives that
+    are not holomorphic use their own complex rules or refuse.
+    """
+    prim = node.prim
+    saved = node.saved
+    if saved is FREED:
+        raise RuntimeError(BACKWARD_TWICE)
+    out = node.out
+    values_complex = (out is not None and _is_complex(out)) or (
+        saved is not None and any(v is not None and _is_complex(v) for v in saved)
+    )
+    if not values_complex:
+        return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
+    if prim.complex_vjp is not None:
+        return OpNode.apply(node, g, create, nbatch, retain, prim.complex_vjp)
+    if not prim.analytic:
+        raise RuntimeError(
+            f"{prim.name} is not differentiable at complex inputs (it is not holomorphic and has no "
+            "complex rule); differentiate its real and imaginary parts instead"
+        )
+    if prim.saves in ("nothing", "meta"):  # linear with real coefficients: conj would change nothing
+        return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
+    grads = OpNode.apply(node, _CONJ(g), create, nbatch, retain, prim.vjp)
+    return [None if gi is None else _CONJ(gi) for gi in grads]
 
 
 _NODE_CLASSES: dict[str, type[OpNode]] = {}

@@ -22,6 +22,7 @@ from .tensor import Tensor, storage_root, wrap
 _ndarray = np.ndarray
 _new = object.__new__
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
+_REAL_SCALARS = (int, float, np.floating, np.integer, np.bool_)  # (the fast path: complex ones note themselves)
 _plain_classes: dict[Primitive, type] = {}
 
 #: While a graph is being drawn, every recorded node with its output tensor and its
@@ -34,9 +35,14 @@ _variant_classes: dict[tuple[Any, ...], type] = {}
 def constant(x: Any) -> Any:
     """A non-tensor operand as NumPy sees it; numbers stay Python numbers (weakly typed)."""
     if isinstance(x, _SCALARS) or x.__class__ is _ndarray:
+        _tensor_mod.mark_complex(x)
         return x
     if isinstance(x, (list, tuple)):
-        return np.asarray(x, dtype=np.float64) if not _has_tensor(x) else np.asarray(_values(x))
+        if not _has_tensor(x):
+            return np.asarray(x, dtype=np.float64)
+        value = np.asarray(_values(x))
+        _tensor_mod.mark_complex(value)
+        return value
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
@@ -66,7 +72,7 @@ def make_node(
     saves = prim.saves
     saved = out_saved = versions = shapes = None
     if saves == "inputs" or saves == "both":
-        saved = tuple(inputs)
+        saved = tuple(inputs) if not prim.reads else _read_inputs(prim, inputs, edges)
         if _tensor_mod.inplace_seen:
             seen = tuple(storage_root(x)._version if x.__class__ is Tensor else 0 for x in inputs)
             versions = seen if any(seen) else None
@@ -85,12 +91,21 @@ def make_node(
     return _node_cls(prim, inputs, params)(edges, saved, out_saved, params, shapes, versions)
 
 
+def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The inputs that the rules of the inputs requiring grad read (``None`` for the rest)."""
+    reads = prim.reads
+    wanted = {j for i, e in enumerate(edges) if e is not None for j in reads[i]}
+    return tuple(x if j in wanted else None for j, x in enumerate(inputs))
+
+
 def _mark_view(result: Tensor, inputs: Any) -> None:
     value = result._value
     if value.__class__ is _ndarray and value.base is not None:
         source = inputs[0]
         if source.__class__ is Tensor:
             result._base = storage_root(source)
+            if source._detached:
+                result._detached = True
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
@@ -162,7 +177,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         av = a._value
         ea = a._edge
     else:
-        if not isinstance(a, _SCALARS):
+        if not isinstance(a, _REAL_SCALARS):
             try:
                 a = constant(a)
             except TypeError:
@@ -173,7 +188,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b._value
         eb = b._edge
     else:
-        if not isinstance(b, _SCALARS):
+        if not isinstance(b, _REAL_SCALARS):
             try:
                 b = constant(b)
             except TypeError:
@@ -207,6 +222,14 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     if saves == "inputs" or saves == "both":
         node.s0 = a
         node.s1 = b
+        if ea is None or eb is None:  # one side is constant: keep the other only if its own rule reads it
+            reads = prim.reads
+            if reads:
+                if ea is None:
+                    if 1 not in reads[1]:
+                        node.s1 = None
+                elif 0 not in reads[0]:
+                    node.s0 = None
     else:
         node.s0 = node.s1 = None
     node.out = out if saves == "output" or saves == "both" else None
@@ -227,7 +250,30 @@ def matmul(a: Any, b: Any) -> Any:
     b_ndim = b.ndim if b.__class__ is Tensor else np.ndim(b)
     if a_ndim == 0 or b_ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D")
-    return apply(_linalg.matmul_primitive(a_ndim, b_ndim), (a, b))
+    try:
+        return apply(_linalg.matmul_primitive(a_ndim, b_ndim), (a, b))
+    except ValueError:
+        raise RuntimeError(matmul_mismatch(np.shape(_value(a)), np.shape(_value(b)))) from None
+
+
+def _value(x: Any) -> Any:
+    return x._value if x.__class__ is Tensor else x
+
+
+def matmul_mismatch(sa: tuple[int, ...], sb: tuple[int, ...]) -> str:
+    """PyTorch's message for operands whose inner sizes differ (naming both shapes)."""
+    dims = "x".join
+    if len(sa) == 1 and len(sb) == 1:
+        return (
+            f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the same number of "
+            f"elements, but got {sa[0]} and {sb[0]} elements respectively"
+        )
+    if len(sa) == 2 and len(sb) == 1:
+        return f"size mismatch, got input ({sa[0]}), mat ({dims(map(str, sa))}), vec ({sb[0]})"
+    if len(sa) <= 2 and len(sb) == 2:
+        a2 = sa if len(sa) == 2 else (1,) + sa
+        return f"mat1 and mat2 shapes cannot be multiplied ({dims(map(str, a2))} and {dims(map(str, sb))})"
+    return f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied (inner sizes or batch sizes differ)"
 
 
 def getitem(x: Tensor, index: tuple[Any, ...]) -> Tensor:

@@ -25,6 +25,20 @@ _ndarray = np.ndarray
 #: read on every operation.)
 inplace_seen = False
 
+#: Set when a complex value first enters tensors or the graph; until then no backward
+#: rule needs the complex (conjugate Wirtinger) handling. (A module global, like the above.)
+complex_seen = False
+
+
+def mark_complex(value: Any) -> None:
+    """Note that ``value`` is complex, if it is (called where values enter the graph)."""
+    global complex_seen
+    if not complex_seen and (value.__class__ is complex or getattr(value, "dtype", _REAL).kind == "c"):
+        complex_seen = True
+
+
+_REAL = np.dtype(np.float64)
+
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
     "won't be populated during backward(). If you indeed want the .grad field to be populated for a "
@@ -48,6 +62,9 @@ def as_value(data: Any, dtype: Any = None) -> Any:
         value = value.astype(np.float64)
     if value.dtype.kind not in "fcb":
         raise TypeError(f"cannot make a tensor of dtype {value.dtype}; use numbers")
+    if value.dtype.kind == "c":
+        global complex_seen
+        complex_seen = True
     # 0-d values are kept as NumPy scalars: arithmetic on them is ~10x faster than on 0-d
     # arrays; a tensor that gets aliased (.data, detach, numpy) first gets a real buffer.
     return value[()] if value.ndim == 0 else value
@@ -71,6 +88,17 @@ def _unwrap(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(_unwrap(o) for o in obj)
     return obj
+
+
+def _reads_self(prim: Any, edge: Any, args: tuple[Any, ...]) -> bool:
+    """Whether the node of an in-place ``prim`` on a tensor reads the tensor's old value
+    (``d *= 3`` does not: no copy of ``d`` is kept)."""
+    reads = prim.reads
+    if not reads:
+        return True
+    if edge is not None and 0 in reads[0]:
+        return True
+    return any(a.__class__ is Tensor and a._edge is not None and 0 in reads[i + 1] for i, a in enumerate(args))
 
 
 def storage_root(t: Tensor) -> Tensor:
@@ -111,6 +139,7 @@ class Tensor:
     _grad: Tensor | None = None
     _version: int = 0
     _base: Tensor | None = None
+    _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     name: str | None = None
     __array_priority__ = 1000
     __hash__ = object.__hash__
@@ -144,8 +173,12 @@ class Tensor:
         if not flag:
             self._edge = None
         elif edge is None:
-            if np.asarray(self._value).dtype.kind not in "fc":
+            kind = np.asarray(self._value).dtype.kind
+            if kind not in "fc":
                 raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            if kind == "c":
+                global complex_seen
+                complex_seen = True
             self._edge = _node.AccumulateGrad(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -204,6 +237,7 @@ class Tensor:
         self._materialize()
         t = wrap(self._value)
         t._base = storage_root(self)
+        t._detached = True
         return t
 
     def detach_(self) -> Tensor:
@@ -247,7 +281,12 @@ class Tensor:
         return self._value.ndim
 
     def size(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
+        if dim is None:
+            return self.shape
+        n = max(self.ndim, 1)
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        return self.shape[dim] if self.ndim else 1
 
     def numel(self) -> int:
         return int(np.size(self._value))
@@ -315,6 +354,11 @@ class Tensor:
             if edge is not None and edge.__class__ is _node.AccumulateGrad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             base = self._base
+            if base is not None and base._edge.__class__ is _node.AccumulateGrad and not self._detached:
+                # also when the view was taken before its base required grad (PyTorch checks the base)
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
             if recording and edge is not None and base is not None and base._edge is not None:
                 if base._edge.__class__ is _node.AccumulateGrad:
                     raise RuntimeError(
@@ -325,7 +369,7 @@ class Tensor:
                     "assign through the tensor itself (y[i] = v) or use out-of-place operations"
                 )
         if recording:
-            saves_self = prim.saves in ("inputs", "both")
+            saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
             old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
             result = _record.apply(prim, (old, *args), params)
             new_value, new_edge = result._value, result._edge
@@ -342,6 +386,8 @@ class Tensor:
         root._version += 1
         if new_edge is not edge:
             if edge is not None and self.retains_grad:
+                # .grad is the gradient of the newest version only (PyTorch moves the hook)
+                _node.edge_node(edge).unretain(edge)
                 _node.edge_node(new_edge).retain(self, new_edge)
             self._edge = new_edge
         return self

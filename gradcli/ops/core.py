@@ -80,6 +80,17 @@ class Primitive:
     domain: tuple[tuple[float, float], ...] = ()  # per input, an interval where it is smooth (tests, checks)
     arg_names: tuple[str, ...] = ()  # how docs name the inputs (default x; a, b; c, a, b)
     doc: str = ""
+    # per input, which inputs its reverse rule reads (empty: every input). A node saves an
+    # input only when the rule of some other input that requires grad reads it, so `3 * d`
+    # does not keep `d` (PyTorch's test_no_unnecessary_save).
+    reads: tuple[tuple[int, ...], ...] = ()
+    # Complex inputs (PyTorch's conjugate Wirtinger convention): a holomorphic primitive
+    # needs nothing here, its rules g * f'(z) become conj(rule(conj(g))) = g * conj(f'(z))
+    # in reverse mode and stay as they are in forward mode. A primitive that is not
+    # holomorphic (``analytic=False``) either has rules of its own for complex inputs,
+    # written for that convention, or refuses complex inputs when differentiated.
+    complex_vjp: tuple[Rule | None, ...] | None = None
+    complex_jvp: Rule | None = None
 
     def __post_init__(self) -> None:
         if self.saves not in SAVES:

@@ -79,6 +79,7 @@ MUL = binary(
     label="*",
     numpy=(np.multiply,),
     doc="a * b",
+    reads=((1,), (0,)),
 )
 DIV = binary(
     "div",
@@ -89,6 +90,7 @@ DIV = binary(
     label="/",
     numpy=(np.true_divide,),
     doc="a / b",
+    reads=((1,), (0, 1)),
     domain=((-3.0, 3.0), (0.5, 3.0)),
 )
 NEG = unary(
@@ -118,9 +120,12 @@ def _pow_dexp(g, out, x, y):
     # PyTorch's pow_backward_exponent: zero where base == 0 and exponent >= 0. The power
     # is recomputed rather than saved: most exponents are constants, and saving x ** y
     # would keep a whole array alive for a rule that never runs.
-    if isinstance(x, (int, float)) and x != 0:
-        return g * (x**y * np.log(float(x)))
-    return np.where((x == 0) & (y >= 0), 0.0, g * (x**y * np.log(x)))
+    if isinstance(x, (int, float)) and x > 0:
+        return g * (x**y * math.log(x))  # a Python float: the tangent keeps y's dtype (float32)
+    # log of 1 where the base is 0: the masked branch stays finite, so its own derivatives
+    # (create_graph) are 0 rather than 0 * -inf = nan
+    safe = np.where(x == 0, 1.0, x)
+    return np.where((x == 0) & (y >= 0), 0.0, g * (x**y * np.log(safe)))
 
 
 POW = binary(
@@ -260,6 +265,59 @@ ATAN2 = binary(
 
 # --- kinks: PyTorch's subgradients ---------------------------------------------------------------
 
+# --- complex parts: the conjugate is not holomorphic, its rules are its own ---------------------------
+
+CONJ = unary(
+    "conj",
+    np.conjugate,
+    lambda g, out, x: CONJ(g),
+    "1",
+    lambda sp, x: sp.conjugate(x),
+    saves="nothing",
+    analytic=False,
+    numpy=(np.conjugate,),
+    public=False,
+    doc="complex conjugate (the identity on real values)",
+    complex_vjp=(lambda g, out, x: CONJ(g),),
+    complex_jvp=lambda t, out, x: CONJ(t),
+)
+REAL = unary(
+    "real",
+    np.real,
+    lambda g, out, x: REAL(g),  # the gradient of a real output is real
+    "1",
+    lambda sp, x: sp.re(x),
+    saves="nothing",
+    analytic=False,
+    numpy=(),
+    public=False,
+    doc="real part",
+    complex_vjp=(lambda g, out, x: REAL(g),),
+    complex_jvp=lambda t, out, x: REAL(t),
+)
+IMAG = unary(
+    "imag",
+    np.imag,
+    lambda g, out, x: REAL(g) * 1j if x.dtype.kind == "c" else np.zeros_like(g),  # imag(x) = 0 for real x
+    "i",
+    lambda sp, x: sp.im(x),
+    saves="meta",
+    analytic=False,
+    numpy=(),
+    public=False,
+    jvp=lambda t, out, x: IMAG(t),
+    doc="imaginary part",
+    complex_vjp=(lambda g, out, x: REAL(g) * 1j,),
+    complex_jvp=lambda t, out, x: IMAG(t),
+)
+
+
+def _sgn(z):
+    """z / |z|, 0 at 0 (PyTorch's sgn): the derivative of |z| in the conjugate Wirtinger sense."""
+    zero = z == 0
+    return np.where(zero, 0.0, z / np.where(zero, 1.0, np.abs(z)))
+
+
 ABS = unary(
     "abs",
     np.absolute,
@@ -269,6 +327,9 @@ ABS = unary(
     analytic=False,
     numpy=(np.absolute, np.abs),
     doc="absolute value; abs'(0) = 0",
+    # |z|: grad sgn(z) for a real grad; the tangent Re(conj(t) sgn(z)) (PyTorch's formulas)
+    complex_vjp=(lambda g, out, x: REAL(g) * _sgn(x),),
+    complex_jvp=lambda t, out, x: REAL(CONJ(t) * _sgn(x)),
 )
 SIGN = unary(
     "sign",
@@ -276,7 +337,7 @@ SIGN = unary(
     lambda g, out, x: np.zeros_like(g),
     "0",
     lambda sp, x: sp.sign(x),
-    saves="nothing",
+    saves="meta",  # (its dtype: a complex input is refused, sgn is not constant there)
     analytic=False,
     doc="sign: -1, 0 or 1; derivative 0",
 )
@@ -403,6 +464,8 @@ CLONE = unary(
 
 
 def _cast_rule(g, out, x, dtype):
+    if x.dtype.kind != "c" and np.iscomplexobj(g):  # back to a real input: its real part
+        g = REAL(g)
     return g.astype(x.dtype) if hasattr(g, "astype") else g
 
 
@@ -471,6 +534,7 @@ WHERE = primitive(
     formulas=("0", "({0} != 0)", "({0} == 0)"),
     sympy=lambda sp, c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
     analytic=True,  # the condition is a constant once recorded; values pass through
+    reads=((0,), (0,), (0,)),
     doc="where(c, a, b): a where c is true, else b",
 )
 

@@ -36,6 +36,7 @@ DOT = primitive(
     label="dot",
     jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else ta @ b) + (0.0 if tb is None else tb @ a),
     doc="inner product of two vectors",
+    reads=((1,), (0,)),
 )
 MV = primitive(
     "mv",
@@ -48,6 +49,7 @@ MV = primitive(
     public=False,
     doc="matrix times vector",
     jvp=lambda ta, tx, out, a, x: (0.0 if ta is None else ta @ x) + (0.0 if tx is None else tx @ a.T),
+    reads=((1,), (0,)),
 )
 MM = primitive(
     "mm",
@@ -60,6 +62,7 @@ MM = primitive(
     public=False,
     doc="matrix times matrix",
     jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else ta @ b) + (0.0 if tb is None else a @ tb),
+    reads=((1,), (0,)),
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import primitive
+from .elementwise import REAL
 from .shape import batch_ndim
 
 
@@ -144,8 +145,9 @@ def _norm_weight(out, x, axis, keepdims):
 def _extreme_rule(g, out, x, axis, keepdims):
     # PyTorch's amax/amin backward: ties share the gradient evenly
     nb = batch_ndim(g, out)
-    mask = np.asarray(x) == _keep(np.asarray(out), x.shape, axis, keepdims)
-    share = mask / mask.sum(axis=axis, keepdims=True)
+    xv = np.asarray(x)
+    mask = xv == _keep(np.asarray(out), x.shape, axis, keepdims)
+    share = (mask / mask.sum(axis=axis, keepdims=True)).astype(xv.dtype)  # float32 stays float32
     return _keep(g, x.shape, axis, keepdims, nb) * share
 
 
@@ -201,6 +203,16 @@ LOGSUMEXP = primitive(
 )
 
 
+def _abs2(x):
+    return (x * x.conj()).real if np.iscomplexobj(x) else x * x
+
+
+def _norm_jvp_complex(t, out, x, axis, keepdims):
+    # d||z|| = Re(sum(conj(z) dz)) / ||z||
+    w = np.conj(_norm_weight(out, x, axis, keepdims))
+    return np.real(np.sum(t * w, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims))
+
+
 def _norm_rule(g, out, x, axis, keepdims):
     # PyTorch: self * (grad / norm), with 0 where the norm is 0
     ko = _keep(out, x.shape, axis, keepdims)
@@ -211,7 +223,7 @@ def _norm_rule(g, out, x, axis, keepdims):
 NORM = primitive(
     "norm",
     1,
-    lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
+    lambda x, axis, keepdims: np.sqrt(np.sum(_abs2(x), axis=axis, keepdims=keepdims)),
     (_norm_rule,),
     saves="both",
     nparams=2,
@@ -219,4 +231,7 @@ NORM = primitive(
     formulas=("{0}/norm",),
     doc="Euclidean norm sqrt(sum(x^2)); gradient 0 at 0",
     jvp=_reduce_jvp(_norm_weight),
+    # for complex z the same rule z * (grad / norm) is already PyTorch's (grad real)
+    complex_vjp=(lambda g, out, x, axis, keepdims: _norm_rule(REAL(g), out, x, axis, keepdims),),
+    complex_jvp=_norm_jvp_complex,
 )
