@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ops import Meta, Primitive
 from ..ops.shape import lift
+from .basis import ScaledIdentity
 from .function import FunctionNode
 from .node import OpNode
 from .tensor import Tensor, wrap
@@ -51,7 +52,8 @@ def primitive_tangent(
         rule = prim.vjp[i]
         if t is None or rule is None:
             continue
-        part = rule(lift(t, np.ndim(values[i]), out_ndim), out, *args, *params)
+        lifted = lift(t, np.ndim(values[i]), out_ndim)
+        part = _zero_where_still(rule(lifted, out, *args, *params), lifted)
         if total is None:
             total = part
         elif _fresh(total, tangents) and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part)):
@@ -59,6 +61,25 @@ def primitive_tangent(
         else:
             total = total + part
     return total
+
+
+def _zero_where_still(part: Any, tangent: Any) -> Any:
+    """A zero tangent moves nothing, so it contributes 0, even where the derivative is infinite.
+
+    The rules compute ``tangent * derivative``: at ``sqrt(0)``, ``log(0)``, ``0 ** 0.5``... that is
+    ``0 * inf = nan`` for every direction that leaves the input where it is, and a sum spreads the
+    NaN into Jacobian entries that reverse mode gives as finite numbers. The check is one pass over
+    a result that is finite almost always; only a non-finite one pays for the mask.
+    """
+    if isinstance(part, ScaledIdentity):
+        if isinstance(tangent, ScaledIdentity) and not np.isfinite(part.scale).all():
+            return ScaledIdentity(np.where(tangent.scale == 0, np.zeros((), part.scale.dtype), part.scale))
+        return part
+    if isinstance(part, np.ndarray) and part.dtype.kind in "fc" and not np.isfinite(part).all():
+        still = np.asarray(tangent) == 0
+        if still.any():
+            return np.where(still, np.zeros((), part.dtype), part)
+    return part
 
 
 def _fresh(value: Any, tangents: list[Any]) -> bool:
