@@ -72,14 +72,46 @@ def _zero_where_still(part: Any, tangent: Any) -> Any:
     a result that is finite almost always; only a non-finite one pays for the mask.
     """
     if isinstance(part, ScaledIdentity):
-        if isinstance(tangent, ScaledIdentity) and not np.isfinite(part.scale).all():
+        if isinstance(tangent, ScaledIdentity) and not _finite(part):
             return ScaledIdentity(np.where(tangent.scale == 0, np.zeros((), part.scale.dtype), part.scale))
         return part
-    if isinstance(part, np.ndarray) and part.dtype.kind in "fc" and not np.isfinite(part).all():
+    if isinstance(part, np.ndarray) and not _finite(part):
         still = np.asarray(tangent) == 0
         if still.any():
             return np.where(still, np.zeros((), part.dtype), part)
     return part
+
+
+def _finite(t: Any) -> bool:
+    """No NaN or infinity in a tangent (one sum, no temporary array; an overflowing sum only costs a mask)."""
+    if isinstance(t, ScaledIdentity):
+        t = t.scale
+    if not isinstance(t, np.ndarray) or t.dtype.kind not in "fc":
+        return True
+    return bool(np.isfinite(t.sum()))
+
+
+def _zero_where_no_direction_moves(t: Any, tangents: list[Any], nbatch: int) -> Any:
+    """Zero the directions (batch rows) along which no input of the node moves.
+
+    Such a direction leaves the node's output where it is: its tangent is 0, as reverse mode
+    gives it, even where a non-elementwise rule (``dot``, ``matmul``, a reduction) meets an
+    infinite value and computes ``0 * inf``.
+    """
+    batch = np.shape(t)[:nbatch]
+    moving = np.zeros(batch, dtype=bool)
+    for ti in tangents:
+        if ti is None:
+            continue
+        if isinstance(ti, ScaledIdentity) and batch == (ti.scale.size,):
+            moving |= ti.scale.reshape(batch) != 0  # row k of the batch is scale[k] e_k
+            continue
+        ti = np.asarray(ti)
+        moving |= np.any(ti != 0, axis=tuple(range(nbatch, ti.ndim))) if ti.ndim > nbatch else ti != 0
+    if moving.all():
+        return t
+    dense = np.asarray(t)
+    return np.where(moving.reshape(batch + (1,) * (dense.ndim - nbatch)), dense, np.zeros((), dense.dtype))
 
 
 def _fresh(value: Any, tangents: list[Any]) -> bool:
@@ -109,6 +141,8 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
                 continue
             if t is None:
                 continue
+            if not _finite(t):
+                t = _zero_where_no_direction_moves(t, ts, nbatch)
             batch = np.shape(t)[:nbatch] if nbatch else ()
             tangents[key(result)] = (
                 np.broadcast_to(t, batch + np.shape(out)) if np.shape(t) != batch + np.shape(out) else t
