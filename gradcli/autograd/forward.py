@@ -34,9 +34,13 @@ def key(tensor: Any) -> Any:
 
 
 def primitive_tangent(
-    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...]
+    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...], still: bool = False
 ) -> Any:
-    """The output's tangent of one primitive application (``None`` when no input has one)."""
+    """The output's tangent of one primitive application (``None`` when no input has one).
+
+    ``still``: an elementwise rule's ``0 * inf`` where an input's tangent is 0 counts 0 (see
+    ``_zero_where_still``); ``push`` asks for it only when the plain tangent is not finite.
+    """
     if all(t is None for t in tangents):
         return None
     values = [x._value if isinstance(x, Tensor) else x for x in inputs]
@@ -53,7 +57,9 @@ def primitive_tangent(
         if t is None or rule is None:
             continue
         lifted = lift(t, np.ndim(values[i]), out_ndim)
-        part = _zero_where_still(rule(lifted, out, *args, *params), lifted)
+        part = rule(lifted, out, *args, *params)
+        if still:
+            part = _zero_where_still(part, lifted)
         if total is None:
             total = part
         elif _fresh(total, tangents) and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part)):
@@ -68,8 +74,7 @@ def _zero_where_still(part: Any, tangent: Any) -> Any:
 
     The rules compute ``tangent * derivative``: at ``sqrt(0)``, ``log(0)``, ``0 ** 0.5``... that is
     ``0 * inf = nan`` for every direction that leaves the input where it is, and a sum spreads the
-    NaN into Jacobian entries that reverse mode gives as finite numbers. The check is one pass over
-    a result that is finite almost always; only a non-finite one pays for the mask.
+    NaN into Jacobian entries that reverse mode gives as finite numbers.
     """
     if isinstance(part, ScaledIdentity):
         if isinstance(tangent, ScaledIdentity) and not _finite(part):
@@ -135,6 +140,8 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
             out = result._value
             if isinstance(node, OpNode):
                 t = primitive_tangent(node.prim, ts, out, list(inputs), node.params)
+                if t is not None and node.prim.elementwise and node.prim.jvp is None and not _finite(t):
+                    t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, still=True)
             elif isinstance(node, FunctionNode):
                 t = _function_tangent(node, ts, inputs, nbatch)
             else:

@@ -32,19 +32,18 @@ def _reduce_jvp(weight):
 
     def jvp(t, out, x, axis, keepdims):
         w = weight(out, x, axis, keepdims)
-        if w is not None:
-            t = _still_is_zero(t, t * w)
-        return np.sum(t, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims)
+        axes = _trailing(axis, np.ndim(x))
+        if w is None:
+            return np.sum(t, axis=axes, keepdims=keepdims)
+        part = t * w
+        total = np.sum(part, axis=axes, keepdims=keepdims)
+        if isinstance(total, np.ndarray | np.generic) and total.dtype.kind in "fc" and not np.isfinite(total).all():
+            # a zero tangent times a weight that is not finite (norm of an infinite vector:
+            # 0 * inf/inf) counts 0, as reverse mode has it
+            total = np.sum(np.where(np.asarray(t) == 0, np.zeros((), total.dtype), part), axis=axes, keepdims=keepdims)
+        return total
 
     return jvp
-
-
-def _still_is_zero(t, part):
-    """``part = t * weight``, with 0 where ``t`` is 0 even if the weight is not finite (``norm``
-    of an infinite vector: 0 * inf/inf), as reverse mode gives it. Finite results pass untouched."""
-    if isinstance(part, np.ndarray) and part.dtype.kind in "fc" and not np.isfinite(part.sum()):
-        return np.where(np.asarray(t) == 0, np.zeros((), part.dtype), part)
-    return part
 
 
 def _spread(g, out, x, axis, keepdims):
