@@ -18,6 +18,7 @@ import numpy as np
 from ..ops import Meta, Primitive
 from ..ops.shape import lift
 from . import tensor as _tensor_mod
+from .basis import ScaledIdentity
 from .function import FunctionNode
 from .node import OpNode, _is_complex
 from .tensor import Tensor, wrap
@@ -34,9 +35,13 @@ def key(tensor: Any) -> Any:
 
 
 def primitive_tangent(
-    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...]
+    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...], still: bool = False
 ) -> Any:
-    """The output's tangent of one primitive application (``None`` when no input has one)."""
+    """The output's tangent of one primitive application (``None`` when no input has one).
+
+    ``still``: an elementwise rule's ``0 * inf`` where an input's tangent is 0 counts 0 (see
+    ``_zero_where_still``); ``push`` asks for it only when the plain tangent is not finite.
+    """
     if all(t is None for t in tangents):
         return None
     values = [x._value if isinstance(x, Tensor) else x for x in inputs]
@@ -57,7 +62,10 @@ def primitive_tangent(
         rule = prim.vjp[i]
         if t is None or rule is None:
             continue
-        part = rule(lift(t, np.ndim(values[i]), out_ndim), out, *args, *params)
+        lifted = lift(t, np.ndim(values[i]), out_ndim)
+        part = rule(lifted, out, *args, *params)
+        if still:
+            part = _zero_where_still(part, lifted)
         if total is None:
             total = part
         elif (
@@ -69,6 +77,56 @@ def primitive_tangent(
         else:
             total = total + part
     return total
+
+
+def _zero_where_still(part: Any, tangent: Any) -> Any:
+    """A zero tangent moves nothing, so it contributes 0, even where the derivative is infinite.
+
+    The rules compute ``tangent * derivative``: at ``sqrt(0)``, ``log(0)``, ``0 ** 0.5``... that is
+    ``0 * inf = nan`` for every direction that leaves the input where it is, and a sum spreads the
+    NaN into Jacobian entries that reverse mode gives as finite numbers.
+    """
+    if isinstance(part, ScaledIdentity):
+        if isinstance(tangent, ScaledIdentity) and not _finite(part):
+            return ScaledIdentity(np.where(tangent.scale == 0, np.zeros((), part.scale.dtype), part.scale))
+        return part
+    if isinstance(part, np.ndarray) and not _finite(part):
+        still = np.asarray(tangent) == 0
+        if still.any():
+            return np.where(still, np.zeros((), part.dtype), part)
+    return part
+
+
+def _finite(t: Any) -> bool:
+    """No NaN or infinity in a tangent (one sum, no temporary array; an overflowing sum only costs a mask)."""
+    if isinstance(t, ScaledIdentity):
+        t = t.scale
+    if not isinstance(t, np.ndarray) or t.dtype.kind not in "fc":
+        return True
+    return bool(np.isfinite(t.sum()))
+
+
+def _zero_where_no_direction_moves(t: Any, tangents: list[Any], nbatch: int) -> Any:
+    """Zero the directions (batch rows) along which no input of the node moves.
+
+    Such a direction leaves the node's output where it is: its tangent is 0, as reverse mode
+    gives it, even where a non-elementwise rule (``dot``, ``matmul``, a reduction) meets an
+    infinite value and computes ``0 * inf``.
+    """
+    batch = np.shape(t)[:nbatch]
+    moving = np.zeros(batch, dtype=bool)
+    for ti in tangents:
+        if ti is None:
+            continue
+        if isinstance(ti, ScaledIdentity) and batch == (ti.scale.size,):
+            moving |= ti.scale.reshape(batch) != 0  # row k of the batch is scale[k] e_k
+            continue
+        ti = np.asarray(ti)
+        moving |= np.any(ti != 0, axis=tuple(range(nbatch, ti.ndim))) if ti.ndim > nbatch else ti != 0
+    if moving.all():
+        return t
+    dense = np.asarray(t)
+    return np.where(moving.reshape(batch + (1,) * (dense.ndim - nbatch)), dense, np.zeros((), dense.dtype))
 
 
 def _fresh(value: Any, tangents: list[Any]) -> bool:
@@ -92,12 +150,16 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
             out = result._value
             if isinstance(node, OpNode):
                 t = primitive_tangent(node.prim, ts, out, list(inputs), node.params)
+                if t is not None and node.prim.elementwise and node.prim.jvp is None and not _finite(t):
+                    t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, still=True)
             elif isinstance(node, FunctionNode):
                 t = _function_tangent(node, ts, inputs, nbatch)
             else:
                 continue
             if t is None:
                 continue
+            if not _finite(t):
+                t = _zero_where_no_direction_moves(t, ts, nbatch)
             batch = np.shape(t)[:nbatch] if nbatch else ()
             tangents[key(result)] = (
                 np.broadcast_to(t, batch + np.shape(out)) if np.shape(t) != batch + np.shape(out) else t

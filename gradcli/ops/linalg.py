@@ -26,6 +26,19 @@ def _drop_row(r):
     return np.reshape(r, r.shape[:-2] + r.shape[-1:])
 
 
+def _dot_side(t, v):
+    """``t @ v`` for a tangent ``t`` (batch, n) and a value ``v`` (n,), where a zero tangent
+    element times an infinite or NaN element of ``v`` counts 0 (it does not move), as reverse
+    mode has it. Only a non-finite product pays for the second pass."""
+    product = t @ v
+    if not isinstance(v, np.ndarray) or np.isfinite(np.sum(product)) or np.isfinite(v).all():
+        return product
+    t = np.asarray(t)
+    bad = ~np.isfinite(v)
+    masked = np.where((t != 0) & bad, t * np.where(bad, v, 0.0), 0.0)
+    return t @ np.where(bad, 0.0, v) + masked.sum(axis=-1)
+
+
 DOT = primitive(
     "dot",
     2,
@@ -34,7 +47,7 @@ DOT = primitive(
     saves="inputs",
     formulas=("{1}", "{0}"),
     label="dot",
-    jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else ta @ b) + (0.0 if tb is None else tb @ a),
+    jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else _dot_side(ta, b)) + (0.0 if tb is None else _dot_side(tb, a)),
     doc="inner product of two vectors",
     reads=((1,), (0,)),
 )

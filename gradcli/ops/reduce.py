@@ -33,7 +33,16 @@ def _reduce_jvp(weight):
 
     def jvp(t, out, x, axis, keepdims):
         w = weight(out, x, axis, keepdims)
-        return np.sum(t if w is None else t * w, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims)
+        axes = _trailing(axis, np.ndim(x))
+        if w is None:
+            return np.sum(t, axis=axes, keepdims=keepdims)
+        part = t * w
+        total = np.sum(part, axis=axes, keepdims=keepdims)
+        if isinstance(total, np.ndarray | np.generic) and total.dtype.kind in "fc" and not np.isfinite(total).all():
+            # a zero tangent times a weight that is not finite (norm of an infinite vector:
+            # 0 * inf/inf) counts 0, as reverse mode has it
+            total = np.sum(np.where(np.asarray(t) == 0, np.zeros((), total.dtype), part), axis=axes, keepdims=keepdims)
+        return total
 
     return jvp
 

@@ -1,0 +1,383 @@
+"""The corpus of the cross-road matrix (``tests/test_roads_matrix.py``).
+
+Each program is an expression of the language, the point where it is evaluated
+(``--at``) and its Python twin: the same function written with ``gc.*`` calls,
+with Python ``if``/``while`` where the expression has a conditional. The twin
+is the library road, it is the ``file.py:func`` road (gradcli imports this very
+file), and, run with ``gc`` bound to PyTorch, it is the PyTorch reference: it
+uses only names that ``gradcli`` and ``torch`` share (the test's shim fills the
+few gaps). Points stay off the kinks unless a program is about a kink whose
+one-sided derivatives agree there.
+
+A new program is one more decorated function; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import gradcli as gc
+
+
+class Program:
+    """A plain class: gradcli imports this file as the user's code (no dataclass machinery there)."""
+
+    def __init__(self, name: str, text: str, at: dict[str, Any], twin: Callable[..., Any], tags: frozenset[str]):
+        self.name, self.text, self.at, self.twin, self.tags = name, text, at, twin, tags
+
+    def __repr__(self) -> str:
+        return f"Program({self.name!r}, {self.text!r})"
+
+
+PROGRAMS: list[Program] = []
+
+
+def program(text: str, at: dict[str, Any], *tags: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(twin: Callable[..., Any]) -> Callable[..., Any]:
+        PROGRAMS.append(Program(twin.__name__, text, at, twin, frozenset(tags)))
+        return twin
+
+    return register
+
+
+# --- scalars --------------------------------------------------------------------------------------
+
+
+@program("x^3 - 2*x*y + y^2", {"x": 1.5, "y": -0.5}, "scalar")
+def polynomial(x, y):
+    return x**3 - 2 * x * y + y**2
+
+
+@program("(x + 1) / (x*x + y*y + 1)", {"x": 0.7, "y": -1.2}, "scalar")
+def rational(x, y):
+    return (x + 1) / (x * x + y * y + 1)
+
+
+@program("(x + w) * (w + 1)", {"x": 2.0, "w": 1.0}, "scalar", "seed")
+def seed002(x, w):
+    return (x + w) * (w + 1)
+
+
+@program("(1 - x)^2 + 100*(y - x^2)^2", {"x": -1.2, "y": 1.0}, "scalar")
+def rosenbrock(x, y):
+    return (1 - x) ** 2 + 100 * (y - x**2) ** 2
+
+
+@program("-x^2 + (-y)^3 - -x", {"x": 1.1, "y": 0.4}, "scalar", "unary minus")
+def unary_minus(x, y):
+    return -(x**2) + (-y) ** 3 - -x
+
+
+@program("sin(x) * cos(y) + tan(x*y)", {"x": 0.4, "y": 0.9}, "trig")
+def trig(x, y):
+    return gc.sin(x) * gc.cos(y) + gc.tan(x * y)
+
+
+@program("asin(x) + acos(y) + atan(x*y)", {"x": 0.3, "y": -0.6}, "inverse trig")
+def inverse_trig(x, y):
+    return gc.asin(x) + gc.acos(y) + gc.atan(x * y)
+
+
+@program("atan2(y, x) + atan2(x, 2)", {"x": -0.8, "y": 0.5}, "atan2")
+def angles(x, y):
+    return gc.atan2(y, x) + gc.atan2(x, gc.tensor(2.0))
+
+
+@program("sinh(x) - cosh(y) + tanh(x*y)", {"x": 0.6, "y": -0.3}, "hyperbolic")
+def hyperbolic(x, y):
+    return gc.sinh(x) - gc.cosh(y) + gc.tanh(x * y)
+
+
+@program("exp(x) * log(y) + log2(y) - log10(x)", {"x": 1.7, "y": 2.5}, "exp log")
+def exp_log(x, y):
+    return gc.exp(x) * gc.log(y) + gc.log2(y) - gc.log10(x)
+
+
+@program("log1p(x*x) + expm1(y)", {"x": 0.2, "y": -0.4}, "exp log")
+def accurate_near_zero(x, y):
+    return gc.log1p(x * x) + gc.expm1(y)
+
+
+@program("log(x, 3) + log(y, x)", {"x": 2.2, "y": 5.0}, "log base")
+def log_base(x, y):
+    return gc.log(x) / math.log(3) + gc.log(y) / gc.log(x)
+
+
+@program("sqrt(x) + x^y + pow(y, 3) + 2^x", {"x": 1.3, "y": 0.7}, "powers")
+def powers(x, y):
+    return gc.sqrt(x) + x**y + gc.pow(y, 3) + 2**x
+
+
+@program("sigmoid(x) * softplus(y) + erf(x - y)", {"x": 0.3, "y": -1.1}, "special")
+def special(x, y):
+    return gc.sigmoid(x) * gc.softplus(y) + gc.erf(x - y)
+
+
+@program("exp(sin(cos(tanh(x) * y)))", {"x": 0.8, "y": 1.7}, "chain")
+def deep_chain(x, y):
+    return gc.exp(gc.sin(gc.cos(gc.tanh(x) * y)))
+
+
+@program("pi * x^2 + e^y", {"x": 0.5, "y": 0.3}, "constants")
+def constants(x, y):
+    return math.pi * x**2 + math.e**y
+
+
+# --- kinks (PyTorch's subgradients), comparisons, conditionals, detach ------------------------------
+
+
+@program("abs(x) * y + sign(x) * x", {"x": -0.8, "y": 1.4}, "kink")
+def abs_sign(x, y):
+    return gc.abs(x) * y + gc.sign(x) * x
+
+
+@program("abs(x) * y + x", {"x": 0.0, "y": 1.4}, "kink", "at the kink")
+def abs_at_zero(x, y):
+    return gc.abs(x) * y + x
+
+
+@program("relu(x) + relu(-y) * x", {"x": 0.5, "y": -2.0}, "kink")
+def relus(x, y):
+    return gc.relu(x) + gc.relu(-y) * x
+
+
+@program("max(x, y) * min(x, 2*y)", {"x": 0.5, "y": 1.2}, "kink")
+def pair_extremes(x, y):
+    return gc.maximum(x, y) * gc.minimum(x, 2 * y)
+
+
+@program("maximum(x, y^2) - minimum(x*y, 1)", {"x": 0.3, "y": 0.9}, "kink")
+def maximum_minimum(x, y):
+    return gc.maximum(x, y**2) - gc.minimum(x * y, gc.tensor(1.0))
+
+
+@program("clamp(x, -1, 1) + clamp(3*y, 0, 1)", {"x": 0.2, "y": 0.9}, "kink")
+def clamps(x, y):
+    return gc.clamp(x, -1, 1) + gc.clamp(3 * y, 0, 1)
+
+
+@program("x^2 if x > y else y^2 - x", {"x": 1.5, "y": 0.5}, "conditional")
+def conditional(x, y):
+    if x > y:
+        return x**2
+    return y**2 - x
+
+
+@program("(x * y if x < 0 else sin(y)) + (1 if y > 0 else x)", {"x": -0.5, "y": 0.8}, "conditional")
+def two_conditionals(x, y):
+    first = x * y if x < 0 else gc.sin(y)
+    if y > 0:
+        return first + 1
+    return first + x
+
+
+@program("(x > y) * x^2 + (x <= y) * y", {"x": 1.0, "y": 0.5}, "comparison")
+def comparisons(x, y):
+    return (x > y) * x**2 + (x <= y) * y
+
+
+@program(
+    "ge(x, y) * x^2 + lt(x, y) * y + ne(x, 2) * eq(y, y) * x + le(y, x) * gt(x, y) * y",
+    {"x": 1.3, "y": 0.4},
+    "comparison",
+)
+def comparison_functions(x, y):
+    return (x >= y) * x**2 + (x < y) * y + (x != 2) * (y == y) * x + (y <= x) * (x > y) * y
+
+
+@program("where(x > 0, x * y, y^2)", {"x": 0.3, "y": 2.0}, "where")
+def where_scalar(x, y):
+    return gc.where(x > 0, x * y, y**2)
+
+
+@program("x * detach(x) + detach(y) * y^2", {"x": 1.5, "y": -2.0}, "detach")
+def detached(x, y):
+    return x * gc.detach(x) + gc.detach(y) * y**2
+
+
+@program("x * 2 * 2 * 2", {"x": 1.5}, "loop")
+def doubling(x):
+    y = x * 2
+    while y < 10:  # seed 004: Python control flow, recorded as it runs
+        y = y * 2
+    return y
+
+
+@program("t = x; t = t*t + x; t = t*t + x; t*t + x", {"x": 0.3}, "loop", "named steps")
+def iterate_map(x):
+    t = x
+    for _ in range(3):
+        t = t * t + x
+    return t
+
+
+# --- named steps --------------------------------------------------------------------------------------
+
+
+@program("a = x + w; b = w + 1; y = a * b", {"x": 2.0, "w": 1.0}, "named steps", "seed")
+def named_steps(x, w):
+    a = x + w
+    b = w + 1
+    return a * b
+
+
+@program("u = x*y; v = sin(u)\nw = u*v  # a comment\nw + exp(-u)", {"x": 0.5, "y": 1.5}, "named steps")
+def named_steps_lines(x, y):
+    u = x * y
+    v = gc.sin(u)
+    w = u * v
+    return w + gc.exp(-u)
+
+
+# --- vectors and matrices, broadcasting --------------------------------------------------------------------
+
+
+@program("sum(v * v)", {"v": [1.0, -2.0, 3.0]}, "vector")
+def sum_of_squares(v):
+    return gc.sum(v * v)
+
+
+@program("dot(v, w) + sum(v) * x", {"v": [1.0, 2.0, 3.0], "w": [0.5, -1.0, 2.0], "x": 0.7}, "vector")
+def dot_and_sum(v, w, x):
+    return gc.dot(v, w) + gc.sum(v) * x
+
+
+@program("mean(v^2) + prod(v)", {"v": [1.2, -0.5, 2.0]}, "vector")
+def mean_prod(v):
+    return gc.mean(v**2) + gc.prod(v)
+
+
+@program("norm(v) * x + norm(v * x)", {"v": [3.0, -4.0, 1.0], "x": 2.0}, "vector")
+def norms(v, x):
+    return gc.norm(v) * x + gc.norm(v * x)
+
+
+@program("logsumexp(v) - max(v) + min(v)", {"v": [0.1, 2.0, -1.0]}, "vector", "kink")
+def lse_extremes(v):
+    return gc.logsumexp(v) - gc.max(v) + gc.min(v)
+
+
+@program("v[0] * v[-1] + sum(v[1:]) * sum(v[:-1])", {"v": [1.0, 2.0, 3.0, 4.0]}, "indexing")
+def indexing(v):
+    return v[0] * v[-1] + gc.sum(v[1:]) * gc.sum(v[:-1])
+
+
+@program("sum([x, y, x*y] * v)", {"x": 0.5, "y": 2.0, "v": [1.0, 2.0, 3.0]}, "vector literal")
+def vector_literal(x, y, v):
+    return gc.sum(gc.stack([x, y, x * y]) * v)
+
+
+@program("sum((v + x) * w)", {"v": [1.0, -1.0, 0.5], "x": 0.25, "w": [2.0, 3.0, -1.0]}, "broadcasting")
+def broadcast_scalar(v, x, w):
+    return gc.sum((v + x) * w)
+
+
+@program(
+    "sum(A * v) + sum(A / (v^2 + 1))", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "broadcasting"
+)
+def broadcast_matrix(A, v):
+    return gc.sum(A * v) + gc.sum(A / (v**2 + 1))
+
+
+@program("sum((A @ v)^2)", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "matrix")
+def matrix_vector(A, v):
+    return gc.sum((A @ v) ** 2)
+
+
+@program(
+    "sum(sin(A @ B))", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "B": [[0.1, 0.2], [0.3, -0.4], [0.5, 0.6]]}, "matrix"
+)
+def matrix_matrix(A, B):
+    return gc.sum(gc.sin(A @ B))
+
+
+@program("v @ M @ v", {"v": [1.0, -0.5, 2.0], "M": [[2.0, 0.5, 0.1], [0.3, 1.0, -0.2], [0.0, 0.4, 3.0]]}, "matrix")
+def quadratic_form(v, M):
+    return v @ M @ v
+
+
+@program(
+    "sum(sum(A, 0) * v) + sum(mean(A, 1)^2)", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "axis"
+)
+def axis_reductions(A, v):
+    return gc.sum(gc.sum(A, dim=0) * v) + gc.sum(gc.mean(A, dim=1) ** 2)
+
+
+@program("sum(norm(A, 1)) + max(A) - min(A)", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]]}, "axis", "kink")
+def matrix_extremes(A):
+    return gc.sum(gc.norm(A, dim=1)) + gc.max(A) - gc.min(A)
+
+
+@program("sum(exp(v - logsumexp(v)) * w)", {"v": [0.5, 1.5, -0.3], "w": [1.0, 2.0, 3.0]}, "vector")
+def softmax_weighted(v, w):
+    return gc.sum(gc.exp(v - gc.logsumexp(v)) * w)
+
+
+@program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
+def where_vector(v):
+    return gc.sum(gc.where(v > 0, v**2, -v))
+
+
+@program("sum(clamp(v, -1, 1) * w)", {"v": [0.5, -2.0, 3.0], "w": [1.0, 2.0, -1.0]}, "kink", "vector")
+def clamp_vector(v, w):
+    return gc.sum(gc.clamp(v, -1, 1) * w)
+
+
+@program("sum(abs(v)) + sum(relu(v) * x)", {"v": [1.5, -2.0, 0.3], "x": 0.5}, "kink", "vector")
+def abs_relu_vector(v, x):
+    return gc.sum(gc.abs(v)) + gc.sum(gc.relu(v) * x)
+
+
+@program(
+    "h = tanh(A @ v + b); sum(h^2)",
+    {"A": [[0.2, -0.4, 0.1], [0.3, 0.5, -0.6]], "v": [1.0, 0.5, -1.5], "b": [0.1, -0.2]},
+    "named steps",
+    "matrix",
+)
+def layer(A, v, b):
+    h = gc.tanh(A @ v + b)
+    return gc.sum(h**2)
+
+
+@program(
+    "mean(log(1 + exp(-t * (X @ w))))",
+    {"X": [[1.0, 2.0], [-0.5, 1.0], [2.0, -1.0]], "w": [0.3, -0.2], "t": [1.0, -1.0, 1.0]},
+    "matrix",
+)
+def logistic_loss(X, w, t):
+    return gc.mean(gc.log(1 + gc.exp(-t * (X @ w))))
+
+
+@program("s = 0 * x; s = s + x^2; s = s + x^2 / 2; s = s + x^2 / 4; sum(s)", {"x": [1.0, -2.0]}, "loop", "vector")
+def accumulate(x):
+    s = 0 * x
+    k = 1.0
+    while k >= 0.25:
+        s = s + x**2 * k
+        k = k / 2
+    return gc.sum(s)
+
+
+# --- several outputs (jacobian; eval and graph with --seed ones) ------------------------------------------------
+
+
+@program("[x*y, x + y, sin(x)]", {"x": 0.5, "y": 2.0}, "outputs")
+def three_outputs(x, y):
+    return gc.stack([x * y, x + y, gc.sin(x)])
+
+
+@program("[r*cos(t), r*sin(t)]", {"r": 2.0, "t": 0.5}, "outputs")
+def polar(r, t):
+    return gc.stack([r * gc.cos(t), r * gc.sin(t)])
+
+
+@program("v * x + exp(v)", {"v": [0.5, -1.0, 2.0], "x": 1.5}, "outputs", "broadcasting")
+def vector_output(v, x):
+    return v * x + gc.exp(v)
+
+
+@program("A @ v", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "outputs", "matrix")
+def matvec_output(A, v):
+    return A @ v
