@@ -257,7 +257,9 @@ TORCH: dict[str, Callable[..., Any]] = {
     "stack": lambda torch, xs, axis: torch.stack(xs, axis),
     "cat": lambda torch, xs, axis: torch.cat(xs, axis),
 }
-NO_TORCH: set[str] = set()
+# conj, real and imag are identities (or zero) on the real draws here; they are compared with PyTorch
+# on complex inputs in tests/test_engine_complex.py.
+NO_TORCH: set[str] = {"conj", "real", "imag"}
 
 
 def test_every_primitive_has_a_torch_counterpart():
@@ -284,7 +286,10 @@ def _torch_derivatives(torch: Any, s: Setup) -> tuple[np.ndarray, np.ndarray, np
     return out.detach().numpy().astype(np.float64), as_flat(grads), as_flat(hu)
 
 
-@pytest.mark.parametrize("name,case", ALL_CASES, ids=IDS)
+TORCH_CASES = [(c, i) for c, i in zip(ALL_CASES, IDS) if c[0] not in NO_TORCH]
+
+
+@pytest.mark.parametrize("name,case", [c for c, _ in TORCH_CASES], ids=[i for _, i in TORCH_CASES])
 def test_first_and_second_derivatives_against_pytorch(name, case):
     torch = pytest.importorskip("torch")
     s = Setup(name, case)

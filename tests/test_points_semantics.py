@@ -150,7 +150,7 @@ def test_shape_errors_are_eval_s_own_for_one_point(points_file):
     expression, at = "sum(x*v) + w @ v", "v=[1,2],w=[1,2,3]"
     result = runner.invoke(app, ["eval", expression, "--points", str(points_file), "--at", at])
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.startswith("error: '@' at column 12: shapes (3,) and (2,) not aligned")
+    assert result.stderr.startswith("error: '@' at column 14: shapes (3,) and (2,) not aligned")
     assert result.stderr == runner.invoke(app, ["eval", expression, "--at", f"x=1,y=2,{at}"]).stderr
 
 

@@ -268,7 +268,18 @@ class _Run:
             return a / b
         if op == "^":
             return a**b
-        return gc.matmul(a, b)
+        try:
+            return gc.matmul(a, b)
+        except RuntimeError:
+            sa, sb = np.shape(getattr(a, "_value", a)), np.shape(getattr(b, "_value", b))
+            if not sa or not sb:
+                why = "'@' needs vectors or matrices, not a scalar"
+            elif (sa[-1] if len(sa) else None) != (sb[-2] if len(sb) >= 2 else sb[0]):
+                inner = sb[-2] if len(sb) >= 2 else sb[0]
+                why = f"shapes {sa} and {sb} not aligned: the inner sizes {sa[-1]} and {inner} differ"
+            else:
+                why = f"shapes {sa} and {sb} cannot be multiplied: their batch sizes do not broadcast"
+            raise self.fail(f"'@' at {self.source.where(node.op_start)}: {why}", node, node.op_start) from None
 
     def _size_limit(self, node: ast.Node, args: Any) -> None:
         """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
