@@ -173,6 +173,12 @@ def _build() -> dict[str, Function]:
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
         "inner product of two vectors",
     )  # fmt: skip
+    for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
+        table[prim.name] = Function(
+            prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
+            lambda sp, a, b, _p=prim: indicator(sp, _p.sympy(sp, a, b)), prim,
+            prim.doc + " (1 if true, else 0)", elementwise=(2,),
+        )  # fmt: skip
     table["detach"] = Function(
         "detach", (1,), lambda gc, x: gc.detach(x), "0: the value passes, the gradient stops",
         None, None, "the value of x, with no gradient through it", elementwise=(1,),
@@ -182,6 +188,29 @@ def _build() -> dict[str, Function]:
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return dict(sorted(table.items()))
+
+
+#: The comparisons by operator symbol; ``a < b`` and ``lt(a, b)`` are the same primitive.
+COMPARISONS = {p.label: p for p in (ops.LT, ops.LE, ops.GT, ops.GE, ops.EQ, ops.NE)}
+
+
+def compare(gc: Any, prim: Primitive, a: Any, b: Any) -> Any:
+    """``a < b`` and ``lt(a, b)``: 0.0/1.0 (never a boolean, which later arithmetic would turn
+    into float16), in the inputs' float dtype (float64 for numbers), with no gradient."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(prim.forward(a, b))
+    floats = [d for d in (_dtype(a), _dtype(b)) if d is not None and d.kind == "f"]
+    return getattr(gc, prim.name)(a, b).to(np.result_type(*floats) if floats else np.float64)
+
+
+def _dtype(value: Any) -> np.dtype | None:
+    raw = getattr(value, "_value", value)
+    return raw.dtype if isinstance(raw, (np.ndarray, np.generic)) else None
+
+
+def indicator(sp: Any, relation: Any) -> Any:
+    """A SymPy relation as the number the language gives for it: 1 where it holds, else 0."""
+    return sp.Piecewise((1, relation), (0, True))
 
 
 def _clamp(gc: Any, x: Any, lo: Any, hi: Any) -> Any:

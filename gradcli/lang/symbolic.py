@@ -18,7 +18,7 @@ import sympy as sp
 
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
-from .functions import FUNCTIONS
+from .functions import COMPARISONS, FUNCTIONS, indicator
 
 
 class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
@@ -153,8 +153,8 @@ def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
             return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()
     if isinstance(node, ast.Compare):
-        relation = {"<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge, "==": sp.Eq, "!=": sp.Ne}[node.op]
-        return _elementwise(lambda u, v: sp.Piecewise((1, relation(u, v)), (0, True)), *args)
+        relation = COMPARISONS[node.op].sympy
+        return _elementwise(lambda u, v: indicator(sp, relation(sp, u, v)), *args)
     if isinstance(node, ast.Conditional):
         then, condition, otherwise = args
         return _elementwise(lambda t, c, o: sp.Piecewise((t, sp.Ne(c, 0)), (o, True)), then, condition, otherwise)
