@@ -127,7 +127,7 @@ def differentiate(
         import sympy as sp
 
         from ..check.symbolic import Skipped, time_limit
-        from ..errors import UsageError
+        from ..errors import GradcliError, UsageError
         from ..lang.program import load, symbolic_derivatives
         from ..lang.values import assignments, names_list
 
@@ -142,6 +142,10 @@ def differentiate(
                 text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
         except Skipped as exc:
             raise UsageError(str(exc)) from None
+        except (GradcliError, RecursionError, MemoryError):
+            raise
+        except Exception as exc:  # SymPy itself failed (check skips SymPy for the same): the input's fault
+            raise UsageError(f"SymPy could not differentiate this expression ({type(exc).__name__}: {exc})") from None
         if as_json:
             document: dict[str, Any] = {"derivative": text}
             if latex:

@@ -132,9 +132,22 @@ def _sym_logsumexp(sp: Any, x: Any) -> Any:
 def _sym_extreme(kind: str) -> Callable[..., Any]:
     def build(sp: Any, a: Any, b: Any = None) -> Any:
         fn = sp.Max if kind == "max" else sp.Min
-        return fn(*_flat(a)) if b is None else fn(a, b)
+        return _folded(sp, fn, _flat(a) if b is None else [a, b])
 
     return build
+
+
+MAX_FOLDED_PIECES = 64
+
+
+def _folded(sp: Any, fn: Any, args: list[Any]) -> Any:
+    """``fn(*args)`` with the conditions of its arguments brought outside (when that makes few
+    pieces), so that equal arguments merge: SymPy differentiates Min(x, x, x) written as
+    Min(where(v, x, v)...) as 3/2, one Heaviside(0) = 1/2 per argument, where Min(x) gives 1."""
+    pieces = math.prod(len(p.args) for arg in args if isinstance(arg, sp.Basic) for p in arg.atoms(sp.Piecewise))
+    if 1 < pieces <= MAX_FOLDED_PIECES:
+        return sp.piecewise_fold(fn(*args))
+    return fn(*args)
 
 
 def _flat(x: Any) -> list[Any]:

@@ -9,6 +9,7 @@ SymPy is imported here and only here.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -24,6 +25,12 @@ from .functions import COMPARISONS, FUNCTIONS, indicator
 class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
     """``detach(e)``: the value of ``e``, whose derivative is 0."""
 
+    @classmethod
+    def eval(cls, arg: Any) -> Any:
+        if arg.is_Number:  # a constant has no gradient to stop (and log(detach(1)) is log(1) = 0)
+            return arg
+        return None
+
     def fdiff(self, argindex: int = 1) -> Any:
         return sp.Integer(0)
 
@@ -37,12 +44,33 @@ def number(text: str) -> sp.Rational:
     return sp.Rational(fraction.numerator, fraction.denominator)
 
 
-def symbols_for(name: str, shape: tuple[int, ...]) -> Any:
-    """A real symbol, or an object array of element symbols ``x_0, x_1, ...``."""
+def symbols_for(name: str, shape: tuple[int, ...], brackets: bool = False) -> Any:
+    """A real symbol, or an object array of element symbols ``x_0, x_1, ...`` (``x[0], x[1], ...``
+    with ``brackets``: names no user can take, for when the first spelling is someone's name)."""
     if not shape:
         return sp.Symbol(name, real=True)
-    flat = [sp.Symbol(f"{name}_{'_'.join(map(str, idx))}", real=True) for idx in np.ndindex(shape)]
+    flat = [sp.Symbol(_element_name(name, idx, brackets), real=True) for idx in np.ndindex(shape)]
     return np.array(flat, dtype=object).reshape(shape)
+
+
+def _element_name(name: str, index: tuple[int, ...], brackets: bool) -> str:
+    if brackets:
+        return f"{name}[{','.join(map(str, index))}]"
+    return f"{name}_{'_'.join(map(str, index))}"
+
+
+def _bracketed(program: ast.Program, shapes: Mapping[str, tuple[int, ...]]) -> set[str]:
+    """The arrays whose ``x_0`` element names would be the same symbol as a name of the program
+    (``sum(x) * x_0``) or as another array's element (``x_1`` of shape (2,) and ``x`` of (2, 2))."""
+    arrays = {name: shape for name, shape in shapes.items() if shape}
+    if not arrays:
+        return set()
+    taken = Counter({n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes))
+    taken.update(s.name for s in program.statements)
+    elements = {name: {_element_name(name, idx, False) for idx in np.ndindex(shape)} for name, shape in arrays.items()}
+    for names in elements.values():
+        taken.update(names)
+    return {name for name, names in elements.items() if any(taken[n] > 1 for n in names)}
 
 
 def to_sympy(
@@ -53,6 +81,7 @@ def to_sympy(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
+    bracketed = _bracketed(program, shapes)
 
     def lookup(node: ast.Name) -> Any:
         if node.id in env:
@@ -61,7 +90,7 @@ def to_sympy(
             return sp.pi
         if node.id == "e" and node.id not in shapes:
             return sp.E
-        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())))
+        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
         variables[node.id] = env[node.id] = symbol
         return symbol
 
