@@ -11,6 +11,7 @@ where they disagree is named. This is what finds the bug in a custom
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,14 +90,25 @@ def _exact(node: Any, forward: Any, values: list[Any], u: dict[int, np.ndarray],
     smallest = min((float(np.min(np.abs(ui))) for ui in u.values() if np.size(ui)), default=1.0)
     h = 2.0**-50 if smallest > 1e-200 else 2.0**-20  # h u stays a normal number (not a denormal)
     try:
-        moved = [np.asarray(x, dtype=np.complex128) + 1j * h * u[i] if i in u else x for i, x in enumerate(values)]
-        result = np.asarray(forward(moved), dtype=np.complex128)
-    except (TypeError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)  # an imaginary part dropped
+            result, mirror = (
+                np.asarray(forward(_stepped(values, u, step)), dtype=np.complex128) for step in (1j * h, -1j * h)
+            )
+    except (TypeError, ValueError, np.exceptions.ComplexWarning):
         return None, 0.0
     if not np.allclose(result.real, out, rtol=1e-6, atol=0.0, equal_nan=False):
         return None, 0.0  # not real-valued around the point (log of a negative number)
+    # analytic and real on the real line: f(x - ihu) = conj f(x + ihu). Not so at a branch point
+    # such as norm's at 0 (sqrt(-h^2) = ih both ways), where the complex step is no derivative.
+    if not np.allclose(mirror.imag, -result.imag, rtol=1e-6, atol=1e-300, equal_nan=False):
+        return None, 0.0
     numeric = float(np.sum(v * result.imag) / h)
     return numeric, 8.0 * np.finfo(np.float64).eps * float(np.sum(np.abs(v * result.imag)) / h)
+
+
+def _stepped(values: list[Any], u: dict[int, np.ndarray], step: complex) -> list[Any]:
+    return [np.asarray(x, dtype=np.complex128) + step * u[i] if i in u else x for i, x in enumerate(values)]
 
 
 def _differentiable(node: Any, inputs: tuple[Any, ...]) -> list[int]:
