@@ -208,6 +208,7 @@ def check(
     if atol is None:
         atol = default_atol * atol_scale(recorded.f0, _flat(recorded.gradient, names), recorded.x0)
     chosen = method_names(methods)
+    said: list[str] = []
     checks: dict[str, MethodCheck] = {}
     kinks: list[Kink] = []
     fd: Estimate | None = None
@@ -231,7 +232,10 @@ def check(
         elif method == "complex_step":
             checks[method] = _complex_step_check(recorded, kinked, rtol, atol)
         elif method == "sympy":
-            checks[method] = _sympy_check(recorded, kinked, rtol, atol, sympy_timeout)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                checks[method] = _sympy_check(recorded, kinked, rtol, atol, sympy_timeout)
+            said.extend(_sympy_warning(caught))
     if expect:
         checks["expect"] = _expect_check(recorded, expect, rtol, atol)
     if finite and recorded.x0.size and any(c.ok is False for c in checks.values()):
@@ -251,6 +255,7 @@ def check(
     result = CheckResult(ok, recorded.scalar._value if seed is None else recorded.evaluation.outputs[0]._value,
                          recorded.gradient, checks, rtol, atol, nonfinite, kinks)  # fmt: skip
     result.labels = recorded.labels
+    result.warnings = said
     g = _flat(recorded.gradient, names)
     loud = recorded.noise > rtol * np.abs(g) + atol
     if loud.any():
@@ -282,6 +287,15 @@ def check(
             found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
             found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
     return result
+
+
+def _sympy_warning(caught: list[warnings.WarningMessage]) -> list[str]:
+    if not caught:
+        return []
+    from ..lang.symbolic import warning_text
+
+    said = warning_text(caught)
+    return [said] if said else []
 
 
 def _trust_exact(checks: dict[str, MethodCheck]) -> None:

@@ -9,6 +9,7 @@ SymPy is imported here and only here.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from fractions import Fraction
@@ -213,6 +214,23 @@ def _call(name: str, args: list[Any]) -> Any:
     if function.reduces and len(args) == 2:  # name(x, axis)
         return np.apply_along_axis(build, int(args[1]), np.asarray(args[0], dtype=object))
     return build(*args)
+
+
+def warning_text(caught: list[warnings.WarningMessage]) -> str | None:
+    """Python warnings raised while SymPy (or NumPy under it) worked, as one line in gradcli's
+    words: a SymPyDeprecationWarning is 12 lines of advice to programmers, not to users."""
+    said: dict[str, None] = {}
+    for item in caught:
+        paragraph = str(item.message).strip().split("\n\n")[0]
+        text = " ".join(paragraph.split())
+        if issubclass(item.category, RuntimeWarning) and "overflow" in text:
+            text = f"a number overflowed to infinity ({text})"
+        said.setdefault(text or item.category.__name__)
+    if not said:
+        return None
+    texts = list(said)
+    more = f" (and {len(texts) - 3} more)" if len(texts) > 3 else ""
+    return "while SymPy worked: " + "; ".join(texts[:3]) + more
 
 
 SIMPLIFY_LIMIT = 400  # operations; beyond this, simplify() can take minutes
