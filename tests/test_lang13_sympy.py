@@ -155,3 +155,19 @@ def test_diff_never_fails_internally_on_sympy_exceptions(args):
 def test_diff_of_log_to_a_detached_base_of_1_is_infinite_not_a_crash():
     doc = run_json("diff", "s*(log(u,detach(1))@u)", "--at", "u=[1.5,0.3,-0.7]")["derivative"]
     assert doc["s"] == "zoo*(u_0*log(u_0) + u_1*log(u_1) + u_2*log(u_2))"
+
+
+@pytest.mark.parametrize("expr", ["(0.5)^(10^400)*x", "3^(-10^400)*x", "0.1^(10^5)*x"])
+def test_diff_refuses_tiny_exact_powers_at_once(expr):
+    # found while hunting: 0.5^(10^400) ran until the 30 s time limit (only |base| > 1 was bounded)
+    import time
+
+    start = time.perf_counter()
+    result = runner.invoke(app, ["diff", expr])
+    assert time.perf_counter() - start < 10
+    assert result.exit_code == 2
+    assert "too many for exact arithmetic" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_small_exact_powers_stay_exact():
+    assert run_json("diff", "0.5^3*x + 2^-3*y")["derivative"] == {"x": "1/8", "y": "1/8"}

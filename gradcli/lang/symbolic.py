@@ -159,6 +159,11 @@ def _power(u: Any, v: Any) -> Any:
         digits = float(v) * math.log10(abs(float(u))) if abs(float(u)) < float("inf") else float("inf")
         if digits > MAX_DIGITS:
             raise _TooLarge(f"is about 10^{digits:.4g}: too large for exact arithmetic")
+    if isinstance(u, sp.Rational) and isinstance(v, sp.Number) and abs(u) != 1 and u != 0:
+        # 0.5^(10^400) or 3^(-10^400): as many digits below the fraction bar
+        digits = abs(float(v)) * math.log10(max(abs(u.p), u.q))
+        if digits > MAX_DIGITS:
+            raise _TooLarge(f"has about {digits:.4g} digits: too many for exact arithmetic")
     return u**v
 
 
