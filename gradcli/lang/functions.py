@@ -197,7 +197,7 @@ def _build() -> dict[str, Function]:
         None, None, "the value of x, with no gradient through it", elementwise=(1,),
     )  # fmt: skip
     table["clamp"] = Function(
-        "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo; d/dhi = 1 where x > hi",
+        "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo < hi; d/dhi = 1 where x > hi, hi < lo or x < lo = hi",
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return dict(sorted(table.items()))
