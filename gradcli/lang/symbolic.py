@@ -142,6 +142,13 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
             raise SyntaxProblem(
                 f"cannot translate this to SymPy at {source.where(node.start)}: {exc}", source, node.start
             ) from None
+        except (KeyError, ArithmeticError) as exc:  # SymPy's own failures (a condition on zoo: KeyError)
+            raise SyntaxProblem(
+                f"cannot translate this to SymPy at {source.where(node.start)}: SymPy failed "
+                f"({type(exc).__name__}: {exc})",
+                source,
+                node.start,
+            ) from None
     return _total(results[id(root)])
 
 
