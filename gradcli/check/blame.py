@@ -11,6 +11,7 @@ where they disagree is named. This is what finds the bug in a custom
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,8 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
         out = np.asarray(result._value)
         if not np.issubdtype(out.dtype, np.floating):
             continue
+        if not (np.isfinite(out).all() and all(np.isfinite(values[i]).all() for i in differentiable)):
+            continue  # an infinite input or output: no difference quotient means anything there
         # directions at each input's own scale: a step of a few per cent of log's input at 1e-300
         # stays on its side of 0
         u = {i: rng.standard_normal(np.shape(values[i])) * _scale(values[i]) for i in differentiable}
@@ -71,8 +74,25 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
         if not error <= 1e-2 * abs(numeric) + 1e-300:
             continue  # not converged (a jump such as atan2's cut, sign at 0): it proves nothing
         if abs(backward - numeric) > TOLERANCE * max(abs(numeric), 1.0) + 10.0 * error:
+            with np.errstate(all="ignore"):
+                if _confirmed(_directional(_forward(node, values), values, u, v), backward):
+                    continue  # a plain difference quotient agrees: the estimate above was misled
             return _describe(node, position, values, backward, numeric), checked
     return None, checked
+
+
+def _confirmed(along: Any, backward: float) -> bool:
+    """Does a central difference at one of a few fixed steps agree with ``backward``? A blame
+    stands only if none does: Richardson's rounds can settle on steps so small that the input
+    does not move at all (log at 1 along a short direction gave 0 with an error of 0)."""
+    steps = 2.0 ** -np.arange(8.0, 30.0, 3.0)
+    points = np.concatenate([steps, -steps])[:, None]
+    values = along(points)[:, 0]
+    plus, minus = values[: steps.size], values[steps.size :]
+    quotient = (plus - minus) / (2.0 * steps)
+    rounding = 16.0 * np.finfo(np.float64).eps * np.maximum(np.abs(plus), np.abs(minus)) / steps
+    agree = np.abs(quotient - backward) <= 1e-5 * np.maximum(np.abs(quotient), abs(backward)) + rounding
+    return bool(np.any(agree & np.isfinite(quotient) & (plus != minus)))
 
 
 def _scale(value: Any) -> np.ndarray:
@@ -89,14 +109,25 @@ def _exact(node: Any, forward: Any, values: list[Any], u: dict[int, np.ndarray],
     smallest = min((float(np.min(np.abs(ui))) for ui in u.values() if np.size(ui)), default=1.0)
     h = 2.0**-50 if smallest > 1e-200 else 2.0**-20  # h u stays a normal number (not a denormal)
     try:
-        moved = [np.asarray(x, dtype=np.complex128) + 1j * h * u[i] if i in u else x for i, x in enumerate(values)]
-        result = np.asarray(forward(moved), dtype=np.complex128)
-    except (TypeError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)  # an imaginary part dropped
+            result, mirror = (
+                np.asarray(forward(_stepped(values, u, step)), dtype=np.complex128) for step in (1j * h, -1j * h)
+            )
+    except (TypeError, ValueError, np.exceptions.ComplexWarning):
         return None, 0.0
     if not np.allclose(result.real, out, rtol=1e-6, atol=0.0, equal_nan=False):
         return None, 0.0  # not real-valued around the point (log of a negative number)
+    # analytic and real on the real line: f(x - ihu) = conj f(x + ihu). Not so at a branch point
+    # such as norm's at 0 (sqrt(-h^2) = ih both ways), where the complex step is no derivative.
+    if not np.allclose(mirror.imag, -result.imag, rtol=1e-6, atol=1e-300, equal_nan=False):
+        return None, 0.0
     numeric = float(np.sum(v * result.imag) / h)
     return numeric, 8.0 * np.finfo(np.float64).eps * float(np.sum(np.abs(v * result.imag)) / h)
+
+
+def _stepped(values: list[Any], u: dict[int, np.ndarray], step: complex) -> list[Any]:
+    return [np.asarray(x, dtype=np.complex128) + step * u[i] if i in u else x for i, x in enumerate(values)]
 
 
 def _differentiable(node: Any, inputs: tuple[Any, ...]) -> list[int]:

@@ -266,15 +266,18 @@ def complex_step(
     x0: np.ndarray,
     dtype: np.dtype = FLOAT64,
     f0: np.ndarray | None = None,
+    mirror: bool = False,
 ) -> Estimate:
     """Im f(x + ih e_n) / h for every n, in one call of ``f``.
 
     With ``f0`` (f at x0), the real parts must reproduce it: otherwise f is not
     real-valued near x0 and the imaginary parts are not derivatives (NotRealValued).
+    ``mirror`` steps by -ih: where f is analytic (and real on the real line) the
+    two agree; at a branch point (norm at 0: sqrt(-h^2) = ih both ways) they do not.
     """
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     n = x0.size
-    h = complex_steps(x0)
+    h = -complex_steps(x0) if mirror else complex_steps(x0)
     per = max(1, CHUNK // max(1, n))
     parts = []
     for start in range(0, n, per):

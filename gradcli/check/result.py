@@ -111,6 +111,7 @@ class CheckResult:
     blame_checked: int = 0  # nodes whose own derivatives were checked (with --blame)
     labels: list[str] = field(default_factory=list)  # d/d<label> for each input element, flat
     notes: list[str] = field(default_factory=list)  # what a reader should know (rounding, one-sided differences)
+    warnings: list[str] = field(default_factory=list)  # Python warnings caught on the way, in gradcli's words
 
     def ran(self) -> list[MethodCheck]:
         return [c for c in self.checks.values() if c.ok is not None]

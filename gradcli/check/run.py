@@ -217,6 +217,7 @@ def check(
     if atol is None:
         atol = default_atol * atol_scale(recorded.f0, _flat(recorded.gradient, names), recorded.x0)
     chosen = method_names(methods)
+    said: list[str] = []
     checks: dict[str, MethodCheck] = {}
     kinks: list[Kink] = []
     fd: Estimate | None = None
@@ -240,7 +241,10 @@ def check(
         elif method == "complex_step":
             checks[method] = _complex_step_check(recorded, kinked, rtol, atol)
         elif method == "sympy":
-            checks[method] = _sympy_check(recorded, kinked, rtol, atol, sympy_timeout)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                checks[method] = _sympy_check(recorded, kinked, rtol, atol, sympy_timeout)
+            said.extend(_sympy_warning(caught))
     if expect:
         checks["expect"] = _expect_check(recorded, expect, rtol, atol)
     if finite and recorded.x0.size and any(c.ok is False for c in checks.values()):
@@ -269,6 +273,7 @@ def check(
     result = CheckResult(ok, recorded.scalar._value if seed is None else recorded.evaluation.outputs[0]._value,
                          recorded.gradient, checks, rtol, atol, nonfinite, kinks)  # fmt: skip
     result.labels = recorded.labels
+    result.warnings = said
     g = _flat(recorded.gradient, names)
     loud = recorded.noise > rtol * np.abs(g) + atol
     if loud.any():
@@ -300,6 +305,15 @@ def check(
             found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
             found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
     return result
+
+
+def _sympy_warning(caught: list[warnings.WarningMessage]) -> list[str]:
+    if not caught:
+        return []
+    from ..lang.symbolic import warning_text
+
+    said = warning_text(caught)
+    return [said] if said else []
 
 
 def _trust_exact(checks: dict[str, MethodCheck]) -> None:
@@ -415,7 +429,23 @@ def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol
         return MethodCheck("complex_step", None, reason=f"skipped: an operation cannot take complex values ({exc})")
     except UsageError as exc:  # a Python function that refuses complex values
         return MethodCheck("complex_step", None, reason=f"skipped: with complex values, {exc.message}")
-    return compare("complex_step", recorded, estimate.value[0], estimate.error[0], kinked, rtol, atol, "complex step")
+    check = compare("complex_step", recorded, estimate.value[0], estimate.error[0], kinked, rtol, atol, "complex step")
+    if check.ok is False:  # is the function analytic there at all? (norm at 0 is not: a false mismatch)
+        with np.errstate(all="ignore"):
+            mirror = complex_step(recorded.evaluate, recorded.x0, recorded.dtype, mirror=True).value[0]
+        branch = set(np.flatnonzero(~(np.abs(mirror - estimate.value[0]) <= 1e-6 * np.abs(estimate.value[0]))).tolist())
+        if branch - kinked:
+            check = compare("complex_step", recorded, estimate.value[0], estimate.error[0], kinked | branch, rtol,
+                            atol, "complex step")  # fmt: skip
+            where = ", ".join(f"d/d{recorded.labels[k]}" for k in sorted(branch)[:3])
+            check.reason = f"not compared at {where}: the function is not complex-analytic at this point"
+            check.redo = lambda redo=check.redo, reason=check.reason: _with_reason(redo(), reason)
+    return check
+
+
+def _with_reason(check: MethodCheck, reason: str) -> MethodCheck:
+    check.reason = check.reason or reason
+    return check
 
 
 def _sympy_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float, timeout: float | None) -> MethodCheck:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -153,8 +154,9 @@ def differentiate(
         import sympy as sp
 
         from ..check.symbolic import Skipped, time_limit
-        from ..errors import UsageError
+        from ..errors import GradcliError, UsageError
         from ..lang.program import load, symbolic_derivatives
+        from ..lang.symbolic import warning_text
         from ..lang.values import assignments, names_list
 
         if not timeout > 0:
@@ -163,11 +165,19 @@ def differentiate(
         values = assignments(at)
         shapes = {name: np.shape(v) for name, v in values.items()}
         try:
-            with time_limit(timeout):
+            with time_limit(timeout), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 derivatives = symbolic_derivatives(program, names_list(wrt) or None, shapes)
                 text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
+            said = warning_text(caught)
+            if said:
+                output.warn(said)
         except Skipped as exc:
             raise UsageError(str(exc)) from None
+        except (GradcliError, RecursionError, MemoryError):
+            raise
+        except Exception as exc:  # SymPy itself failed (check skips SymPy for the same): the input's fault
+            raise UsageError(f"SymPy could not differentiate this expression ({type(exc).__name__}: {exc})") from None
         if as_json:
             document: dict[str, Any] = {"derivative": text}
             if latex:
@@ -410,6 +420,8 @@ def check(
         result = run_check(
             program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout
         )
+        for said in result.warnings:
+            output.warn(said)
         if as_json:
             output.print_json(result.to_dict())
         else:

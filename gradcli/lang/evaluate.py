@@ -19,7 +19,7 @@ import gradcli as gc
 
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
-from .functions import CONSTANTS, FUNCTIONS
+from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
 
 _NUMBERS = (int, float)
 _INF = float("inf")
@@ -205,7 +205,7 @@ class _Run:
             ast.Name: lambda node, args: self.lookup(node),
             ast.Unary: lambda node, args: -args[0] if node.op == "-" else args[0],
             ast.Binary: lambda node, args: self.binary(node, *args),
-            ast.Compare: lambda node, args: _compare(node.op, *args),
+            ast.Compare: lambda node, args: compare(gc, COMPARISONS[node.op], *args),
             ast.Conditional: self.conditional,
             ast.Call: self.call,
             ast.Slice: self.slice,
@@ -357,14 +357,6 @@ class _Run:
                 node,
             )
         return gc.stack([gc.as_tensor(v) for v in items])
-
-
-def _compare(op: str, a: Any, b: Any) -> Any:
-    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
-        return float({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
-    t = gc.as_tensor(a)
-    result = {"<": t < b, "<=": t <= b, ">": t > b, ">=": t >= b, "==": t == b, "!=": t != b}[op]
-    return result.to(np.float64)  # 0/1, no gradient
 
 
 def _describe(node: ast.Node, source: Source) -> str:

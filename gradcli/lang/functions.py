@@ -132,9 +132,22 @@ def _sym_logsumexp(sp: Any, x: Any) -> Any:
 def _sym_extreme(kind: str) -> Callable[..., Any]:
     def build(sp: Any, a: Any, b: Any = None) -> Any:
         fn = sp.Max if kind == "max" else sp.Min
-        return fn(*_flat(a)) if b is None else fn(a, b)
+        return _folded(sp, fn, _flat(a) if b is None else [a, b])
 
     return build
+
+
+MAX_FOLDED_PIECES = 64
+
+
+def _folded(sp: Any, fn: Any, args: list[Any]) -> Any:
+    """``fn(*args)`` with the conditions of its arguments brought outside (when that makes few
+    pieces), so that equal arguments merge: SymPy differentiates Min(x, x, x) written as
+    Min(where(v, x, v)...) as 3/2, one Heaviside(0) = 1/2 per argument, where Min(x) gives 1."""
+    pieces = math.prod(len(p.args) for arg in args if isinstance(arg, sp.Basic) for p in arg.atoms(sp.Piecewise))
+    if 1 < pieces <= MAX_FOLDED_PIECES:
+        return sp.piecewise_fold(fn(*args))
+    return fn(*args)
 
 
 def _flat(x: Any) -> list[Any]:
@@ -173,15 +186,44 @@ def _build() -> dict[str, Function]:
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
         "inner product of two vectors",
     )  # fmt: skip
+    for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
+        table[prim.name] = Function(
+            prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
+            lambda sp, a, b, _p=prim: indicator(sp, _p.sympy(sp, a, b)), prim,
+            prim.doc + " (1 if true, else 0)", elementwise=(2,),
+        )  # fmt: skip
     table["detach"] = Function(
         "detach", (1,), lambda gc, x: gc.detach(x), "0: the value passes, the gradient stops",
         None, None, "the value of x, with no gradient through it", elementwise=(1,),
     )  # fmt: skip
     table["clamp"] = Function(
-        "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo; d/dhi = 1 where x > hi",
+        "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo < hi; d/dhi = 1 where x > hi, hi < lo or x < lo = hi",
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return dict(sorted(table.items()))
+
+
+#: The comparisons by operator symbol; ``a < b`` and ``lt(a, b)`` are the same primitive.
+COMPARISONS = {p.label: p for p in (ops.LT, ops.LE, ops.GT, ops.GE, ops.EQ, ops.NE)}
+
+
+def compare(gc: Any, prim: Primitive, a: Any, b: Any) -> Any:
+    """``a < b`` and ``lt(a, b)``: 0.0/1.0 (never a boolean, which later arithmetic would turn
+    into float16), in the inputs' float dtype (float64 for numbers), with no gradient."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(prim.forward(a, b))
+    floats = [d for d in (_dtype(a), _dtype(b)) if d is not None and d.kind == "f"]
+    return getattr(gc, prim.name)(a, b).to(np.result_type(*floats) if floats else np.float64)
+
+
+def _dtype(value: Any) -> np.dtype | None:
+    raw = getattr(value, "_value", value)
+    return raw.dtype if isinstance(raw, (np.ndarray, np.generic)) else None
+
+
+def indicator(sp: Any, relation: Any) -> Any:
+    """A SymPy relation as the number the language gives for it: 1 where it holds, else 0."""
+    return sp.Piecewise((1, relation), (0, True))
 
 
 def _clamp(gc: Any, x: Any, lo: Any, hi: Any) -> Any:

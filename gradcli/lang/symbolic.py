@@ -9,6 +9,8 @@ SymPy is imported here and only here.
 from __future__ import annotations
 
 import math
+import warnings
+from collections import Counter
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -18,11 +20,17 @@ import sympy as sp
 
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
-from .functions import FUNCTIONS
+from .functions import COMPARISONS, FUNCTIONS, indicator
 
 
 class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
     """``detach(e)``: the value of ``e``, whose derivative is 0."""
+
+    @classmethod
+    def eval(cls, arg: Any) -> Any:
+        if arg.is_Number:  # a constant has no gradient to stop (and log(detach(1)) is log(1) = 0)
+            return arg
+        return None
 
     def fdiff(self, argindex: int = 1) -> Any:
         return sp.Integer(0)
@@ -37,12 +45,33 @@ def number(text: str) -> sp.Rational:
     return sp.Rational(fraction.numerator, fraction.denominator)
 
 
-def symbols_for(name: str, shape: tuple[int, ...]) -> Any:
-    """A real symbol, or an object array of element symbols ``x_0, x_1, ...``."""
+def symbols_for(name: str, shape: tuple[int, ...], brackets: bool = False) -> Any:
+    """A real symbol, or an object array of element symbols ``x_0, x_1, ...`` (``x[0], x[1], ...``
+    with ``brackets``: names no user can take, for when the first spelling is someone's name)."""
     if not shape:
         return sp.Symbol(name, real=True)
-    flat = [sp.Symbol(f"{name}_{'_'.join(map(str, idx))}", real=True) for idx in np.ndindex(shape)]
+    flat = [sp.Symbol(_element_name(name, idx, brackets), real=True) for idx in np.ndindex(shape)]
     return np.array(flat, dtype=object).reshape(shape)
+
+
+def _element_name(name: str, index: tuple[int, ...], brackets: bool) -> str:
+    if brackets:
+        return f"{name}[{','.join(map(str, index))}]"
+    return f"{name}_{'_'.join(map(str, index))}"
+
+
+def _bracketed(program: ast.Program, shapes: Mapping[str, tuple[int, ...]]) -> set[str]:
+    """The arrays whose ``x_0`` element names would be the same symbol as a name of the program
+    (``sum(x) * x_0``) or as another array's element (``x_1`` of shape (2,) and ``x`` of (2, 2))."""
+    arrays = {name: shape for name, shape in shapes.items() if shape}
+    if not arrays:
+        return set()
+    taken = Counter({n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes))
+    taken.update(s.name for s in program.statements)
+    elements = {name: {_element_name(name, idx, False) for idx in np.ndindex(shape)} for name, shape in arrays.items()}
+    for names in elements.values():
+        taken.update(names)
+    return {name for name, names in elements.items() if any(taken[n] > 1 for n in names)}
 
 
 def to_sympy(
@@ -53,6 +82,7 @@ def to_sympy(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
+    bracketed = _bracketed(program, shapes)
 
     def lookup(node: ast.Name) -> Any:
         if node.id in env:
@@ -61,7 +91,7 @@ def to_sympy(
             return sp.pi
         if node.id == "e" and node.id not in shapes:
             return sp.E
-        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())))
+        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
         variables[node.id] = env[node.id] = symbol
         return symbol
 
@@ -112,6 +142,13 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
             raise SyntaxProblem(
                 f"cannot translate this to SymPy at {source.where(node.start)}: {exc}", source, node.start
             ) from None
+        except (KeyError, ArithmeticError) as exc:  # SymPy's own failures (a condition on zoo: KeyError)
+            raise SyntaxProblem(
+                f"cannot translate this to SymPy at {source.where(node.start)}: SymPy failed "
+                f"({type(exc).__name__}: {exc})",
+                source,
+                node.start,
+            ) from None
     return _total(results[id(root)])
 
 
@@ -129,6 +166,11 @@ def _power(u: Any, v: Any) -> Any:
         digits = float(v) * math.log10(abs(float(u))) if abs(float(u)) < float("inf") else float("inf")
         if digits > MAX_DIGITS:
             raise _TooLarge(f"is about 10^{digits:.4g}: too large for exact arithmetic")
+    if isinstance(u, sp.Rational) and isinstance(v, sp.Number) and abs(u) != 1 and u != 0:
+        # 0.5^(10^400) or 3^(-10^400): as many digits below the fraction bar
+        digits = abs(float(v)) * math.log10(max(abs(u.p), u.q))
+        if digits > MAX_DIGITS:
+            raise _TooLarge(f"has about {digits:.4g} digits: too many for exact arithmetic")
     return u**v
 
 
@@ -153,8 +195,8 @@ def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
             return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()
     if isinstance(node, ast.Compare):
-        relation = {"<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge, "==": sp.Eq, "!=": sp.Ne}[node.op]
-        return _elementwise(lambda u, v: sp.Piecewise((1, relation(u, v)), (0, True)), *args)
+        relation = COMPARISONS[node.op].sympy
+        return _elementwise(lambda u, v: indicator(sp, relation(sp, u, v)), *args)
     if isinstance(node, ast.Conditional):
         then, condition, otherwise = args
         return _elementwise(lambda t, c, o: sp.Piecewise((t, sp.Ne(c, 0)), (o, True)), then, condition, otherwise)
@@ -184,6 +226,23 @@ def _call(name: str, args: list[Any]) -> Any:
     if function.reduces and len(args) == 2:  # name(x, axis)
         return np.apply_along_axis(build, int(args[1]), np.asarray(args[0], dtype=object))
     return build(*args)
+
+
+def warning_text(caught: list[warnings.WarningMessage]) -> str | None:
+    """Python warnings raised while SymPy (or NumPy under it) worked, as one line in gradcli's
+    words: a SymPyDeprecationWarning is 12 lines of advice to programmers, not to users."""
+    said: dict[str, None] = {}
+    for item in caught:
+        paragraph = str(item.message).strip().split("\n\n")[0]
+        text = " ".join(paragraph.split())
+        if issubclass(item.category, RuntimeWarning) and "overflow" in text:
+            text = f"a number overflowed to infinity ({text})"
+        said.setdefault(text or item.category.__name__)
+    if not said:
+        return None
+    texts = list(said)
+    more = f" (and {len(texts) - 3} more)" if len(texts) > 3 else ""
+    return "while SymPy worked: " + "; ".join(texts[:3]) + more
 
 
 SIMPLIFY_LIMIT = 400  # operations; beyond this, simplify() can take minutes

@@ -426,6 +426,12 @@ SOFTPLUS = unary(
 
 
 def _erf(x):
+    if np.iscomplexobj(x):  # math.erf would drop the imaginary part (a complex step through it reads 0)
+        try:
+            from scipy.special import erf
+        except ImportError:
+            raise TypeError("erf of complex values needs SciPy") from None
+        return erf(x)
     if isinstance(x, (float, np.floating)) or np.ndim(x) == 0:
         return np.asarray(math.erf(float(x)), dtype=np.result_type(x, np.float32))[()]
     try:
@@ -568,10 +574,12 @@ CLAMP = primitive(
 
 
 def _clamp_bound_rule(which):
-    # PyTorch's clamp_backward_min_max: a bound gets the gradient where it is the value
+    # PyTorch's clamp_backward_min_max: a bound gets the gradient where it is the value. At
+    # x < lo == hi PyTorch gives it to no one, so clamp(z, y, y), which is y, would have
+    # d/dy = 0; here hi takes it there, as it does wherever hi <= lo (and as x does at x == lo == hi)
     if which == "lo":
         return lambda g, out, x, lo, hi: np.where((x < lo) & (lo < hi), g, 0.0)
-    return lambda g, out, x, lo, hi: np.where((x > hi) | (hi < lo), g, 0.0)
+    return lambda g, out, x, lo, hi: np.where((x > hi) | (hi < lo) | ((x < lo) & (lo == hi)), g, 0.0)
 
 
 CLAMP_TENSOR = primitive(
@@ -585,7 +593,7 @@ CLAMP_TENSOR = primitive(
     ),
     elementwise=True,
     torch="clamp",  # torch.clamp with tensor bounds: ClampBackward0
-    formulas=("[lo <= {0} <= hi]", "[{0} < lo < hi]", "[{0} > hi or hi < lo]"),
+    formulas=("[lo <= {0} <= hi]", "[{0} < lo < hi]", "[{0} > hi or hi < lo or {0} < lo = hi]"),
     analytic=False,
     public=False,  # the language's clamp() picks it when a bound is a variable
     sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi),
