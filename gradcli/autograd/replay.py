@@ -76,7 +76,8 @@ def batched_primitive(
     if prim.nparams == 2 and prim.arity == 1:  # a reduction: over the value's own axes only
         axis, keepdims = params
         ndim = np.ndim(args[0]) - nb
-        return prim.forward(args[0], tuple(range(-ndim, 0)) if axis is None else axis, keepdims)
+        forward = prim.continuation if prim.continuation and np.iscomplexobj(args[0]) else prim.forward
+        return forward(args[0], tuple(range(-ndim, 0)) if axis is None else axis, keepdims)
     if prim in (DOT, MV, MM, MATMUL):
         if all(which):
             if prim in _PRODUCTS:

@@ -106,6 +106,9 @@ def _exact(node: Any, forward: Any, values: list[Any], u: dict[int, np.ndarray],
     false blame where finite differences lose digits); (None, 0) where it does not apply."""
     if not isinstance(node, OpNode) or not node.prim.analytic:
         return None, 0.0
+    if node.prim.continuation is not None:  # complex inputs mean the modulus to it (norm): step its continuation
+        continuation, params = node.prim.continuation, node.params
+        forward = lambda vs: continuation(*vs, *params)  # noqa: E731
     smallest = min((float(np.min(np.abs(ui))) for ui in u.values() if np.size(ui)), default=1.0)
     h = 2.0**-50 if smallest > 1e-200 else 2.0**-20  # h u stays a normal number (not a denormal)
     try:

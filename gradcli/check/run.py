@@ -417,6 +417,10 @@ def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol
             f"({', '.join(program.escapes)}), which a complex step cannot follow",
         )  # fmt: skip
     reason = not_analytic(recorded.tape)
+    if reason is None and program.function is not None:  # called with complex tensors, not replayed
+        reason = next((f"{node.prim.name} ({node.name()}) of complex values is not complex-analytic"
+                       for node, _, _ in recorded.tape
+                       if isinstance(node, OpNode) and node.prim.continuation is not None), None)  # fmt: skip
     if reason is None and not recorded.x0.size:
         reason = "no input to vary"
     if reason is not None:

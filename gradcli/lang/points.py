@@ -27,8 +27,8 @@ import gradcli as gc
 
 from ..errors import UsageError
 from . import ast
-from .evaluate import _compare, _Run, limit_size
-from .functions import FUNCTIONS
+from .evaluate import _Run, limit_size
+from .functions import COMPARISONS, FUNCTIONS, compare
 from .program import SCALAR_ONLY, Program, backward_anomaly, resolve_wrt, single_output, value_and_grad
 from .values import seed_vector
 
@@ -344,7 +344,7 @@ class _BatchedRun(_Run):
         x, y = self._lifted(args)
         if not isinstance(x, gc.Tensor):
             x = gc.as_tensor(x)
-        return _Batched(_compare(node.op, x, y))
+        return _Batched(compare(gc, COMPARISONS[node.op], x, y))
 
     def _conditional(self, node: ast.Conditional, args: Any, plain: Any) -> Any:
         if not any(isinstance(a, _Batched) for a in args):

@@ -91,6 +91,9 @@ class Primitive:
     # written for that convention, or refuses complex inputs when differentiated.
     complex_vjp: tuple[Rule | None, ...] | None = None
     complex_jvp: Rule | None = None
+    # The analytic continuation the complex step evaluates where the complex forward is not
+    # holomorphic (norm: sqrt(sum(z*z)), not the modulus), so ``check`` keeps its exact method.
+    continuation: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.saves not in SAVES:

@@ -243,4 +243,5 @@ NORM = primitive(
     # for complex z the same rule z * (grad / norm) is already PyTorch's (grad real)
     complex_vjp=(lambda g, out, x, axis, keepdims: _norm_rule(REAL(g), out, x, axis, keepdims),),
     complex_jvp=_norm_jvp_complex,
+    continuation=lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
 )
