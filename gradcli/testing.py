@@ -64,12 +64,32 @@ def assert_grad_close(
     atol=1e-12`` in float64, ``3e-3, 1e-5`` in float32 (each also allows the
     numerical method's own estimated error).
     """
+    _check_options(method, rtol, atol)
+    leaves, varied = _varied_leaves(inputs)
+    ins = [leaves[i] for i in varied]
+    if not any(np.size(t._value) for t in ins):
+        return  # no element to vary: nothing can disagree
+    problem = _Problem(f, leaves, varied)
+    default_rtol, default_atol = default_tolerances(problem.dtype)
+    rtol = default_rtol if rtol is None else rtol
+    if atol is None:
+        atol = default_atol * atol_scale(problem.f0, problem.analytic, problem.x0)
+    for name, numerical, error in _numerical_jacobians(problem, method):
+        _compare(name, problem.analytic, numerical, error, rtol, atol, problem.out_sizes, problem.in_sizes,
+                 problem.outs, problem.ins, problem.cut)  # fmt: skip
+
+
+def _check_options(method: str, rtol: float | None, atol: float | None) -> None:
     if method not in ("auto", "fd", "complex"):
         raise ValueError(f"method={method!r}: use 'auto', 'fd' or 'complex'")
     for name, tol in (("rtol", rtol), ("atol", atol)):
         problem = tolerance_problem(name, tol)
         if problem:
             raise ValueError(problem)
+
+
+def _varied_leaves(inputs: Any) -> tuple[list[Tensor], list[int]]:
+    """The inputs as leaves, and which of them are varied (the others held constant)."""
     _, given = _as_tuple(inputs)
     if not given:
         raise ValueError("assert_grad_close needs at least one input")
@@ -83,101 +103,116 @@ def assert_grad_close(
             raise ValueError(
                 f"input {i} has dtype {np.asarray(leaf._value).dtype}: only real floating inputs can be varied"
             )
-    ins = [leaves[i] for i in varied]
-    if not any(np.size(t._value) for t in ins):
-        return  # no element to vary: nothing can disagree
-    _, outs, tape = _run(f, leaves)
-    dtype = np.result_type(*(np.asarray(t._value) for t in ins))
-    default_rtol, default_atol = default_tolerances(dtype)
-    rtol = default_rtol if rtol is None else rtol
+    return leaves, varied
 
-    blocks, _ = reverse_blocks(outs, ins, vectorised=not any(isinstance(n, FunctionNode) for n, _, _ in tape))
-    out_sizes = [int(np.size(o._value)) for o in outs]
-    in_sizes = [int(np.size(t._value)) for t in ins]
-    analytic = np.block([[np.asarray(b, dtype=np.float64).reshape(m, n) for b, n in zip(row, in_sizes)]
-                         for row, m in zip(blocks, out_sizes)])  # fmt: skip
-    x0 = np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in ins])
-    f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
-    if not (np.isfinite(f0).all() and np.isfinite(analytic).all()):
-        raise AssertionError(f"non-finite values: f = {_short(f0)}, autograd Jacobian = {_short(analytic)}")
-    if atol is None:
-        atol = default_atol * atol_scale(f0, analytic, x0)
 
-    def split(points: np.ndarray) -> list[np.ndarray]:
-        offsets = np.cumsum([0, *in_sizes])
-        return [points[:, offsets[j] : offsets[j + 1]].reshape((len(points),) + t.shape) for j, t in enumerate(ins)]
+class _Problem:
+    """``f`` run once, recorded: its autograd Jacobian (flat outputs x flat inputs), and ways to
+    evaluate it again at rows of flattened points (replaying the record, or calling ``f``)."""
 
-    # f is called without recording, unless it differentiates inside (gc.grad needs a graph):
-    # then as it was called first, with grad mode on and the varied inputs requiring grad
-    recorded = [False]
+    def __init__(self, f: Callable[..., Any], leaves: list[Tensor], varied: list[int]) -> None:
+        self.f, self.leaves, self.varied = f, leaves, varied
+        self.ins = ins = [leaves[i] for i in varied]
+        _, self.outs, self.tape = _run(f, leaves)
+        outs = self.outs
+        self.dtype = np.result_type(*(np.asarray(t._value) for t in ins))
+        vectorised = not any(isinstance(n, FunctionNode) for n, _, _ in self.tape)
+        blocks, _ = reverse_blocks(outs, ins, vectorised=vectorised)
+        self.out_sizes = [int(np.size(o._value)) for o in outs]
+        self.in_sizes = [int(np.size(t._value)) for t in ins]
+        self.analytic = np.block([[np.asarray(b, dtype=np.float64).reshape(m, n) for b, n in zip(row, self.in_sizes)]
+                                  for row, m in zip(blocks, self.out_sizes)])  # fmt: skip
+        self.x0 = np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in ins])
+        self.f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+        if not (np.isfinite(self.f0).all() and np.isfinite(self.analytic).all()):
+            raise AssertionError(
+                f"non-finite values: f = {_short(self.f0)}, autograd Jacobian = {_short(self.analytic)}"
+            )
+        self.cut = _cut(outs, ins)
+        # f is called without recording, unless it differentiates inside (gc.grad needs a graph):
+        # then as it was called first, with grad mode on and the varied inputs requiring grad
+        self.recorded = False
 
-    def call_at(row: tuple[Any, ...]) -> Any:
-        def args(requires_grad: bool) -> list[Any]:
-            given = list(leaves)
-            for j, value in zip(varied, row):
-                given[j] = wrap(np.array(value, dtype=np.asarray(leaves[j]._value).dtype))
-                if requires_grad:
-                    given[j].requires_grad_(True)
-            return given
+    def split(self, points: np.ndarray) -> list[np.ndarray]:
+        offsets = np.cumsum([0, *self.in_sizes])
+        return [
+            points[:, offsets[j] : offsets[j + 1]].reshape((len(points),) + t.shape) for j, t in enumerate(self.ins)
+        ]
 
-        if not recorded[0]:
+    def _args(self, row: tuple[Any, ...], requires_grad: bool) -> list[Any]:
+        given: list[Any] = list(self.leaves)
+        for j, value in zip(self.varied, row):
+            given[j] = wrap(np.array(value, dtype=np.asarray(self.leaves[j]._value).dtype))
+            if requires_grad:
+                given[j].requires_grad_(True)
+        return given
+
+    def call_at(self, row: tuple[Any, ...]) -> Any:
+        if not self.recorded:
             try:
                 with grad_mode.no_grad():
-                    return f(*args(False))
+                    return self.f(*self._args(row, False))
             except RuntimeError:
-                recorded[0] = True
+                self.recorded = True
         with grad_mode.enable_grad():
-            return f(*args(True))
+            return self.f(*self._args(row, True))
 
-    def call_each(points: np.ndarray) -> np.ndarray:
+    def call_each(self, points: np.ndarray) -> np.ndarray:
         rows = []
-        for row in zip(*split(points)):
-            _, result = _as_tuple(call_at(row))
+        for row in zip(*self.split(points)):
+            _, result = _as_tuple(self.call_at(row))
             rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
         return np.array(rows)
 
-    def replayed(points: np.ndarray) -> np.ndarray:
-        values = replay(tape, {key(t): part for t, part in zip(ins, split(points))})
+    def replayed(self, points: np.ndarray) -> np.ndarray:
+        values = replay(self.tape, {key(t): part for t, part in zip(self.ins, self.split(points))})
         parts = [
             np.broadcast_to(values.get(key(o), o._value), (len(points),) + o.shape).reshape(len(points), -1)
-            for o in outs
+            for o in self.outs
         ]
         return np.concatenate(parts, axis=1)
 
+
+def _numerical_jacobians(problem: _Problem, method: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(method name, Jacobian, its estimated error) for every numerical method that judges."""
     checks: list[tuple[str, np.ndarray, np.ndarray]] = []
-    unsmooth = not_analytic(tape)
+    unsmooth = not_analytic(problem.tape)
     if method == "complex" and unsmooth:
         raise ValueError(f"method='complex' cannot be used: {unsmooth}")
     exact = None
     if method == "complex" or (method == "auto" and not unsmooth):
         try:
-            exact = complex_step(replayed, x0, dtype, f0)
+            exact = complex_step(problem.replayed, problem.x0, problem.dtype, problem.f0)
         except NotRealValued:
             if method == "complex":
                 raise
-    cut = _cut(outs, ins)
-    if method == "fd" or (method == "auto" and (exact is None or cut)):
+    if method == "fd" or (method == "auto" and (exact is None or problem.cut)):
         # complex step, where valid, is exact to rounding; finite differences are not
         # (1 + x^2 at x = 1e-8 loses x's digits): they judge only where it cannot run, or where
         # an output is cut from the inputs' graph (the replayed record then is not the function)
-        estimate = finite_differences(call_each, x0, f0, dtype)
-        kinks = estimate.kink & ~_between(analytic, estimate.left, estimate.right)
-        if not unsmooth:  # analytic operations have no kinks: two slopes are a step across a pole
-            kinks[:] = False
-            estimate.kink[:] = False
-        if kinks.any():
-            r, c = np.argwhere(kinks)[0]
-            raise AssertionError(
-                f"not differentiable at the point: d out/d in element ({r}, {c}) has one-sided derivatives "
-                f"{estimate.left[r, c]:.10g} and {estimate.right[r, c]:.10g}, and autograd's {analytic[r, c]:.10g} "
-                "lies outside them"
-            )
-        trusted = ~estimate.kink
-        checks.append(("finite differences", np.where(trusted, estimate.value, analytic), estimate.error))
+        checks.append(("finite differences", *_finite_difference_jacobian(problem, smooth=not unsmooth)))
     if exact is not None:
         checks.append(("complex step", exact.value, exact.error))
-    for name, numerical, error in checks:
-        _compare(name, analytic, numerical, error, rtol, atol, out_sizes, in_sizes, outs, ins, cut)
+    return checks
+
+
+def _finite_difference_jacobian(problem: _Problem, smooth: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Central differences of ``f`` itself; a kink autograd's value does not lie across is an error."""
+    analytic = problem.analytic
+    estimate = finite_differences(problem.call_each, problem.x0, problem.f0, problem.dtype)
+    kinks = estimate.kink & ~_between(analytic, estimate.left, estimate.right)
+    if smooth:  # analytic operations have no kinks: two slopes are a step across a pole
+        kinks[:] = False
+        estimate.kink[:] = False
+    if kinks.any():
+        r, c = np.argwhere(kinks)[0]
+        raise AssertionError(
+            f"not differentiable at the point: d out/d in element ({r}, {c}) has one-sided derivatives "
+            f"{estimate.left[r, c]:.10g} and {estimate.right[r, c]:.10g}, and autograd's {analytic[r, c]:.10g} "
+            "lies outside them"
+        )
+    trusted = ~estimate.kink
+    return np.where(trusted, estimate.value, analytic), estimate.error
 
 
 def _cut(outs: list[Tensor], ins: list[Tensor]) -> list[int]:
