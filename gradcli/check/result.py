@@ -34,7 +34,6 @@ class MethodCheck:
     reason: str | None = None
     element_ok: np.ndarray | None = field(default=None, repr=False)  # per input element (flat)
     element_error: np.ndarray | None = field(default=None, repr=False)  # |autograd - this| per element
-    redo: Any = field(default=None, repr=False, compare=False)  # the comparison again (after measuring rounding)
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -97,6 +96,95 @@ class Blame:
         )
 
 
+CHECK_ROWS = 12  # elements listed one by one; beyond, the worst element of each variable
+
+
+@dataclass
+class CheckRow:
+    """One input element as the report shows it: autograd's derivative beside each method's."""
+
+    label: str  # the element ("x", "v[1]"), as in d/d<label>
+    autograd: float
+    values: list[float]  # one per column of the table's ``methods``; nan where the method has none
+    abs_error: float | None  # |autograd - the furthest method|; None where no method gives a number
+    rel_error: float | None  # abs_error over the larger of that method's value and autograd's
+    status: str  # "ok", "MISMATCH", "kink" or "-" (nothing compared)
+
+
+@dataclass
+class CheckTable:
+    """The rows a report shows: every element, or past CHECK_ROWS the worst of each variable."""
+
+    methods: list[str]  # the methods that ran, in order: the table's columns
+    rows: list[CheckRow]
+    note: str | None = None  # said when not every element is shown
+
+
+def check_table(
+    gradient: dict[str, np.ndarray], checks: dict[str, MethodCheck], kinks: list[Kink], labels: list[str]
+) -> CheckTable:
+    """Per-element errors, the method furthest from autograd, and the rows to show, computed once."""
+    autograd = (
+        np.concatenate([np.asarray(g, dtype=np.float64).reshape(-1) for g in gradient.values()])
+        if labels
+        else np.zeros(0)
+    )
+    shown = [c for c in checks.values() if c.ok is not None]
+    columns = [_flat_values(c, gradient, len(labels)) for c in shown]
+    with np.errstate(all="ignore"):
+        errors = np.stack([np.abs(autograd - v) for v in columns]) if columns else np.zeros((0, len(labels)))
+        abs_error = np.nanmax(np.where(np.isnan(errors), -np.inf, errors), axis=0, initial=-np.inf)
+        worst_method = np.argmax(np.where(np.isnan(errors), -np.inf, errors), axis=0) if columns else None
+    element_ok = np.ones(len(labels), dtype=bool)
+    for c in shown:
+        if c.element_ok is not None:
+            element_ok &= c.element_ok
+    rows_shown, note = list(range(len(labels))), None
+    if len(labels) > CHECK_ROWS:
+        rows_shown = _worst_of_each(gradient, autograd, abs_error, element_ok)
+        note = f"{len(labels)} elements: the worst of each variable shown (--json has them all)"
+    kinked = {k.element for k in kinks}
+    rows = []
+    for k in rows_shown:
+        abs_k = rel_k = None
+        if np.isfinite(abs_error[k]):
+            scale = max(abs(columns[worst_method[k]][k]), abs(autograd[k]))
+            abs_k, rel_k = abs_error[k], abs_error[k] / scale if scale else 0.0
+        compared = any(not np.isnan(v[k]) for v in columns)
+        status = "kink" if labels[k] in kinked else ("MISMATCH" if not element_ok[k] else "ok" if compared else "-")
+        rows.append(CheckRow(labels[k], autograd[k], [v[k] for v in columns], abs_k, rel_k, status))
+    return CheckTable([c.name for c in shown], rows, note)
+
+
+def _flat_values(check: MethodCheck, gradient: dict[str, np.ndarray], size: int) -> np.ndarray:
+    """A method's values, flat over every input element (nan where it has none)."""
+    flat = np.full(size, np.nan)
+    offset = 0
+    for name, g in gradient.items():
+        n = int(np.size(g))
+        if name in check.values:
+            flat[offset : offset + n] = np.asarray(check.values[name], dtype=np.float64).reshape(-1)
+        offset += n
+    return flat
+
+
+def _worst_of_each(
+    gradient: dict[str, np.ndarray], autograd: np.ndarray, abs_error: np.ndarray, element_ok: np.ndarray
+) -> list[int]:
+    """Each variable's element furthest from agreeing (among its failing ones, if any fail)."""
+    rows, offset = [], 0
+    for g in gradient.values():
+        size = int(np.size(g))
+        block = np.arange(offset, offset + size)
+        failing = block[~element_ok[block]]
+        pick = failing if failing.size else block
+        score = abs_error[pick] / np.maximum(np.abs(autograd[pick]), 1e-300)
+        if pick.size:
+            rows.append(int(pick[np.argmax(np.where(np.isfinite(score), score, -1.0))]))
+        offset += size
+    return rows
+
+
 @dataclass
 class CheckResult:
     ok: bool
@@ -112,6 +200,7 @@ class CheckResult:
     labels: list[str] = field(default_factory=list)  # d/d<label> for each input element, flat
     notes: list[str] = field(default_factory=list)  # what a reader should know (rounding, one-sided differences)
     warnings: list[str] = field(default_factory=list)  # Python warnings caught on the way, in gradcli's words
+    table: CheckTable | None = field(default=None, repr=False)  # the rows a report shows (check_table)
 
     def ran(self) -> list[MethodCheck]:
         return [c for c in self.checks.values() if c.ok is not None]

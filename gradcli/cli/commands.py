@@ -449,70 +449,13 @@ def _expectations(items: list[str]) -> dict[str, str]:
     return formulas
 
 
-CHECK_ROWS = 12  # elements listed one by one; beyond, the worst element of each variable
-
-
 def _print_check(result: Any, heading: str, point: str) -> None:
     """The table (element | autograd | each method | abs err | rel err | ok), the notes, the verdict."""
-    from ..check.result import METHOD_NAMES
+    from ..check.result import METHOD_NAMES, check_table
 
-    labels = result.labels
-    autograd = (
-        np.concatenate([np.asarray(g, dtype=np.float64).reshape(-1) for g in result.gradient.values()])
-        if labels
-        else np.zeros(0)
-    )
-    shown_methods = [c for c in result.checks.values() if c.ok is not None]
-    columns = {}  # method -> flat values (nan where it has none)
-    for c in shown_methods:
-        flat = np.full(len(labels), np.nan)
-        offset = 0
-        for name, g in result.gradient.items():
-            size = int(np.size(g))
-            if name in c.values:
-                flat[offset : offset + size] = np.asarray(c.values[name], dtype=np.float64).reshape(-1)
-            offset += size
-        columns[c.name] = flat
-    kinked = {k.element for k in result.kinks}
-    with np.errstate(all="ignore"):
-        errors = np.stack([np.abs(autograd - v) for v in columns.values()]) if columns else np.zeros((0, len(labels)))
-        references = np.stack(list(columns.values())) if columns else np.zeros((0, len(labels)))
-        abs_error = np.nanmax(np.where(np.isnan(errors), -np.inf, errors), axis=0, initial=-np.inf)
-        worst_method = np.argmax(np.where(np.isnan(errors), -np.inf, errors), axis=0) if columns else None
-    element_ok = np.ones(len(labels), dtype=bool)
-    for c in shown_methods:
-        if c.element_ok is not None:
-            element_ok &= c.element_ok
-    rows_shown = list(range(len(labels)))
-    note = None
-    if len(labels) > CHECK_ROWS:
-        rows_shown, offset = [], 0
-        for g in result.gradient.values():
-            size = int(np.size(g))
-            block = np.arange(offset, offset + size)
-            failing = block[~element_ok[block]]
-            pick = failing if failing.size else block
-            score = abs_error[pick] / np.maximum(np.abs(autograd[pick]), 1e-300)
-            rows_shown.append(int(pick[np.argmax(np.where(np.isfinite(score), score, -1.0))]) if pick.size else None)
-            offset += size
-        rows_shown = [r for r in rows_shown if r is not None]
-        note = f"{len(labels)} elements: the worst of each variable shown (--json has them all)"
-    header = ["", "autograd", *(METHOD_NAMES[name] for name in columns), "abs err", "rel err", ""]
-    body = []
-    for k in rows_shown:
-        cells = [f"d/d{labels[k]}", output.number(autograd[k], 12)]
-        cells += ["" if np.isnan(v[k]) else output.number(v[k], 12) for v in columns.values()]
-        if np.isfinite(abs_error[k]):
-            scale = max(abs(references[worst_method[k], k]), abs(autograd[k]))
-            rel = abs_error[k] / scale if scale else 0.0
-            cells += [f"{abs_error[k]:.2g}", f"{rel:.2g}"]
-        else:
-            cells += ["", ""]
-        compared = any(not np.isnan(v[k]) for v in columns.values())
-        cells.append(
-            "kink" if labels[k] in kinked else ("MISMATCH" if not element_ok[k] else "ok" if compared else "-")
-        )
-        body.append(cells)
+    table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
+    header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
+    body = [_check_cells(row) for row in table.rows]
     lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks]
     lines += result.notes
@@ -520,6 +463,20 @@ def _print_check(result: Any, heading: str, point: str) -> None:
         lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
     elif result.blame_checked:
         lines.append(f"blame: the derivatives of all {result.blame_checked} nodes agree with finite differences")
+    _write_check(result, heading, point, header, body, lines, table.note)
+
+
+def _check_cells(row: Any) -> list[str]:
+    cells = [f"d/d{row.label}", output.number(row.autograd, 12)]
+    cells += ["" if np.isnan(v) else output.number(v, 12) for v in row.values]
+    cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
+    cells.append(row.status)
+    return cells
+
+
+def _write_check(
+    result: Any, heading: str, point: str, header: list[str], body: list[list[str]], lines: list[str], note: str | None
+) -> None:
     verdict = result.verdict()
     if output.rich_wanted() and output.table_fits([header, *body]):
         from rich.console import Console
