@@ -129,11 +129,16 @@ def _needed(pending: dict[Any, int], roots: list[Any], targets: set[Any]) -> set
 # (a gradient passed straight through "+", a user's ``gradient=``) is never written to.
 
 
-def _add(grads: dict[Any, Any], owned: set[Any], node: Any, g: Any, create: bool) -> None:
-    """Add ``g`` into a node's gradient buffer."""
+def _add(grads: dict[Any, Any], owned: set[Any], node: Any, g: Any, create: bool, fresh: bool = False) -> None:
+    """Add ``g`` into a node's gradient buffer: the one place that decides when adding in place is safe.
+
+    ``fresh``: ``g`` is a new array that nobody else holds (made by one of gradcli's own rules),
+    so the buffer may later be added into in place."""
     prev = grads.get(node)
     if prev is None:
         grads[node] = g
+        if fresh:
+            owned.add(node)
     elif (
         not create
         and node in owned
@@ -229,10 +234,21 @@ def _on_fresh_stack(fn: Any) -> Any:
     return outcome[0]
 
 
+class _Schedule:
+    """Which nodes run, in which order: every node reachable from the roots with its count of
+    consumers still to deliver (a node runs when that reaches 0: Kahn's order), pruned to the
+    nodes that lead to a captured one (``needed``; ``None``: every node runs)."""
+
+    __slots__ = ("pending", "needed", "ready")
+
+    def __init__(self, roots: list[Any], capture: dict[Any, int] | None) -> None:
+        self.pending = _collect(roots)
+        self.needed = _needed(self.pending, roots, set(capture)) if capture is not None else None
+        self.ready = [n for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
+
+
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
-    pending = _collect(roots)
-    needed = _needed(pending, roots, set(capture)) if capture is not None else None
-    captured: list[Any] = [None] * (len(capture) if capture else 0)
+    schedule = _Schedule(roots, capture)
     grads: dict[Any, Any] = {}
     owned: set[Any] = set()
     for e, g in zip(roots, root_grads):
@@ -240,58 +256,66 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
             _add_output(grads, e.node, e.index, g)
         else:
             _add(grads, owned, e, g, create_graph)
-    ready = [n for n in {edge_node(e): None for e in roots} if pending[n] == 0]
     previous_mode = _grad_mode.enabled
     _grad_mode.enabled = create_graph
-    pop = grads.pop
-    anomaly = _anomaly.active  # read once: it does not change during a backward pass
     try:
         with np.errstate(all="ignore"):
-            while ready:
-                node = ready.pop()
-                g = pop(node, None)
-                if capture is not None and g is not None and node in capture:
-                    captured[capture[node]] = g
-                if node.__class__ is AccumulateGrad:
-                    if capture is None and g is not None:
-                        _accumulate(node, g, node in owned, create_graph)
-                    owned.discard(node)
-                    continue
-                if g is not None and (needed is None or node in needed):
-                    if node._retain is not None:
-                        _retain_grad(node, g, create_graph)
-                    owned.discard(node)
-                    in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-                    trusted = not node.user_defined
-                    if anomaly:
-                        in_grads = tuple(in_grads)
-                        _anomaly.backward_check(node, g, in_grads)
-                else:
-                    in_grads = _NO_GRADS
-                for e, gi in zip(node.next, in_grads):
-                    if e is None:
-                        continue
-                    if e.__class__ is OutputRef:
-                        m = e.node
-                        if gi is not None and (needed is None or m in needed):
-                            _add_output(grads, m, e.index, gi)
-                    else:
-                        m = e
-                        if gi is not None and (needed is None or m in needed):
-                            if m not in grads:
-                                grads[m] = gi
-                                # a new array from one of our rules: nobody else holds it
-                                if gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None:
-                                    owned.add(m)
-                            else:
-                                _add(grads, owned, m, gi, create_graph)
-                    count = pending[m] - 1
-                    pending[m] = count
-                    if count == 0:
-                        ready.append(m)
+            return _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch)
     finally:
         _grad_mode.enabled = previous_mode
+
+
+def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch):
+    """The loop: each ready node takes its gradient, applies its rule, hands the results on."""
+    pending, needed, ready = schedule.pending, schedule.needed, schedule.ready
+    captured: list[Any] = [None] * (len(capture) if capture else 0)
+    pop = grads.pop
+    anomaly = _anomaly.active  # read once: it does not change during a backward pass
+    while ready:
+        node = ready.pop()
+        g = pop(node, None)
+        if capture is not None and g is not None and node in capture:
+            captured[capture[node]] = g
+        if node.__class__ is AccumulateGrad:
+            if capture is None and g is not None:
+                _accumulate(node, g, node in owned, create_graph)
+            owned.discard(node)
+            continue
+        if g is not None and (needed is None or node in needed):
+            owned.discard(node)
+            in_grads = _apply(node, g, create_graph, nbatch, retain_graph, anomaly)
+            trusted = not node.user_defined
+        else:
+            in_grads = _NO_GRADS
+        for e, gi in zip(node.next, in_grads):
+            if e is None:
+                continue
+            if e.__class__ is OutputRef:
+                m = e.node
+                if gi is not None and (needed is None or m in needed):
+                    _add_output(grads, m, e.index, gi)
+            else:
+                m = e
+                if gi is not None and (needed is None or m in needed):
+                    # a new array from one of our rules: nobody else holds it
+                    fresh = gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None
+                    _add(grads, owned, m, gi, create_graph, fresh)
+            count = pending[m] - 1
+            pending[m] = count
+            if count == 0:
+                ready.append(m)
     return captured
+
+
+def _apply(node: Any, g: Any, create_graph: bool, nbatch: int, retain_graph: bool, anomaly: bool) -> Any:
+    """One node's backward rule: its inputs' gradients (and retain_grad, anomaly checks on the way)."""
+    if node._retain is not None:
+        _retain_grad(node, g, create_graph)
+    in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+    if anomaly:
+        in_grads = tuple(in_grads)
+        _anomaly.backward_check(node, g, in_grads)
+    return in_grads
 
 
 class _NoGrads:
@@ -373,16 +397,26 @@ def backward(
         run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
         return
     chosen = _as_list(inputs)
-    targets = {}
-    for t in chosen:
-        if not isinstance(t, Tensor) or t._edge is None:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        targets[edge_node(t._edge)] = len(targets)
+    targets = _targets(chosen, RuntimeError)
     found = run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets)
-    for t in chosen:
-        g = found[targets[edge_node(t._edge)]]
+    for t in chosen:  # what backward does with the gradients: accumulate them into .grad
+        g = found[targets[_input_key(t)]]
         if g is not None:
             _store_grad(t, g, False, create_graph)
+
+
+def _targets(inputs: list[Any], not_a_tensor: type[Exception]) -> dict[Any, int]:
+    """``{node: slot}`` for the inputs whose gradients a pass captures (one slot per distinct input)."""
+    targets: dict[Any, int] = {}
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            if not_a_tensor is TypeError:
+                raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
+            raise not_a_tensor("One of the differentiated Tensors does not require grad")
+        if t._edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets.setdefault(_input_key(t), len(targets))
+    return targets
 
 
 def grad(
@@ -414,37 +448,33 @@ def grad(
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    targets: dict[Any, int] = {}
-    for t in ins:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
-        if t._edge is None:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        targets.setdefault(_input_key(t), len(targets))
+    targets = _targets(ins, TypeError)
     grads = _root_grads(outs, grad_outputs, create_graph)
     found = run_backward(
         [t._edge for t in outs], grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets
     )
-    result: list[Tensor | None] = []
-    for t in ins:
-        g = found[targets[_input_key(t)]]
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. "
-                    "Set allow_unused=True if this is the desired behavior."
-                )
-            if materialize_grads:  # PyTorch: zeros_like(input, requires_grad=create_graph)
-                zeros = Tensor(np.zeros_like(t._value), dtype=t._value.dtype)
-                result.append(zeros.requires_grad_() if create_graph else zeros)
-            else:
-                result.append(None)
-        elif isinstance(g, Tensor):
-            result.append(g if g._value.dtype == t._value.dtype else _as_dtype(g, t._value.dtype))
-        else:
-            g = g if np.result_type(g) == t._value.dtype else _cast(g, t._value.dtype)
-            result.append(wrap(np.array(g, copy=True) if g.__class__ is _ndarray else g))
-    return tuple(result)
+    # what grad does with the gradients: return them, in each input's dtype
+    return tuple(
+        _returned(t, found[targets[_input_key(t)]], allow_unused, materialize_grads, create_graph) for t in ins
+    )
+
+
+def _returned(t: Tensor, g: Any, allow_unused: bool, materialize_grads: bool, create_graph: bool) -> Tensor | None:
+    """The gradient ``grad`` hands back for input ``t`` (``g`` as the pass captured it)."""
+    if g is None:
+        if not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+        if materialize_grads:  # PyTorch: zeros_like(input, requires_grad=create_graph)
+            zeros = Tensor(np.zeros_like(t._value), dtype=t._value.dtype)
+            return zeros.requires_grad_() if create_graph else zeros
+        return None
+    if isinstance(g, Tensor):
+        return g if g._value.dtype == t._value.dtype else _as_dtype(g, t._value.dtype)
+    g = g if np.result_type(g) == t._value.dtype else _cast(g, t._value.dtype)
+    return wrap(np.array(g, copy=True) if g.__class__ is _ndarray else g)
 
 
 def _cast(g: Any, dtype: Any) -> Any:
