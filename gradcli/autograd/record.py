@@ -178,9 +178,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         ea = a._edge
     else:
         if not isinstance(a, _REAL_SCALARS):
-            try:
-                a = constant(a)
-            except TypeError:
+            a = _constant_operand(a)
+            if a is NotImplemented:
                 return NotImplemented
         av = a
         ea = None
@@ -189,9 +188,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         eb = b._edge
     else:
         if not isinstance(b, _REAL_SCALARS):
-            try:
-                b = constant(b)
-            except TypeError:
+            b = _constant_operand(b)
+            if b is NotImplemented:
                 return NotImplemented
         bv = b
         eb = None
@@ -210,12 +208,26 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         result._edge = None
         return result
     if _tensor_mod.inplace_seen or prim.variant is not None or prim.saves == "meta":
-        result._edge = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
-        if trace is not None:
-            trace.append((result._edge, result, (a, b)))
-        return result
+        node = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
+    else:
+        node = _binary_node(prim, a, b, av, bv, out, ea, eb)
+    result._edge = node
+    if trace is not None:
+        trace.append((node, result, (a, b)))
+    return result
+
+
+def _constant_operand(x: Any) -> Any:
+    """A non-tensor operand as a constant, or NotImplemented (Python then tries the other operand)."""
+    try:
+        return constant(x)
+    except TypeError:
+        return NotImplemented
+
+
+def _binary_node(prim: Primitive, a: Any, b: Any, av: Any, bv: Any, out: Any, ea: Any, eb: Any) -> Any:
+    """A plain node for ``prim(a, b)``, its fields set directly: this runs once per operation."""
     saves = prim.saves
-    # inlined node construction: this runs once per operation
     node = _new(_plain_classes.get(prim) or _plain_class(prim))
     node.e0 = ea
     node.e1 = eb
@@ -239,10 +251,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         sb = np.shape(bv)
         if (ea is not None and sa != oshape) or (eb is not None and sb != oshape):
             node.shapes = (sa, sb)
-    result._edge = node
-    if trace is not None:
-        trace.append((node, result, (a, b)))
-    return result
+    return node
 
 
 def matmul(a: Any, b: Any) -> Any:
