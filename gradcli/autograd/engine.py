@@ -397,23 +397,24 @@ def backward(
         run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
         return
     chosen = _as_list(inputs)
-    targets = _targets(chosen, RuntimeError)
+    targets = _targets(chosen, tensors_only=False)
     found = run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets)
-    for t in chosen:  # what backward does with the gradients: accumulate them into .grad
-        g = found[targets[_input_key(t)]]
-        if g is not None:
-            _store_grad(t, g, False, create_graph)
+    stored = set()
+    for t in chosen:  # what backward does with the gradients: accumulate them into .grad, once an input
+        slot = targets[_input_key(t)]
+        if found[slot] is not None and slot not in stored:
+            stored.add(slot)
+            _store_grad(t, found[slot], False, create_graph)
 
 
-def _targets(inputs: list[Any], not_a_tensor: type[Exception]) -> dict[Any, int]:
-    """``{node: slot}`` for the inputs whose gradients a pass captures (one slot per distinct input)."""
+def _targets(inputs: list[Any], tensors_only: bool) -> dict[Any, int]:
+    """``{node: slot}`` for the inputs whose gradients a pass captures (one slot per distinct input).
+    ``tensors_only``: anything else is a TypeError (``grad``), not a tensor without a graph (``backward``)."""
     targets: dict[Any, int] = {}
     for t in inputs:
-        if not isinstance(t, Tensor):
-            if not_a_tensor is TypeError:
-                raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
-            raise not_a_tensor("One of the differentiated Tensors does not require grad")
-        if t._edge is None:
+        if not isinstance(t, Tensor) and tensors_only:
+            raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
+        if not isinstance(t, Tensor) or t._edge is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         targets.setdefault(_input_key(t), len(targets))
     return targets
@@ -448,7 +449,7 @@ def grad(
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    targets = _targets(ins, TypeError)
+    targets = _targets(ins, tensors_only=True)
     grads = _root_grads(outs, grad_outputs, create_graph)
     found = run_backward(
         [t._edge for t in outs], grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets
