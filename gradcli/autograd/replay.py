@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import Primitive
+from ..ops import Meta, Primitive
 from ..ops.shape import lift
 from .forward import key
 from .function import FunctionNode
@@ -46,7 +46,7 @@ def replay(
             if not any(which):
                 continue
             if isinstance(node, OpNode):
-                out = batched_primitive(node.prim, args, which, node.params, np.ndim(result._value), nbatch)
+                out = batched_primitive(node.prim, args, which, node.params, result._value, nbatch)
             elif isinstance(node, FunctionNode):
                 out = _batched_function(node, args, which, nbatch)
             else:
@@ -56,21 +56,23 @@ def replay(
 
 
 def batched_primitive(
-    prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], out_ndim: int, nb: int
+    prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], out: Any, nb: int
 ) -> Any:
     """``prim(*args, *params)`` where the inputs marked in ``which`` carry ``nb`` leading batch axes,
-    by the batching rule its row declares (``Primitive.batch``)."""
+    by the batching rule its row declares (``Primitive.batch``). ``out`` is the output at one
+    point (or its ``Meta``): the rules read its shape."""
     kind = prim.batch
     if kind == "elementwise":
-        lifted = [lift(a, np.ndim(a) - nb, out_ndim) if w else a for a, w in zip(args, which)]
+        lifted = [lift(a, np.ndim(a) - nb, np.ndim(out)) if w else a for a, w in zip(args, which)]
         return prim.forward(*lifted, *params)
     if kind == "loop":
         return _loop(prim, args, which, params, nb)
     own = [np.asarray(a)[(0,) * nb] if w else a for a, w in zip(args, which)]  # one point's shapes
+    shape = Meta.of(out)  # the rules of linear maps and products read the output's shape only
     if kind == "linear":  # its forward rule is itself, with batch axes in front
         batch = next(np.shape(a)[:nb] for a, w in zip(args, which) if w)
         full = tuple(a if w else np.broadcast_to(a, batch + np.shape(a)) for a, w in zip(args, which))
-        return prim.jvp(full, None, *own, *params)
+        return prim.jvp(full, shape, *own, *params)
     if kind == "reduce":  # over the value's own axes only
         axis, keepdims = params
         ndim = np.ndim(args[0]) - nb
@@ -78,8 +80,8 @@ def batched_primitive(
         return forward(args[0], tuple(range(-ndim, 0)) if axis is None else axis, keepdims)
     # a product: bilinear, so with one side batched its forward rule is the product itself
     if all(which):
-        return prim.batch_both(*args, out_ndim, nb)
-    return prim.jvp(tuple(a if w else None for a, w in zip(args, which)), None, *own, *params)
+        return prim.batch_both(*args, shape, nb)
+    return prim.jvp(tuple(a if w else None for a, w in zip(args, which)), shape, *own, *params)
 
 
 def _loop(prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], nb: int) -> Any:

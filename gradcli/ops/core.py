@@ -18,8 +18,9 @@ trailing axes only. Broadcasting is undone by the engine, not by the rules.
 Every forward-mode rule has one signature too, ``jvp(tangents, out, *inputs, *params)``:
 ``tangents`` is a tuple with one tangent per input (``None`` for an input without
 one; at least one is not ``None``), each with the same leading batch axes, and the
-rule returns the output's tangent with those batch axes in front. ``out`` may be
-``None`` where a rule does not read it. A primitive whose Jacobian is diagonal
+rule returns the output's tangent with those batch axes in front. ``out`` is the
+output, or its :class:`Meta` when a batched run asks a linear map or a product
+(whose rules read only its shape). A primitive whose Jacobian is diagonal
 (``elementwise``) may leave ``jvp`` out: its tangent is the sum of its reverse
 rules applied to the tangents.
 
@@ -30,11 +31,11 @@ names one of ``BATCH``:
 - ``"elementwise"``: the forward broadcasts; batched inputs are lifted so that their
   batch axes stay in front.
 - ``"linear"``: the forward rule is the forward itself and knows batch axes:
-  ``jvp(batched inputs, None, *one point's inputs, *params)``.
+  ``jvp(batched inputs, out, *one point's inputs, *params)``.
 - ``"reduce"``: the parameters are ``(axis, keepdims)``; the forward reduces over the
   value's own axes (``axis=None``: all of them, none of the batch axes).
 - ``"product"``: bilinear in its two inputs: with one side batched the forward rule is
-  the product itself; with both, ``batch_both(a, b, out_ndim, nb)``.
+  the product itself; with both, ``batch_both(a, b, out, nb)``.
 - ``"loop"``: no batched form; the forward runs point by point.
 """
 
@@ -93,7 +94,7 @@ class Primitive:
     elementwise: bool = False  # the Jacobian is diagonal: jvp(t) = sum_i vjp_i(t_i)
     jvp: Rule | None = None  # forward-mode rule (tangents, out, *inputs, *params), tangents a tuple
     batch: str = "loop"  # how it takes a batch of points: one of BATCH (see the module docstring)
-    batch_both: Callable[..., Any] | None = None  # "product": (a, b, out_ndim, nb) with both sides batched
+    batch_both: Callable[..., Any] | None = None  # "product": (a, b, out, nb) with both sides batched
     sympy: Callable[..., Any] | None = None  # (sympy_module, *args, *params) -> expr
     torch: str = ""  # PyTorch's op name, from which the backward name is derived
     variant: Callable[..., Any] | None = None  # (constant_mask, params) -> overload or (op, overload)

@@ -46,15 +46,15 @@ def _dot_jvp(tangents, out, a, b):
 
 def _einsum(spec):
     """A product of two operands that both carry ``nb`` leading batch axes, by ``einsum``."""
-    return lambda a, b, out_ndim, nb: np.einsum(spec, a, b)
+    return lambda a, b, out, nb: np.einsum(spec, a, b)
 
 
-def _matmul_both(a, b, out_ndim, nb):
+def _matmul_both(a, b, out, nb):
     """Each point's own ``a @ b`` where both carry ``nb`` leading batch axes: one batched
     product of matrices (lifted so the batch axes stay in front), point by point where a
     side is a vector (its row or column would have to be added and dropped)."""
     if min(np.ndim(a), np.ndim(b)) - nb > 1:
-        ndim = max(out_ndim, 2)
+        ndim = max(np.ndim(out), 2)
         return lift(a, np.ndim(a) - nb, ndim) @ lift(b, np.ndim(b) - nb, ndim)
     batch = np.shape(a)[:nb]
     rows = zip(np.reshape(a, (-1,) + np.shape(a)[nb:]), np.reshape(b, (-1,) + np.shape(b)[nb:]))
