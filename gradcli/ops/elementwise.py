@@ -22,13 +22,13 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 def unary(name, forward, rule, formula, sympy, **facts):
     """An elementwise one-input primitive whose derivative is ``formula``."""
     facts.setdefault("numpy", (forward,) if isinstance(forward, np.ufunc) else ())
+    facts.setdefault("batch", "elementwise")
     return primitive(
         name,
         1,
         forward,
         (rule,),
         elementwise=True,
-        batch="elementwise",
         formulas=(formula,),
         sympy=sympy,
         label=facts.pop("label", name),
@@ -38,9 +38,8 @@ def unary(name, forward, rule, formula, sympy, **facts):
 
 def binary(name, forward, rules, formulas, sympy, **facts):
     facts.setdefault("numpy", (forward,) if isinstance(forward, np.ufunc) else ())
-    return primitive(
-        name, 2, forward, rules, elementwise=True, batch="elementwise", formulas=formulas, sympy=sympy, **facts
-    )
+    facts.setdefault("batch", "elementwise")
+    return primitive(name, 2, forward, rules, elementwise=True, formulas=formulas, sympy=sympy, **facts)
 
 
 # Arithmetic runs through Python's operators: on arrays they are the NumPy ufuncs, and on
