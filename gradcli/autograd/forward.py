@@ -143,7 +143,7 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
     tangents = dict(seeds)
     with np.errstate(all="ignore"):
         for node, result, inputs in tape:
-            ts = tuple(tangents.get(key(x)) if isinstance(x, Tensor) else None for x in inputs)
+            ts = [tangents.get(key(x)) if isinstance(x, Tensor) else None for x in inputs]
             if all(t is None for t in ts):
                 continue
             out = result._value
