@@ -1,7 +1,8 @@
 """Forward mode: tangents pushed through a recorded run, in the order it ran.
 
 A run recorded with ``render.recording()`` (the tape: each node with its output
-and inputs) is replayed for tangents only: each primitive's forward rule turns
+and inputs) is replayed for tangents only: each primitive's forward rule,
+``jvp(tangents, out, *inputs, *params)`` for every primitive (``ops.core``), turns
 its inputs' tangents into its output's. Tangents carry leading batch axes, so
 a whole basis of directions (a Jacobian's columns) goes through in one pass.
 Elementwise primitives need no rule of their own: their Jacobian is diagonal,
@@ -10,7 +11,7 @@ so the tangent is the sum of the reverse rules applied to the inputs' tangents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ def key(tensor: Any) -> Any:
 
 
 def primitive_tangent(
-    prim: Primitive, tangents: list[Any], out: Any, inputs: list[Any], params: tuple[Any, ...], still: bool = False
+    prim: Primitive, tangents: Sequence[Any], out: Any, inputs: list[Any], params: tuple[Any, ...], still: bool = False
 ) -> Any:
     """The output's tangent of one primitive application (``None`` when no input has one).
 
@@ -47,13 +48,11 @@ def primitive_tangent(
     values = [x._value if isinstance(x, Tensor) else x for x in inputs]
     if _tensor_mod.complex_seen and prim.arity >= 0 and any(_is_complex(v) for v in (out, *values)):
         if prim.complex_jvp is not None:
-            return prim.complex_jvp(*tangents, out, *values, *params)
+            return prim.complex_jvp(tuple(tangents), out, *values, *params)
         if not prim.analytic:
             raise RuntimeError(f"{prim.name} is not differentiable at complex inputs (it is not holomorphic)")
-    if prim.arity < 0:
-        return prim.jvp(tangents, out, *values, *params)
     if prim.jvp is not None:
-        return prim.jvp(*tangents, out, *values, *params)
+        return prim.jvp(tuple(tangents), out, *values, *params)
     # elementwise: a diagonal Jacobian, so jvp = sum of the reverse rules applied to the tangents
     out_ndim = np.ndim(out)
     args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
@@ -106,7 +105,7 @@ def _finite(t: Any) -> bool:
     return bool(np.isfinite(t.sum()))
 
 
-def _zero_where_no_direction_moves(t: Any, tangents: list[Any], nbatch: int) -> Any:
+def _zero_where_no_direction_moves(t: Any, tangents: Sequence[Any], nbatch: int) -> Any:
     """Zero the directions (batch rows) along which no input of the node moves.
 
     Such a direction leaves the node's output where it is: its tangent is 0, as reverse mode

@@ -2,14 +2,14 @@
 
 ``replay`` recomputes every recorded value with a leading batch axis on the
 inputs (finite differences need f at 2 x levels x n points, complex step at
-n), in one pass over the tape. How a primitive takes a batch follows from the
-table: elementwise ones broadcast (batched inputs lifted so the batch axes stay
-in front); linear ones (rules that need only shapes) are their own forward
-rule, which already knows about batch axes; reductions reduce over the
+n), in one pass over the tape. How a primitive takes a batch is declared in its
+row (``Primitive.batch``, see ``ops.core``): elementwise ones broadcast (batched
+inputs lifted so the batch axes stay in front); linear ones are their own
+forward rule, which already knows about batch axes; reductions reduce over the
 value's own trailing axes; products use their forward rule when one side is
-batched and ``einsum`` when both are. Only what was recorded changes: values
-computed without the graph (``detach``, ``no_grad``) stay constants, as they
-are for autograd.
+batched and their ``batch_both`` when both are; the rest run point by point.
+Only what was recorded changes: values computed without the graph (``detach``,
+``no_grad``) stay constants, as they are for autograd.
 """
 
 from __future__ import annotations
@@ -19,14 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import DOT, MATMUL, MM, MV, Primitive
+from ..ops import Meta, Primitive
 from ..ops.shape import lift
 from .forward import key
 from .function import FunctionNode
 from .node import OpNode
 from .tensor import Tensor, wrap
-
-_PRODUCTS = {DOT: "...i,...i->...", MV: "...ij,...j->...i"}
 
 
 def replay(
@@ -48,7 +46,7 @@ def replay(
             if not any(which):
                 continue
             if isinstance(node, OpNode):
-                out = batched_primitive(node.prim, args, which, node.params, np.ndim(result._value), nbatch)
+                out = batched_primitive(node.prim, args, which, node.params, result._value, nbatch)
             elif isinstance(node, FunctionNode):
                 out = _batched_function(node, args, which, nbatch)
             else:
@@ -58,40 +56,32 @@ def replay(
 
 
 def batched_primitive(
-    prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], out_ndim: int, nb: int
+    prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], out: Any, nb: int
 ) -> Any:
-    """``prim(*args, *params)`` where the inputs marked in ``which`` carry ``nb`` leading batch axes."""
-    if prim.arity < 0:  # stack / cat: a linear join
-        batch = next(np.shape(a)[:nb] for a, w in zip(args, which) if w)
-        filled = [a if w else np.broadcast_to(a, batch + np.shape(a)) for a, w in zip(args, which)]
-        return prim.jvp(filled, None, *[np.asarray(a)[(0,) * nb] if w else a for a, w in zip(args, which)], *params)
-    if prim.elementwise:
-        lifted = [lift(a, np.ndim(a) - nb, out_ndim) if w else a for a, w in zip(args, which)]
+    """``prim(*args, *params)`` where the inputs marked in ``which`` carry ``nb`` leading batch axes,
+    by the batching rule its row declares (``Primitive.batch``). ``out`` is the output at one
+    point (or its ``Meta``): the rules read its shape."""
+    kind = prim.batch
+    if kind == "elementwise":
+        lifted = [lift(a, np.ndim(a) - nb, np.ndim(out)) if w else a for a, w in zip(args, which)]
         return prim.forward(*lifted, *params)
+    if kind == "loop":
+        return _loop(prim, args, which, params, nb)
     own = [np.asarray(a)[(0,) * nb] if w else a for a, w in zip(args, which)]  # one point's shapes
-    if prim.linear:  # its forward rule is itself, with batch axes in front
+    shape = Meta.of(out)  # the rules of linear maps and products read the output's shape only
+    if kind == "linear":  # its forward rule is itself, with batch axes in front
         batch = next(np.shape(a)[:nb] for a, w in zip(args, which) if w)
-        full = [a if w else np.broadcast_to(a, batch + np.shape(a)) for a, w in zip(args, which)]
-        return prim.jvp(*full, None, *own, *params)
-    if prim.nparams == 2 and prim.arity == 1:  # a reduction: over the value's own axes only
+        full = tuple(a if w else np.broadcast_to(a, batch + np.shape(a)) for a, w in zip(args, which))
+        return prim.jvp(full, shape, *own, *params)
+    if kind == "reduce":  # over the value's own axes only
         axis, keepdims = params
         ndim = np.ndim(args[0]) - nb
         forward = prim.continuation if prim.continuation and np.iscomplexobj(args[0]) else prim.forward
         return forward(args[0], tuple(range(-ndim, 0)) if axis is None else axis, keepdims)
-    if prim in (DOT, MV, MM, MATMUL):
-        if all(which):
-            if prim in _PRODUCTS:
-                return np.einsum(_PRODUCTS[prim], *args)
-            a, b = args
-            return (
-                lift(a, np.ndim(a) - nb, max(out_ndim, 2)) @ lift(b, np.ndim(b) - nb, max(out_ndim, 2))
-                if min(np.ndim(a), np.ndim(b)) - nb > 1
-                else _loop(prim, args, which, params, nb)
-            )
-        # bilinear: with one side batched, the forward rule is the product itself
-        tangents = [a if w else None for a, w in zip(args, which)]
-        return prim.jvp(*tangents, None, *own, *params)
-    return _loop(prim, args, which, params, nb)
+    # a product: bilinear, so with one side batched its forward rule is the product itself
+    if all(which):
+        return prim.batch_both(*args, shape, nb)
+    return prim.jvp(tuple(a if w else None for a, w in zip(args, which)), shape, *own, *params)
 
 
 def _loop(prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any, ...], nb: int) -> Any:

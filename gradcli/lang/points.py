@@ -360,19 +360,18 @@ class _BatchedRun(_Run):
         if len(args) in function.elementwise:
             self._limit(node, args)
             return _Batched(function.apply(gc, *self._lifted(args)))
-        if function.name == "dot":
+        # how the rest take points is declared in their primitive's row (Primitive.batch)
+        batch = function.primitive.batch if function.primitive is not None else "loop"
+        if batch == "product":  # dot: each point's own product
             return _Batched(self._matmul(*args))
-        if function.reduces or function.name in ("max", "min"):
+        if function.reduces or batch == "reduce":
             x, *axis = args
             axis = self._shared(axis)
             if not isinstance(x, _Batched):
                 return plain(node, [x, *axis])
-            if function.name in ("max", "min"):  # max(x): over a point's own elements
+            if not axis:  # over a point's own elements: the primitive along the flattened last axis
                 t = x.t.reshape(self.n, int(np.prod(x.t.shape[1:])))
-                return _Batched(getattr(gc, "amax" if function.name == "max" else "amin")(t, dim=1))
-            if not axis:
-                t = x.t.reshape(self.n, int(np.prod(x.t.shape[1:])))
-                return _Batched(function.apply(gc, t, 1))
+                return _Batched(function.primitive(t, (-1,), False))
             k = self.integer(axis[0], node)
             return _Batched(function.apply(gc, x.t, k + 1 if k >= 0 else k))
         raise _Unbatchable(f"{function.name}() has no batched form")

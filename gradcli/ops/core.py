@@ -14,6 +14,29 @@ derivatives, at NumPy speed) and on gradcli tensors (``create_graph=True``,
 where NumPy dispatches back to gradcli and the backward pass is recorded).
 ``g`` may carry extra leading batch axes (vectorised Jacobians); rules index
 trailing axes only. Broadcasting is undone by the engine, not by the rules.
+
+Every forward-mode rule has one signature too, ``jvp(tangents, out, *inputs, *params)``:
+``tangents`` is a tuple with one tangent per input (``None`` for an input without
+one; at least one is not ``None``), each with the same leading batch axes, and the
+rule returns the output's tangent with those batch axes in front. ``out`` is the
+output, or its :class:`Meta` when a batched run asks a linear map or a product
+(whose rules read only its shape). A primitive whose Jacobian is diagonal
+(``elementwise``) may leave ``jvp`` out: its tangent is the sum of its reverse
+rules applied to the tangents.
+
+How a primitive takes a batch of points (some inputs with leading batch axes) is
+declared in its row, as JAX keeps a batching rule beside each primitive: ``batch``
+names one of ``BATCH``:
+
+- ``"elementwise"``: the forward broadcasts; batched inputs are lifted so that their
+  batch axes stay in front.
+- ``"linear"``: the forward rule is the forward itself and knows batch axes:
+  ``jvp(batched inputs, out, *one point's inputs, *params)``.
+- ``"reduce"``: the parameters are ``(axis, keepdims)``; the forward reduces over the
+  value's own axes (``axis=None``: all of them, none of the batch axes).
+- ``"product"``: bilinear in its two inputs: with one side batched the forward rule is
+  the product itself; with both, ``batch_both(a, b, out, nb)``.
+- ``"loop"``: no batched form; the forward runs point by point.
 """
 
 from __future__ import annotations
@@ -28,6 +51,9 @@ Rule = Callable[..., Any]
 
 #: What a node keeps for its backward rule.
 SAVES = ("inputs", "output", "both", "meta", "nothing")
+
+#: How a primitive takes a batch of points (see the module docstring).
+BATCH = ("elementwise", "linear", "reduce", "product", "loop")
 
 
 class Meta:
@@ -66,7 +92,9 @@ class Primitive:
     vjp: tuple[Rule | None, ...]  # one rule per input; None: not differentiable there
     saves: str = "inputs"
     elementwise: bool = False  # the Jacobian is diagonal: jvp(t) = sum_i vjp_i(t_i)
-    jvp: Rule | None = None  # forward-mode rule (tangents, out, *inputs, *params)
+    jvp: Rule | None = None  # forward-mode rule (tangents, out, *inputs, *params), tangents a tuple
+    batch: str = "loop"  # how it takes a batch of points: one of BATCH (see the module docstring)
+    batch_both: Callable[..., Any] | None = None  # "product": (a, b, out, nb) with both sides batched
     sympy: Callable[..., Any] | None = None  # (sympy_module, *args, *params) -> expr
     torch: str = ""  # PyTorch's op name, from which the backward name is derived
     variant: Callable[..., Any] | None = None  # (constant_mask, params) -> overload or (op, overload)
@@ -100,6 +128,20 @@ class Primitive:
             raise ValueError(f"{self.name}: saves must be one of {SAVES}")
         if self.arity >= 0 and len(self.vjp) != self.arity:
             raise ValueError(f"{self.name}: one vjp rule per input is required")
+        self._check_batch()
+
+    def _check_batch(self) -> None:
+        """The batching rule declared fits the row (each kind needs what it reads)."""
+        if self.batch not in BATCH:
+            raise ValueError(f"{self.name}: batch must be one of {BATCH}")
+        if self.elementwise and self.batch != "elementwise":
+            raise ValueError(f"{self.name}: an elementwise primitive batches elementwise")
+        if self.batch == "linear" and self.jvp is None:
+            raise ValueError(f"{self.name}: a linear batch runs the forward rule: jvp is required")
+        if self.batch == "reduce" and (self.arity, self.nparams) != (1, 2):
+            raise ValueError(f"{self.name}: a reduction takes one input and the parameters (axis, keepdims)")
+        if self.batch == "product" and (self.arity != 2 or self.jvp is None or self.batch_both is None):
+            raise ValueError(f"{self.name}: a product takes two inputs and needs jvp and batch_both")
 
     def domain_of(self, i: int) -> tuple[float, float]:
         """Where input ``i`` may be sampled: the declared interval, else [-3, 3]."""
@@ -108,11 +150,6 @@ class Primitive:
     @property
     def differentiable(self) -> bool:
         return any(rule is not None for rule in self.vjp)
-
-    @property
-    def linear(self) -> bool:
-        """Linear in its inputs: its rules need only shapes (so its forward rule is itself)."""
-        return self.saves == "meta" and not self.elementwise
 
     @property
     def frees(self) -> bool:

@@ -22,6 +22,7 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 def unary(name, forward, rule, formula, sympy, **facts):
     """An elementwise one-input primitive whose derivative is ``formula``."""
     facts.setdefault("numpy", (forward,) if isinstance(forward, np.ufunc) else ())
+    facts.setdefault("batch", "elementwise")
     return primitive(
         name,
         1,
@@ -37,6 +38,7 @@ def unary(name, forward, rule, formula, sympy, **facts):
 
 def binary(name, forward, rules, formulas, sympy, **facts):
     facts.setdefault("numpy", (forward,) if isinstance(forward, np.ufunc) else ())
+    facts.setdefault("batch", "elementwise")
     return primitive(name, 2, forward, rules, elementwise=True, formulas=formulas, sympy=sympy, **facts)
 
 
@@ -279,7 +281,7 @@ CONJ = unary(
     public=False,
     doc="complex conjugate (the identity on real values)",
     complex_vjp=(lambda g, out, x: CONJ(g),),
-    complex_jvp=lambda t, out, x: CONJ(t),
+    complex_jvp=lambda ts, out, x: CONJ(ts[0]),
 )
 REAL = unary(
     "real",
@@ -293,7 +295,7 @@ REAL = unary(
     public=False,
     doc="real part",
     complex_vjp=(lambda g, out, x: REAL(g),),
-    complex_jvp=lambda t, out, x: REAL(t),
+    complex_jvp=lambda ts, out, x: REAL(ts[0]),
 )
 IMAG = unary(
     "imag",
@@ -305,10 +307,10 @@ IMAG = unary(
     analytic=False,
     numpy=(),
     public=False,
-    jvp=lambda t, out, x: IMAG(t),
+    jvp=lambda ts, out, x: IMAG(ts[0]),
     doc="imaginary part",
     complex_vjp=(lambda g, out, x: REAL(g) * 1j,),
-    complex_jvp=lambda t, out, x: IMAG(t),
+    complex_jvp=lambda ts, out, x: IMAG(ts[0]),
 )
 
 
@@ -329,7 +331,7 @@ ABS = unary(
     doc="absolute value; abs'(0) = 0",
     # |z|: grad sgn(z) for a real grad; the tangent Re(conj(t) sgn(z)) (PyTorch's formulas)
     complex_vjp=(lambda g, out, x: REAL(g) * _sgn(x),),
-    complex_jvp=lambda t, out, x: REAL(CONJ(t) * _sgn(x)),
+    complex_jvp=lambda ts, out, x: REAL(CONJ(ts[0]) * _sgn(x)),
 )
 SIGN = unary(
     "sign",
@@ -487,7 +489,8 @@ TO_COPY = primitive(
     formulas=("1",),
     public=False,
     doc="convert to another dtype",
-    jvp=lambda t, out, x, dtype: t.astype(dtype) if hasattr(t, "astype") else t,
+    jvp=lambda ts, out, x, dtype: ts[0].astype(dtype) if hasattr(ts[0], "astype") else ts[0],
+    batch="linear",
 )
 
 # --- comparisons: values 0/1, no gradient --------------------------------------------------------------
@@ -537,6 +540,7 @@ WHERE = primitive(
     np.where,
     (None, _where_rule(True), _where_rule(False)),
     elementwise=True,
+    batch="elementwise",
     formulas=("0", "({0} != 0)", "({0} == 0)"),
     sympy=lambda sp, c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)),
     analytic=True,  # the condition is a constant once recorded; values pass through
@@ -564,6 +568,7 @@ CLAMP = primitive(
     lambda x, lo, hi: np.clip(x, lo, hi),
     (_clamp_rule,),
     elementwise=True,
+    batch="elementwise",
     nparams=2,
     variant=lambda consts, params: 1,
     formulas=("[lo <= {0} <= hi]",),
@@ -592,6 +597,7 @@ CLAMP_TENSOR = primitive(
         _clamp_bound_rule("hi"),
     ),
     elementwise=True,
+    batch="elementwise",
     torch="clamp",  # torch.clamp with tensor bounds: ClampBackward0
     formulas=("[lo <= {0} <= hi]", "[{0} < lo < hi]", "[{0} > hi or hi < lo or {0} < lo = hi]"),
     analytic=False,
@@ -606,6 +612,7 @@ FILL = primitive(
     (lambda g, out, x, value: np.zeros_like(g),),
     saves="nothing",
     elementwise=True,
+    batch="elementwise",
     nparams=1,
     public=False,
     variant=lambda consts, params: ("zero", 0) if params[0] == 0 else ("fill", 0),

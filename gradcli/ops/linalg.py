@@ -39,6 +39,29 @@ def _dot_side(t, v):
     return t @ np.where(bad, 0.0, v) + masked.sum(axis=-1)
 
 
+def _dot_jvp(tangents, out, a, b):
+    ta, tb = tangents
+    return (0.0 if ta is None else _dot_side(ta, b)) + (0.0 if tb is None else _dot_side(tb, a))
+
+
+def _einsum(spec):
+    """A product of two operands that both carry ``nb`` leading batch axes, by ``einsum``."""
+    return lambda a, b, out, nb: np.einsum(spec, a, b)
+
+
+def _matmul_both(a, b, out, nb):
+    """Each point's own ``a @ b`` where both carry ``nb`` leading batch axes: one batched
+    product of matrices (lifted so the batch axes stay in front), point by point where a
+    side is a vector (its row or column would have to be added and dropped)."""
+    if min(np.ndim(a), np.ndim(b)) - nb > 1:
+        ndim = max(np.ndim(out), 2)
+        return lift(a, np.ndim(a) - nb, ndim) @ lift(b, np.ndim(b) - nb, ndim)
+    batch = np.shape(a)[:nb]
+    rows = zip(np.reshape(a, (-1,) + np.shape(a)[nb:]), np.reshape(b, (-1,) + np.shape(b)[nb:]))
+    out = np.stack([np.asarray(np.matmul(x, y)) for x, y in rows])
+    return out.reshape(batch + out.shape[1:])
+
+
 DOT = primitive(
     "dot",
     2,
@@ -47,7 +70,9 @@ DOT = primitive(
     saves="inputs",
     formulas=("{1}", "{0}"),
     label="dot",
-    jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else _dot_side(ta, b)) + (0.0 if tb is None else _dot_side(tb, a)),
+    jvp=_dot_jvp,
+    batch="product",
+    batch_both=_einsum("...i,...i->..."),
     doc="inner product of two vectors",
     reads=((1,), (0,)),
 )
@@ -61,7 +86,9 @@ MV = primitive(
     label="@",
     public=False,
     doc="matrix times vector",
-    jvp=lambda ta, tx, out, a, x: (0.0 if ta is None else ta @ x) + (0.0 if tx is None else tx @ a.T),
+    jvp=lambda ts, out, a, x: (0.0 if ts[0] is None else ts[0] @ x) + (0.0 if ts[1] is None else ts[1] @ a.T),
+    batch="product",
+    batch_both=_einsum("...ij,...j->...i"),
     reads=((1,), (0,)),
 )
 MM = primitive(
@@ -74,7 +101,9 @@ MM = primitive(
     label="@",
     public=False,
     doc="matrix times matrix",
-    jvp=lambda ta, tb, out, a, b: (0.0 if ta is None else ta @ b) + (0.0 if tb is None else a @ tb),
+    jvp=lambda ts, out, a, b: (0.0 if ts[0] is None else ts[0] @ b) + (0.0 if ts[1] is None else a @ ts[1]),
+    batch="product",
+    batch_both=_matmul_both,
     reads=((1,), (0,)),
 )
 
@@ -105,7 +134,8 @@ def _matmul_side(t, own, other, out_ndim, left):
     return lifted @ other if left else other @ lifted
 
 
-def _matmul_jvp(ta, tb, out, a, b):
+def _matmul_jvp(tangents, out, a, b):
+    ta, tb = tangents
     total = 0.0
     if ta is not None:
         total = total + _matmul_side(ta, a, b, np.ndim(out), True)
@@ -125,6 +155,8 @@ MATMUL = primitive(
     numpy=(np.matmul,),
     doc="matrix product with NumPy's broadcasting (a @ b)",
     jvp=_matmul_jvp,
+    batch="product",
+    batch_both=_matmul_both,
 )
 
 

@@ -31,7 +31,8 @@ def _trailing(axis, ndim):
 def _reduce_jvp(weight):
     """Forward rule of a reduction: the tangent, weighted, summed over the reduced axes."""
 
-    def jvp(t, out, x, axis, keepdims):
+    def jvp(tangents, out, x, axis, keepdims):
+        (t,) = tangents
         w = weight(out, x, axis, keepdims)
         axes = _trailing(axis, np.ndim(x))
         if w is None:
@@ -79,6 +80,7 @@ SUM = primitive(
     variant=_full_or_dim("sum", 0, "sum", 1),
     formulas=("1",),
     jvp=_reduce_jvp(lambda out, x, axis, keepdims: None),
+    batch="linear",  # its forward rule is itself
     doc="sum of the elements",
 )
 
@@ -92,6 +94,7 @@ MEAN = primitive(
     variant=_full_or_dim("mean", 0, "mean", 1),
     formulas=("1/n",),
     jvp=_reduce_jvp(lambda out, x, axis, keepdims: 1.0 / _count(np.shape(x), axis)),
+    batch="linear",  # its forward rule is itself
     doc="mean of the elements",
 )
 
@@ -138,6 +141,7 @@ PROD = primitive(
     formulas=("prod/{0}",),
     doc="product of the elements; exact at zeros",
     jvp=_reduce_jvp(lambda out, x, axis, keepdims: _prod_of_others(x, axis)),
+    batch="reduce",
 )
 
 
@@ -172,6 +176,7 @@ AMAX = primitive(
     formulas=("[{0} == max]",),
     doc="largest element; ties share the gradient",
     jvp=_reduce_jvp(_share),
+    batch="reduce",
 )
 AMIN = primitive(
     "min",
@@ -185,6 +190,7 @@ AMIN = primitive(
     formulas=("[{0} == min]",),
     doc="smallest element; ties share the gradient",
     jvp=_reduce_jvp(_share),
+    batch="reduce",
 )
 
 
@@ -209,6 +215,7 @@ LOGSUMEXP = primitive(
     formulas=("softmax({0})",),
     doc="log(sum(exp(x))), without overflow",
     jvp=_reduce_jvp(lambda out, x, axis, keepdims: np.exp(x - _keep(out, np.shape(x), axis, keepdims))),
+    batch="reduce",
 )
 
 
@@ -216,10 +223,10 @@ def _abs2(x):
     return (x * x.conj()).real if np.iscomplexobj(x) else x * x
 
 
-def _norm_jvp_complex(t, out, x, axis, keepdims):
+def _norm_jvp_complex(tangents, out, x, axis, keepdims):
     # d||z|| = Re(sum(conj(z) dz)) / ||z||
     w = np.conj(_norm_weight(out, x, axis, keepdims))
-    return np.real(np.sum(t * w, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims))
+    return np.real(np.sum(tangents[0] * w, axis=_trailing(axis, np.ndim(x)), keepdims=keepdims))
 
 
 def _norm_rule(g, out, x, axis, keepdims):
@@ -240,6 +247,7 @@ NORM = primitive(
     formulas=("{0}/norm",),
     doc="Euclidean norm sqrt(sum(x^2)); gradient 0 at 0",
     jvp=_reduce_jvp(_norm_weight),
+    batch="reduce",
     # for complex z the same rule z * (grad / norm) is already PyTorch's (grad real)
     complex_vjp=(lambda g, out, x, axis, keepdims: _norm_rule(REAL(g), out, x, axis, keepdims),),
     complex_jvp=_norm_jvp_complex,

@@ -60,7 +60,8 @@ RESHAPE = primitive(
     saves="meta",
     nparams=1,
     torch="view",
-    jvp=lambda t, out, x, shape: np.reshape(t, t.shape[: np.ndim(t) - len(x.shape)] + shape),
+    jvp=lambda ts, out, x, shape: np.reshape(ts[0], ts[0].shape[: np.ndim(ts[0]) - len(x.shape)] + shape),
+    batch="linear",
     sympy=None,
     public=False,
     doc="the same values in another shape",
@@ -84,7 +85,8 @@ PERMUTE = primitive(
     (_permute_rule,),
     saves="meta",
     nparams=1,
-    jvp=lambda t, out, x, axes: _permute_trailing(t, axes, np.ndim(t) - len(x.shape)),
+    jvp=lambda ts, out, x, axes: _permute_trailing(ts[0], axes, np.ndim(ts[0]) - len(x.shape)),
+    batch="linear",
     public=False,
     doc="reorder axes (x.T, x.permute)",
 )
@@ -100,9 +102,10 @@ EXPAND = primitive(
     saves="meta",
     nparams=1,
     public=False,
-    jvp=lambda t, out, x, shape: np.broadcast_to(
-        lift(t, len(x.shape), len(shape)), t.shape[: np.ndim(t) - len(x.shape)] + shape
+    jvp=lambda ts, out, x, shape: np.broadcast_to(
+        lift(ts[0], len(x.shape), len(shape)), ts[0].shape[: np.ndim(ts[0]) - len(x.shape)] + shape
     ),
+    batch="linear",
     doc="broadcast to a larger shape without copying",
 )
 
@@ -141,7 +144,8 @@ GETITEM = primitive(
     saves="meta",
     nparams=1,
     variant=_index_kind,
-    jvp=lambda t, out, x, index: t[_batched(index, np.ndim(t) - len(x.shape))],
+    jvp=lambda ts, out, x, index: ts[0][_batched(index, np.ndim(ts[0]) - len(x.shape))],
+    batch="linear",
     public=False,
     doc="x[i], x[i:j], x[mask]: gradient scattered back to the positions read",
 )
@@ -169,7 +173,8 @@ SCATTER = primitive(
     saves="meta",
     nparams=3,
     torch="index_add",
-    jvp=lambda t, out, src, index, shape, nbatch: SCATTER(t, index, shape, nbatch + np.ndim(t) - src.ndim),
+    jvp=lambda ts, out, src, index, shape, nbatch: SCATTER(ts[0], index, shape, nbatch + np.ndim(ts[0]) - src.ndim),
+    batch="linear",
     public=False,
     doc="zeros of a shape with values added at an index (the adjoint of indexing)",
 )
@@ -189,7 +194,8 @@ def _index_put_rule_value(g, out, x, value, index):
     return GETITEM(g, _batched(index, batch_ndim(g, out)))
 
 
-def _index_put_jvp(tx, tv, out, x, value, index):
+def _index_put_jvp(tangents, out, x, value, index):
+    tx, tv = tangents
     nb = np.ndim(tx) - np.ndim(x) if tx is not None else np.ndim(tv) - np.ndim(value)
     base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x))
     if tv is None:
@@ -206,7 +212,8 @@ INDEX_PUT = primitive(
     saves="meta",
     nparams=1,
     public=False,
-    jvp=lambda tx, tv, out, x, value, index: _index_put_jvp(tx, tv, out, x, value, index),
+    jvp=_index_put_jvp,
+    batch="linear",
     doc="x with x[index] replaced by value (x[index] = value)",
 )
 
@@ -244,6 +251,7 @@ STACK = primitive(
     public=False,
     doc="join values along a new axis",
     jvp=_join_jvp(np.stack),
+    batch="linear",
 )
 
 
@@ -265,4 +273,5 @@ CAT = primitive(
     public=False,
     doc="join values along an existing axis",
     jvp=_join_jvp(np.concatenate),
+    batch="linear",
 )
