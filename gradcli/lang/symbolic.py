@@ -19,6 +19,8 @@ import numpy as np
 import sympy as sp
 
 from ..errors import Source, SyntaxProblem, UsageError
+from ..ops import POW
+from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .functions import COMPARISONS, FUNCTIONS, indicator
 
@@ -186,14 +188,16 @@ def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
     if isinstance(node, ast.Name):
         return lookup(node)
     if isinstance(node, ast.Unary):
-        return -args[0] if node.op == "-" else args[0]
+        form = PREFIX[node.op].sympy_form()
+        return _elementwise(lambda u: form(sp, u), args[0])
     if isinstance(node, ast.Binary):
-        a, b = args
-        if node.op == "^":
-            return _elementwise(_power, a, b)
-        if node.op == "@":
-            return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
-        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()
+        row = INFIX[node.op]
+        if row.primitive is POW:  # refused before SymPy spends minutes on a huge exact power
+            return _elementwise(_power, *args)
+        form = row.sympy_form()
+        if row.elementwise:
+            return _elementwise(lambda u, v: form(sp, u, v), *args)
+        return form(sp, *args)
     if isinstance(node, ast.Compare):
         relation = COMPARISONS[node.op].sympy
         return _elementwise(lambda u, v: indicator(sp, relation(sp, u, v)), *args)
