@@ -1,9 +1,10 @@
-"""Tokens -> syntax tree: a Pratt parser with SPEC's precedence, loosest first:
+"""Tokens -> syntax tree: a Pratt parser with SPEC's precedence (the operator table in
+ops/operators.py holds every operator's power and associativity), loosest first:
 
     a if c else b           conditional (right-associative)
     < <= > >= == !=         comparisons (0/1, not chained)
     + -                     sums
-    * / @                   products
+    * / % @                 products (% the remainder, with the sign of the divisor)
     - +                     unary sign: -x^2 is -(x^2)
     ^ **                    power, right-associative: 2^3^2 is 512
     f(...) x[...]           calls and indexing
