@@ -17,6 +17,7 @@ import numpy as np
 
 import gradcli as gc
 
+from ..autograd import functions as _library
 from ..errors import Source, SyntaxProblem, UsageError
 from ..ops.operators import INFIX, PREFIX
 from . import ast
@@ -27,7 +28,7 @@ _INF = float("inf")
 _Tensor = gc.Tensor
 _SIGNS = {symbol: row.apply for symbol, row in PREFIX.items()}
 #: How each infix operator applies to tensors and numbers: its Python operator, or its library function.
-_APPLY = {symbol: row.apply or getattr(gc, row.function) for symbol, row in INFIX.items()}
+_APPLY = {symbol: row.apply or getattr(_library, row.function) for symbol, row in INFIX.items()}
 
 
 @dataclass

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import Source, SyntaxProblem, UsageError
-from ..ops import POW
+from ..ops import ADD, POW, SUB
 from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .functions import COMPARISONS, FUNCTIONS, indicator
@@ -111,6 +111,10 @@ class _Terms(list):
         return sp.Add(*self)
 
 
+#: The operators whose chains are gathered in one ``sp.Add``: "+" and "-".
+_SUMS = frozenset(symbol for symbol, row in INFIX.items() if row.primitive in (ADD, SUB))
+
+
 def _sum(op: str, a: Any, b: Any) -> Any:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return _total(a) + _total(b) if op == "+" else _total(a) - _total(b)
@@ -131,7 +135,7 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
     for node in ast.postorder(root):
         args = [results.pop(id(child)) for child in node.children()]
         try:
-            if isinstance(node, ast.Binary) and node.op in "+-":
+            if isinstance(node, ast.Binary) and node.op in _SUMS:
                 results[id(node)] = _sum(node.op, *args)
                 continue
             args = [_total(a) for a in args]
