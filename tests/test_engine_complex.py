@@ -107,8 +107,21 @@ REFUSED = {
     "max": lambda z: gc.amax(z),
     "min": lambda z: gc.amin(z),
 }
-# no complex values at all: comparisons and logic have no gradient; erf and atan2 have no complex forward
-NOT_COMPLEX = {"lt", "le", "gt", "ge", "eq", "ne", "logical_not", "logical_and", "logical_or", "erf", "atan2"}
+# no complex values at all: comparisons and logic have no gradient; erf, atan2 and remainder have no complex forward
+NOT_COMPLEX = {
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "eq",
+    "ne",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "erf",
+    "atan2",
+    "remainder",
+}
 
 
 def test_every_primitive_is_classified():

@@ -67,6 +67,7 @@ PAIRS = [
     ("mul(a, b)", "a * b"),
     ("div(a, b)", "a / b"),
     ("pow(a, b)", "a ^ b"),
+    ("remainder(a, b)", "a % b"),
     ("neg(a)", "-a"),
     ("lt(a, b)", "a < b"),
     ("le(a, b)", "a <= b"),

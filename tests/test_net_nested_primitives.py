@@ -220,6 +220,7 @@ TORCH: dict[str, Callable[..., Any]] = {
             "cosh",
             "tanh",
             "atan2",
+            "remainder",
             "abs",
             "sign",
             "relu",

@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.operators import OPERATORS
 from . import functions as F
+from . import record as _record
 from .tensor import Tensor
 
 _METHODS = (
@@ -62,9 +64,34 @@ def _install() -> None:
     Tensor.sub = lambda self, other, alpha=1: self - (other if alpha == 1 else other * alpha)
 
 
+def _operator(prim: Any, reflected: bool) -> Any:
+    """``t + u`` (or, reflected, ``2 + t``): the operator's primitive, recorded."""
+    if reflected:
+
+        def method(self: Tensor, other: Any) -> Any:
+            return _record.binary(prim, other, self)
+    else:
+
+        def method(self: Tensor, other: Any) -> Any:
+            return _record.binary(prim, self, other)
+
+    return method
+
+
+def _install_operators() -> None:
+    """The operators' methods (``__add__``, ``__radd__``, ``__lt__``...), from the operator table."""
+    for row in OPERATORS:
+        if not row.method or row.primitive is None or not row.primitive.elementwise:
+            continue  # "@" picks among three primitives: Tensor.__matmul__ does that
+        setattr(Tensor, row.method, _operator(row.primitive, False))
+        if row.reflected:
+            setattr(Tensor, "__r" + row.method[2:], _operator(row.primitive, True))
+
+
 def _pow(self: Tensor, exponent: Any) -> Any:
     return self**exponent
 
 
 _install()
+_install_operators()
 Tensor.pow = _pow

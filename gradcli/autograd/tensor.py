@@ -443,35 +443,7 @@ class Tensor:
 
     # --- operators ------------------------------------------------------------------------------
 
-    def __add__(self, other: Any) -> Any:
-        return _record.binary(_ops.ADD, self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return _record.binary(_ops.ADD, other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        return _record.binary(_ops.SUB, self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return _record.binary(_ops.SUB, other, self)
-
-    def __mul__(self, other: Any) -> Any:
-        return _record.binary(_ops.MUL, self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return _record.binary(_ops.MUL, other, self)
-
-    def __truediv__(self, other: Any) -> Any:
-        return _record.binary(_ops.DIV, self, other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return _record.binary(_ops.DIV, other, self)
-
-    def __pow__(self, other: Any) -> Any:
-        return _record.binary(_ops.POW, self, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return _record.binary(_ops.POW, other, self)
+    # + - * / % ^ and the comparisons are installed from the operator table (methods.py)
 
     def __matmul__(self, other: Any) -> Any:
         return _record.matmul(self, other)
@@ -487,24 +459,6 @@ class Tensor:
 
     def __abs__(self) -> Tensor:
         return _record.unary(_ops.ABS, self)
-
-    def __lt__(self, other: Any) -> Any:
-        return _record.binary(_ops.LT, self, other)
-
-    def __le__(self, other: Any) -> Any:
-        return _record.binary(_ops.LE, self, other)
-
-    def __gt__(self, other: Any) -> Any:
-        return _record.binary(_ops.GT, self, other)
-
-    def __ge__(self, other: Any) -> Any:
-        return _record.binary(_ops.GE, self, other)
-
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return _record.binary(_ops.EQ, self, other)
-
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return _record.binary(_ops.NE, self, other)
 
     def __and__(self, other: Any) -> Any:
         return _record.binary(_ops.LOGICAL_AND, self, other)

@@ -197,7 +197,7 @@ def _sympy_text(expr: Any, printer: Any) -> str:
 def list_functions(as_json: bool) -> None:
     with reported():
         from ..lang.functions import FUNCTIONS
-        from ..lang.parser import BINARY, COMPARE
+        from ..ops.operators import COMPARISONS, INFIX
 
         entries = []
         for f in FUNCTIONS.values():
@@ -210,8 +210,8 @@ def list_functions(as_json: bool) -> None:
             if f.primitive is not None:
                 entry["backward"] = f.primitive.node_name()
             entries.append(entry)
-        operators = [{"name": op, "arity": 2, "kind": "operator"} for op in BINARY if op != "**"]
-        operators += [{"name": op, "arity": 2, "kind": "operator"} for op in sorted(COMPARE)]
+        operators = [{"name": op, "arity": 2, "kind": "operator"} for op, row in INFIX.items() if op == row.symbol]
+        operators += [{"name": op, "arity": 2, "kind": "operator"} for op in sorted(COMPARISONS)]
         if as_json:
             output.print_json({"ops": entries, "operators": [o["name"] for o in operators]})
             return

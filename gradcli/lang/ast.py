@@ -72,7 +72,7 @@ class Unary(Node):
 
 
 class Binary(Node):
-    """``op``: "+", "-", "*", "/", "@", "^" (``**`` is read as "^")."""
+    """``op``: an infix operator's symbol in ops/operators.py: "+", "-", "*", "/", "%", "@", "^" (``**`` is read as "^")."""
 
     __slots__ = ("op", "left", "right", "op_start")
 

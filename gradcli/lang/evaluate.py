@@ -17,13 +17,18 @@ import numpy as np
 
 import gradcli as gc
 
+from ..autograd import functions as _library
 from ..errors import Source, SyntaxProblem, UsageError
+from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
 
 _NUMBERS = (int, float)
 _INF = float("inf")
 _Tensor = gc.Tensor
+_SIGNS = {symbol: row.apply for symbol, row in PREFIX.items()}
+#: How each infix operator applies to tensors and numbers: its Python operator, or its library function.
+_APPLY = {symbol: row.apply or getattr(_library, row.function) for symbol, row in INFIX.items()}
 
 
 @dataclass
@@ -203,7 +208,7 @@ class _Run:
         return {
             ast.Number: lambda node, args: node.value,
             ast.Name: lambda node, args: self.lookup(node),
-            ast.Unary: lambda node, args: -args[0] if node.op == "-" else args[0],
+            ast.Unary: lambda node, args: _SIGNS[node.op](args[0]),
             ast.Binary: lambda node, args: self.binary(node, *args),
             ast.Compare: lambda node, args: compare(gc, COMPARISONS[node.op], *args),
             ast.Conditional: self.conditional,
@@ -250,26 +255,18 @@ class _Run:
     def binary(self, node: ast.Binary, a: Any, b: Any) -> Any:
         op = node.op
         if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):  # constants fold with IEEE semantics
-            with np.errstate(all="ignore"):
-                x, y = np.float64(a), np.float64(b)
-                result = {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "^": x**y}.get(op)
-            if result is None:
+            fold = INFIX[op].fold
+            if fold is None:
                 raise self.fail(
-                    f"'@' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
+                    f"'{op}' needs vectors or matrices at {self.source.where(node.op_start)}", node, node.op_start
                 )
-            return float(result)
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return a / b
-        if op == "^":
-            return a**b
+            with np.errstate(all="ignore"):
+                return float(fold(np.float64(a), np.float64(b)))
+        apply = _APPLY[op]
+        if op != "@":
+            return apply(a, b)
         try:
-            return gc.matmul(a, b)
+            return apply(a, b)
         except RuntimeError:
             sa, sb = np.shape(getattr(a, "_value", a)), np.shape(getattr(b, "_value", b))
             if not sa or not sb:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import PRIMITIVES, Primitive
+from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
 
@@ -203,8 +204,9 @@ def _build() -> dict[str, Function]:
     return dict(sorted(table.items()))
 
 
-#: The comparisons by operator symbol; ``a < b`` and ``lt(a, b)`` are the same primitive.
-COMPARISONS = {p.label: p for p in (ops.LT, ops.LE, ops.GT, ops.GE, ops.EQ, ops.NE)}
+#: The comparisons' primitives by operator symbol (from the operator table); ``a < b`` and
+#: ``lt(a, b)`` are the same primitive.
+COMPARISONS = {symbol: row.primitive for symbol, row in OPERATOR_COMPARISONS.items()}
 
 
 def compare(gc: Any, prim: Primitive, a: Any, b: Any) -> Any:

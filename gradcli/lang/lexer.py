@@ -13,21 +13,28 @@ import re
 from typing import NamedTuple
 
 from ..errors import Source, SyntaxProblem
+from ..ops.operators import symbols
 
 KEYWORDS = frozenset({"if", "else"})
 OPENERS = {"(": ")", "[": "]"}
 CLOSERS = {")": "(", "]": "["}
 
-# One token per capture; what lies between captures must be blank or a comment.
-_SPLIT = re.compile(
-    r"(#[^\n]*|\n|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[^\W\d]\w*|\*\*|<=|>=|==|!=|[-+*/@^<>=,:;()\[\]])"
-)
+PUNCTUATION = frozenset(["=", ",", ":", ";", "(", ")", "[", "]"])
+#: The operators' spellings come from the operator table; the rest is punctuation.
+OPERATORS = frozenset(symbols()) | PUNCTUATION
+
+
+def _pattern() -> re.Pattern[str]:
+    """One token per capture; what lies between captures must be blank or a comment. Longer
+    spellings are tried first ("**" before "*", "<=" before "<")."""
+    long = sorted((s for s in OPERATORS if len(s) > 1), key=lambda s: (-len(s), s))
+    short = "".join(sorted(re.escape(s) for s in OPERATORS if len(s) == 1))
+    spelled = "|".join(re.escape(s) for s in long)
+    return re.compile(rf"(#[^\n]*|\n|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[^\W\d]\w*|{spelled}|[{short}])")
+
+
+_SPLIT = _pattern()
 _GAP = re.compile(r"[ \t\r\f\v]*")
-
-
-OPERATORS = frozenset(
-    ["**", "<=", ">=", "==", "!=", "-", "+", "*", "/", "@", "^", "<", ">", "=", ",", ":", ";", "(", ")", "[", "]"]
-)
 
 
 def _shown(ch: str) -> str:

@@ -1,9 +1,10 @@
-"""Tokens -> syntax tree: a Pratt parser with SPEC's precedence, loosest first:
+"""Tokens -> syntax tree: a Pratt parser with SPEC's precedence (the operator table in
+ops/operators.py holds every operator's power and associativity), loosest first:
 
     a if c else b           conditional (right-associative)
     < <= > >= == !=         comparisons (0/1, not chained)
     + -                     sums
-    * / @                   products
+    * / % @                 products (% the remainder, with the sign of the divisor)
     - +                     unary sign: -x^2 is -(x^2)
     ^ **                    power, right-associative: 2^3^2 is 512
     f(...) x[...]           calls and indexing
@@ -16,6 +17,7 @@ no depth at all.
 from __future__ import annotations
 
 from ..errors import Source, SyntaxProblem, UsageError
+from ..ops.operators import COMPARE_POWER, COMPARISONS, CONDITIONAL_POWER, INFIX, POSTFIX_POWER, PREFIX, PREFIX_POWER
 from . import ast
 from .lexer import Token, tokenize
 
@@ -25,12 +27,13 @@ MAX_DEPTH = 200
 #: million characters run in about 5 s; anything longer is a mistake (many points: --points).
 MAX_CHARACTERS = 500_000
 
-BINARY = {"+": 30, "-": 30, "*": 40, "/": 40, "@": 40, "^": 60, "**": 60}
-COMPARE = {"<", "<=", ">", ">=", "==", "!="}
-COMPARE_POWER = 20
-CONDITIONAL_POWER = 10
-UNARY_POWER = 50  # below "^": the operand of a sign takes in a power
-POSTFIX_POWER = 70
+# Every operator's facts come from the operator table (ops/operators.py).
+BINARY = {spelling: row.power for spelling, row in INFIX.items()}
+CANONICAL = {spelling: row.symbol for spelling, row in INFIX.items()}  # "**" is read as "^"
+RIGHT = frozenset(spelling for spelling, row in INFIX.items() if row.right)
+COMPARE = frozenset(COMPARISONS)
+SIGNS = frozenset(PREFIX)
+UNARY_POWER = PREFIX_POWER  # below "^": the operand of a sign takes in a power
 
 
 def parse(text: str, origin: str = "expression") -> ast.Program:
@@ -200,7 +203,7 @@ class Parser:
             self.advance()
             return ast.Name(token.offset, token.end, token.text)
         if token.kind == "op":
-            if token.text in ("-", "+"):
+            if token.text in SIGNS:
                 self.advance()
                 operand = self.operand(UNARY_POWER, token)
                 return ast.Unary(token.offset, operand.end, token.text, operand)
@@ -217,9 +220,9 @@ class Parser:
 
     def binary(self, left: ast.Node) -> ast.Node:
         token = self.advance()
-        op = "^" if token.text == "**" else token.text
+        op = CANONICAL[token.text]
         power = BINARY[token.text]
-        right_power = power - 1 if op == "^" else power  # "^" is right-associative
+        right_power = power - 1 if token.text in RIGHT else power  # "^" is right-associative
         # A bare name or number followed by nothing that binds tighter (x + x + ...) is the
         # whole right operand: read it here instead of recursing (long sums parse 2x faster).
         tokens, pos = self.tokens, self.pos

@@ -26,6 +26,7 @@ import numpy as np
 import gradcli as gc
 
 from ..errors import UsageError
+from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .evaluate import _Run, limit_size
 from .functions import COMPARISONS, FUNCTIONS, compare
@@ -285,7 +286,7 @@ class _BatchedRun(_Run):
     def _unary(self, node: ast.Unary, args: Any, plain: Any) -> Any:
         (x,) = args
         if isinstance(x, _Batched):
-            return _Batched(-x.t if node.op == "-" else x.t)
+            return _Batched(PREFIX[node.op].apply(x.t))
         return plain(node, args)
 
     def _binary(self, node: ast.Binary, args: Any, plain: Any) -> Any:
@@ -296,16 +297,7 @@ class _BatchedRun(_Run):
             return _Batched(self._matmul(a, b))
         self._limit(node, args)
         x, y = self._lifted(args)
-        op = node.op
-        if op == "+":
-            return _Batched(x + y)
-        if op == "-":
-            return _Batched(x - y)
-        if op == "*":
-            return _Batched(x * y)
-        if op == "/":
-            return _Batched(x / y)
-        return _Batched(x**y)
+        return _Batched(INFIX[node.op].apply(x, y))
 
     def _matmul(self, a: Any, b: Any) -> gc.Tensor:
         """Each point's own ``a @ b``: vectors become a row and a column, then NumPy's batched

@@ -19,6 +19,8 @@ import numpy as np
 import sympy as sp
 
 from ..errors import Source, SyntaxProblem, UsageError
+from ..ops import ADD, POW, SUB
+from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .functions import COMPARISONS, FUNCTIONS, indicator
 
@@ -109,6 +111,10 @@ class _Terms(list):
         return sp.Add(*self)
 
 
+#: The operators whose chains are gathered in one ``sp.Add``: "+" and "-".
+_SUMS = frozenset(symbol for symbol, row in INFIX.items() if row.primitive in (ADD, SUB))
+
+
 def _sum(op: str, a: Any, b: Any) -> Any:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return _total(a) + _total(b) if op == "+" else _total(a) - _total(b)
@@ -129,7 +135,7 @@ def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
     for node in ast.postorder(root):
         args = [results.pop(id(child)) for child in node.children()]
         try:
-            if isinstance(node, ast.Binary) and node.op in "+-":
+            if isinstance(node, ast.Binary) and node.op in _SUMS:
                 results[id(node)] = _sum(node.op, *args)
                 continue
             args = [_total(a) for a in args]
@@ -186,14 +192,16 @@ def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
     if isinstance(node, ast.Name):
         return lookup(node)
     if isinstance(node, ast.Unary):
-        return -args[0] if node.op == "-" else args[0]
+        form = PREFIX[node.op].sympy_form()
+        return _elementwise(lambda u: form(sp, u), args[0])
     if isinstance(node, ast.Binary):
-        a, b = args
-        if node.op == "^":
-            return _elementwise(_power, a, b)
-        if node.op == "@":
-            return np.matmul(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
-        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[node.op]()
+        row = INFIX[node.op]
+        if row.primitive is POW:  # refused before SymPy spends minutes on a huge exact power
+            return _elementwise(_power, *args)
+        form = row.sympy_form()
+        if row.elementwise:
+            return _elementwise(lambda u, v: form(sp, u, v), *args)
+        return form(sp, *args)
     if isinstance(node, ast.Compare):
         relation = COMPARISONS[node.op].sympy
         return _elementwise(lambda u, v: indicator(sp, relation(sp, u, v)), *args)

@@ -6,13 +6,15 @@ to label nodes (``a = x + w``).
 
 from __future__ import annotations
 
+from ..ops.operators import COMPARE_POWER, CONDITIONAL_POWER, INFIX, PREFIX_POWER
 from . import ast
 
-# how tightly each form binds (higher: tighter); mirrors the parser's table
-_POWER = {"+": 30, "-": 30, "*": 40, "/": 40, "@": 40, "^": 60}
-_COMPARE = 20
-_CONDITIONAL = 10
-_UNARY = 50
+# how tightly each form binds (higher: tighter): the operator table's powers
+_POWER = {row.symbol: row.power for row in INFIX.values()}
+_RIGHT = frozenset(row.symbol for row in INFIX.values() if row.right)
+_COMPARE = COMPARE_POWER
+_CONDITIONAL = CONDITIONAL_POWER
+_UNARY = PREFIX_POWER
 _ATOM = 100
 
 
@@ -48,8 +50,8 @@ def _form(node: ast.Node, kids: list[tuple[str, int]]) -> tuple[str, int]:
         return f"{node.op}{_wrap(kids[0], _UNARY)}", _UNARY
     if isinstance(node, ast.Binary):
         power = _POWER[node.op]
-        if node.op == "^":  # right-associative; its left side is an atom or a call; written tight: x^2
-            return f"{_wrap(kids[0], _ATOM)}^{_wrap(kids[1], _UNARY)}", power
+        if node.op in _RIGHT:  # "^": right-associative; its left side is an atom or a call; written tight: x^2
+            return f"{_wrap(kids[0], _ATOM)}{node.op}{_wrap(kids[1], _UNARY)}", power
         left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
         return f"{left} {node.op} {right}", power
     if isinstance(node, ast.Compare):

@@ -7,6 +7,7 @@ they run on arrays and, for higher derivatives, on gradcli tensors.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -142,6 +143,47 @@ POW = binary(
     # x**2 -> PowBackward0, x**y -> PowBackward1, 2**x -> PowBackward2
     variant=lambda consts, params: 0 if consts[1] else (2 if consts[0] else 1),
     doc="a ^ b",
+)
+
+
+_PLAIN = (np.ndarray, np.generic, float, int)
+
+
+def _floor_quotient(a, b):
+    """floor(a / b), a step function: its derivative is 0. On arrays NumPy's floor; on tensors
+    (``create_graph``) ``(a - a % b) / b``, the same steps written with differentiable
+    operations whose derivatives cancel (floor itself has no derivative rule)."""
+    if isinstance(a, _PLAIN) and isinstance(b, _PLAIN):
+        return np.floor(a / b)
+    return (a - np.remainder(a, b)) / b
+
+
+@functools.cache
+def _sympy_mod(sp):
+    class Mod(sp.Mod):
+        """SymPy's Mod (the sign of the divisor, as here), with the derivatives it leaves unevaluated."""
+
+        def fdiff(self, argindex=1):
+            a, b = self.args
+            return sp.Integer(1) if argindex == 1 else -sp.floor(a / b)
+
+    return Mod
+
+
+REMAINDER = binary(
+    "remainder",
+    np.remainder,  # Python's and PyTorch's remainder: the sign of the divisor (-1 % 3 is 2)
+    (lambda g, out, a, b: g, lambda g, out, a, b: -g * _floor_quotient(a, b)),
+    ("1", "-floor({0}/{1})"),
+    lambda sp, a, b: _sympy_mod(sp)(a, b),
+    label="%",
+    analytic=False,  # a step at every multiple of b: the complex step does not apply
+    domain=((2.2, 2.8), (1.0, 1.05)),  # away from the jumps: a / b stays between 2 and 3
+    numpy=(np.remainder,),
+    torch="remainder",
+    # x % 2 -> RemainderBackward0 (a number divisor), x % y -> RemainderBackward1
+    variant=lambda consts, params: 0 if consts[1] else 1,
+    doc="a % b, the remainder with the sign of b (as in Python and PyTorch)",
 )
 
 # --- exponentials and logarithms ------------------------------------------------------------

@@ -25,11 +25,12 @@ from ..autograd.node import FREED, AccumulateGrad, OpNode, edge_node
 from ..autograd.tensor import Tensor
 from ..errors import UsageError
 from ..ops import Meta
+from ..ops.operators import PREFIX, SHOWN
 from .model import Edge, Graph, Node
 
 DEFAULT_MAX_NODES = 200
-INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "^", "mm": "@", "mv": "@", "matmul": "@",
-         "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}  # fmt: skip
+_SIGNS = {row.primitive.name: row.symbol for row in PREFIX.values() if row.primitive is not None}  # "neg" -> "-"
+INFIX = SHOWN  # primitive name -> its operator's symbol ("mul" -> "*"), from the operator table
 
 
 @contextmanager
@@ -350,8 +351,9 @@ def _expression(op: str, refs: list[str]) -> str:
     symbol = INFIX.get(op)
     if symbol and len(refs) == 2:
         return f"{refs[0]} {symbol} {refs[1]}"
-    if op == "neg" and len(refs) == 1:
-        return f"-{refs[0]}"
+    sign = _SIGNS.get(op)
+    if sign and len(refs) == 1:
+        return f"{sign}{refs[0]}"
     return f"{op}({', '.join(refs)})"
 
 

@@ -110,6 +110,11 @@ def powers(x, y):
     return gc.sqrt(x) + x**y + gc.pow(y, 3) + 2**x
 
 
+@program("x % y + remainder(x^2, 1.5) * y", {"x": 2.3, "y": 0.7}, "remainder")
+def remainders(x, y):  # off the jumps: x/y = 3.29, x^2/1.5 = 3.53
+    return x % y + gc.remainder(x**2, 1.5) * y
+
+
 @program("sigmoid(x) * softplus(y) + erf(x - y)", {"x": 0.3, "y": -1.1}, "special")
 def special(x, y):
     return gc.sigmoid(x) * gc.softplus(y) + gc.erf(x - y)
