@@ -26,8 +26,7 @@ tensor([[2., 0.],
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +34,13 @@ import numpy as np
 
 from .. import ops
 from . import forward, grad_mode
-from . import record as _record
 from .basis import ScaledIdentity, identity
 from .engine import _collect, run_backward
 from .engine import grad as _grad
 from .function import FunctionNode
 from .node import edge_node
 from .record import apply
+from .tape import nested_recording
 from .tensor import Tensor, wrap
 
 #: Largest batch of basis vectors sent through at once (bounds the memory of a pass).
@@ -102,25 +101,10 @@ def _leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
     return out
 
 
-@contextmanager
-def _tape() -> Iterator[list[Any]]:
-    """Record the run (as ``render.recording()`` does), and hand it on to an enclosing recording:
-    an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
-    ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
-    outer = _record.trace
-    _record.trace = entries = []
-    try:
-        yield entries
-    finally:
-        _record.trace = outer
-        if outer is not None:
-            outer.extend(entries)
-
-
 def _run(
     func: Callable[..., Any], leaves: list[Tensor], name: str = "jacobian"
 ) -> tuple[bool, list[Tensor], list[Any]]:
-    with _tape() as tape:
+    with nested_recording() as tape:
         result = func(*leaves)
     many, outs = _as_tuple(result)
     return many, [_output(o, i, many, name) for i, o in enumerate(outs)], tape
@@ -544,7 +528,7 @@ def hessian_blocks(
 ) -> tuple[Tensor, list[Tensor], list[list[Any]], Plan]:
     """The (scalar) output, its gradient and d2 out / d in_i d in_j, forward-over-reverse."""
     leaves = _leaves(inputs)
-    with _tape() as tape:
+    with nested_recording() as tape:
         out = func(*leaves)
         out = out if isinstance(out, Tensor) else Tensor(out)
         if np.size(out._value) != 1:
@@ -583,7 +567,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
         raise StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     many_in, given = _as_tuple(inputs)
     ins = _inputs(given, create_graph)
-    with _tape() as tape:
+    with nested_recording() as tape:
         out = _single_output(func(*ins), "hessian")
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)
@@ -691,7 +675,7 @@ def _scalar_and_gradient(
     many_in, given = _as_tuple(inputs)
     ins = _inputs(given, create_graph)
     vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
-    with _tape() as tape:
+    with nested_recording() as tape:
         out = _single_output(func(*ins), name)
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)

@@ -211,7 +211,7 @@ def _backward_dot(node: Any, values: list[Any], out: np.ndarray, v: np.ndarray, 
 
 
 def _describe(node: Any, position: int, values: list[Any], backward: float, numeric: float) -> Blame:
-    from ..cli.output import array
+    from ..text import array
 
     shown = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}" for v in values)
     op = node.function.__name__ if isinstance(node, FunctionNode) else node.prim.name

@@ -290,7 +290,7 @@ def draw(
                 write(graph, path, fmt)
                 sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
             else:
-                show(graph, fmt)
+                show(graph, fmt, rich=output.rich_wanted())
 
 
 class _ProgramTexts:
@@ -417,8 +417,11 @@ def check(
         program = load(expression, file, python)
         values = assignments(at)
         formulas = _expectations(expect)
+        locate = None
+        if blame:
+            from ..render.build import locate_blamed as locate
         result = run_check(
-            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout
+            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout, locate
         )
         for said in result.warnings:
             output.warn(said)

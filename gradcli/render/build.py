@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..autograd import record as _record
 from ..autograd.engine import run_backward
 from ..autograd.function import FunctionNode
 from ..autograd.node import FREED, AccumulateGrad, OpNode, edge_node
+from ..autograd.tape import recording as recording  # the tape is autograd's; gc.render.recording stays
 from ..autograd.tensor import Tensor
 from ..errors import UsageError
 from ..ops import Meta
@@ -30,26 +29,6 @@ from .model import Edge, Graph, Node
 DEFAULT_MAX_NODES = 200
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "^", "mm": "@", "mv": "@", "matmul": "@",
          "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}  # fmt: skip
-
-
-@contextmanager
-def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
-    """Keep every recorded node's output and inputs while the block runs (for values on a graph).
-
-    >>> import gradcli as gc
-    >>> from gradcli.render import graph, recording
-    >>> x = gc.tensor(2.0, requires_grad=True, name="x")
-    >>> with recording() as trace:
-    ...     y = x * x + 1
-    >>> [n.label for n in graph(y, trace=trace).nodes]
-    ['x', 'x * x', '1', 'n1 + 1']
-    """
-    previous = _record.trace
-    _record.trace = entries = []
-    try:
-        yield entries
-    finally:
-        _record.trace = previous
 
 
 def build(
@@ -118,6 +97,13 @@ def build(
 
 
 # --- which nodes ---------------------------------------------------------------------------------
+
+
+def locate_blamed(found: Any, outputs: Sequence[Tensor], trace: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> None:
+    """Name a blamed node (``check.Blame``) by its id and label on the graph of ``outputs``."""
+    graph = build(outputs, trace=trace, point=False, blamed=[found.autograd_node])
+    found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
+    found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
 
 
 def _reachable(roots: list[Any], limit: int, traced: dict[int, Any]) -> tuple[list[Any], Counter, dict[Any, int]]:
@@ -337,7 +323,7 @@ class _Builder:
 
 
 def _value_text(raw: Any) -> str:
-    from ..cli.output import array, number
+    from ..text import array, number
 
     a = np.asarray(raw)
     if a.ndim == 0:
@@ -463,7 +449,7 @@ _POWER_ONE = re.compile(r"\^1(?![\d.])")
 
 def _tidy(text: str) -> str:
     """Arithmetic on numbers in a formula: ``2*x^(2-1)`` reads ``2*x``."""
-    from ..cli.output import number
+    from ..text import number
 
     text = _POWER_MINUS_ONE.sub(lambda m: "^" + number(float(m.group(1)) - 1), text)
     text = _POWER_ONE.sub("", text)

@@ -14,7 +14,7 @@ from .model import Edge, Graph, Node
 
 
 def number(value: Any, digits: int | None = None) -> str:
-    from ..cli.output import array
+    from ..text import array
 
     return array(value, digits=digits)
 
