@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from ..memory import MAX_BATCH_ELEMENTS  # bounds the memory of a batched pass
 from . import forward, grad_mode
 from .basis import ScaledIdentity, identity
 from .engine import _collect, run_backward
@@ -42,9 +43,6 @@ from .node import edge_node
 from .record import apply
 from .tape import nested_recording
 from .tensor import Tensor, wrap
-
-#: Largest batch of basis vectors sent through at once (bounds the memory of a pass).
-MAX_BATCH_ELEMENTS = 50_000_000
 
 
 @dataclass

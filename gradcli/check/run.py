@@ -20,14 +20,13 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..autograd.forward import key
 from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
 from ..errors import UsageError
+from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
 from .numeric import (

@@ -304,15 +304,14 @@ class _ProgramTexts:
     LIMIT = 40
 
     def __init__(self, evaluation: Any) -> None:
-        import gradcli as gc
-
+        from ..autograd import Tensor
         from ..lang import ast
 
         self._nodes: dict[int, Any] = {}
         size: dict[int, int] = {}
         for node, value in evaluation.steps:  # children come before their parents
             size[id(node)] = 1 + sum(size.get(id(child), 1) for child in node.children())
-            computed = isinstance(value, gc.Tensor) and not isinstance(node, (ast.Name, ast.Number))
+            computed = isinstance(value, Tensor) and not isinstance(node, (ast.Name, ast.Number))
             if computed and size[id(node)] <= self.LIMIT:
                 self._nodes.setdefault(id(value), node)
 

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
+from .library import gc
 
 _NUMBERS = (int, float)
 _INF = float("inf")

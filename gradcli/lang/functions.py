@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from ..autograd import record
 from ..ops import PRIMITIVES, Primitive
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
@@ -61,9 +62,7 @@ def _from_primitive(prim: Primitive) -> Function:
     return Function(
         prim.name,
         (prim.arity,),
-        (lambda gc, *args, _f=library: _f(*args))
-        if library
-        else (lambda gc, *args, _p=prim: gc.autograd.apply(_p, args)),
+        (lambda gc, *args, _f=library: _f(*args)) if library else (lambda gc, *args, _p=prim: record.apply(_p, args)),
         _derivative_text(prim, names),
         (lambda sp, *args, _p=prim: _p.sympy(sp, *args)) if prim.sympy else None,
         prim,
@@ -73,9 +72,9 @@ def _from_primitive(prim: Primitive) -> Function:
 
 
 def _gc() -> Any:
-    import gradcli
+    from .library import gc
 
-    return gradcli
+    return gc
 
 
 def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> Function:

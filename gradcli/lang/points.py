@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..errors import UsageError
 from . import ast
 from .evaluate import _Run, limit_size
 from .functions import COMPARISONS, FUNCTIONS, compare
+from .library import gc
 from .program import SCALAR_ONLY, Program, backward_anomaly, resolve_wrt, single_output, value_and_grad
 from .values import seed_vector
 

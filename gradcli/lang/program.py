@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
-from ..errors import Source, UsageError
+from ..errors import Source, UsageError, note_user_code
 from ..memory import check_fits
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
+from .library import gc
 from .parser import MAX_CHARACTERS, parse
 from .values import _read_text, decode, program_too_long, read_bounded, seed_vector, text_bytes_limit
 
@@ -139,14 +138,8 @@ def _load_function(path: str, name: str) -> Callable[..., Any]:
             f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
             "so every parameter needs a plain name"
         )
-    global user_code
-    user_code = f"{path}:{name}"
+    note_user_code(f"{path}:{name}")
     return function
-
-
-#: The user's Python function, once loaded: a RuntimeError from autograd is then most likely
-#: its misuse (an in-place change of a saved value), reported as bad input rather than as our bug.
-user_code: str | None = None
 
 
 def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
