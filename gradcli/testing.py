@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .autograd import grad_mode
-from .autograd.engine import _collect
+from .autograd.engine import reachable_counts
 from .autograd.forward import key
 from .autograd.function import FunctionNode
-from .autograd.functional import _as_tuple, _leaves, _run, reverse_blocks
+from .autograd.functional import as_tuple, input_leaves, reverse_blocks, run_recorded
 from .autograd.node import edge_node
 from .autograd.replay import replay
 from .autograd.tensor import Tensor, wrap
@@ -70,12 +70,12 @@ def assert_grad_close(
         problem = tolerance_problem(name, tol)
         if problem:
             raise ValueError(problem)
-    _, given = _as_tuple(inputs)
+    _, given = as_tuple(inputs)
     if not given:
         raise ValueError("assert_grad_close needs at least one input")
     varied = [i for i, x in enumerate(given) if isinstance(x, Tensor) and x.requires_grad]
     varied = varied or list(range(len(given)))
-    leaves = _leaves(tuple(given))
+    leaves = input_leaves(tuple(given))
     for i, leaf in enumerate(leaves):
         if i not in varied:
             leaf.requires_grad_(False)
@@ -86,7 +86,7 @@ def assert_grad_close(
     ins = [leaves[i] for i in varied]
     if not any(np.size(t._value) for t in ins):
         return  # no element to vary: nothing can disagree
-    _, outs, tape = _run(f, leaves)
+    _, outs, tape = run_recorded(f, leaves)
     dtype = np.result_type(*(np.asarray(t._value) for t in ins))
     default_rtol, default_atol = default_tolerances(dtype)
     rtol = default_rtol if rtol is None else rtol
@@ -132,7 +132,7 @@ def assert_grad_close(
     def call_each(points: np.ndarray) -> np.ndarray:
         rows = []
         for row in zip(*split(points)):
-            _, result = _as_tuple(call_at(row))
+            _, result = as_tuple(call_at(row))
             rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
         return np.array(rows)
 
@@ -184,7 +184,7 @@ def _cut(outs: list[Tensor], ins: list[Tensor]) -> list[int]:
     """The outputs not connected to any varied input in the recorded graph (constants, or values
     computed outside it: ``gc.grad`` without ``create_graph``, ``float()``, NumPy on ``.data``)."""
     targets = {edge_node(t._edge) for t in ins}
-    return [k for k, o in enumerate(outs) if o._edge is None or targets.isdisjoint(_collect([o._edge]))]
+    return [k for k, o in enumerate(outs) if o._edge is None or targets.isdisjoint(reachable_counts([o._edge]))]
 
 
 CUT_HINT = (

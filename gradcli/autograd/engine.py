@@ -69,7 +69,7 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
     return grads
 
 
-def _collect(roots: list[Any]) -> dict[Any, int]:
+def reachable_counts(roots: list[Any]) -> dict[Any, int]:
     """Every node reachable from ``roots``, with the number of edges pointing at it.
 
     One small int a node (ints below 257 are shared, so a chain of a million
@@ -230,7 +230,7 @@ def _on_fresh_stack(fn: Any) -> Any:
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
-    pending = _collect(roots)
+    pending = reachable_counts(roots)
     needed = _needed(pending, roots, set(capture)) if capture is not None else None
     captured: list[Any] = [None] * (len(capture) if capture else 0)
     grads: dict[Any, Any] = {}

@@ -435,7 +435,7 @@ def check(
 def _expectations(items: list[str]) -> dict[str, str]:
     """``--expect x="2*x*y"`` (repeatable) -> ``{"x": "2*x*y"}``; the formula may itself hold '='."""
     from ..errors import UsageError
-    from ..lang.values import _NAME_CHARS
+    from ..lang.values import NAME_CHARS
 
     formulas: dict[str, str] = {}
     for item in items:
@@ -443,7 +443,7 @@ def _expectations(items: list[str]) -> dict[str, str]:
         name = name.strip()
         if not eq or not name or not formula.strip():
             raise UsageError(f"--expect expects VAR=EXPR (the derivative with respect to VAR), got {item!r}")
-        if not _NAME_CHARS(name):
+        if not NAME_CHARS(name):
             raise UsageError(f"--expect {item!r}: {name!r} is not a variable name")
         if name in formulas:
             raise UsageError(f"--expect {name} is given twice")

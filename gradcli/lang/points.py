@@ -240,7 +240,7 @@ class _BatchedRun(_Run):
         raw = np.asarray(value._value if isinstance(value, gc.Tensor) else value, dtype=np.float64)
         return gc.tensor(np.broadcast_to(raw, (self.n, *raw.shape)))
 
-    def _watch(self, node: ast.Node, value: Any, args: Any) -> None:
+    def _watch(self, node: ast.SyntaxNode, value: Any, args: Any) -> None:
         if isinstance(value, _Batched):
             raw = value.t._value
             if raw.dtype.kind in "fc":
@@ -274,7 +274,7 @@ class _BatchedRun(_Run):
                 out.append(a)
         return out
 
-    def _limit(self, node: ast.Node, args: Sequence[Any]) -> None:
+    def _limit(self, node: ast.SyntaxNode, args: Sequence[Any]) -> None:
         try:
             shape = np.broadcast_shapes(*(self._shape(a) for a in args))
         except ValueError:
@@ -388,7 +388,7 @@ class _BatchedRun(_Run):
             out.append(v)
         return out
 
-    def _plain_only(self, node: ast.Node, args: Any, plain: Any) -> Any:
+    def _plain_only(self, node: ast.SyntaxNode, args: Any, plain: Any) -> Any:
         return plain(node, self._shared(args))
 
     def _index(self, node: ast.Index, args: Any, plain: Any) -> Any:

@@ -25,7 +25,7 @@ from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .library import gc
 from .parser import MAX_CHARACTERS, parse
-from .values import _read_text, decode, program_too_long, read_bounded, seed_vector, text_bytes_limit
+from .values import decode, program_too_long, read_bounded, read_text, seed_vector, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
 #: whitespace or '#' in FILE, and FILE exists: anything else is an expression, so text that merely
@@ -39,7 +39,7 @@ class Program:
     """What to differentiate: ``text`` (a parsed program) or a Python ``function``."""
 
     origin: str
-    tree: ast.Program | None = None
+    tree: ast.SyntaxTree | None = None
     function: Callable[..., Any] | None = None
     #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
     escapes: list[str] = field(default_factory=list)
@@ -78,7 +78,7 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
-        text = read_stdin() if file == "-" else _read_text(file, "-f", text_bytes_limit(), program_too_long(file))
+        text = read_stdin() if file == "-" else read_text(file, "-f", text_bytes_limit(), program_too_long(file))
         return Program(file, tree=parse(text.removeprefix("\ufeff"), file))  # a BOM, as --points takes it
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")

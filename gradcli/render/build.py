@@ -24,7 +24,7 @@ from ..autograd.tape import recording as recording  # the tape is autograd's; gc
 from ..autograd.tensor import Tensor
 from ..errors import UsageError
 from ..ops import Meta
-from .model import Edge, Graph, Node
+from .model import Edge, Graph, GraphNode
 
 DEFAULT_MAX_NODES = 200
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "^", "mm": "@", "mv": "@", "matmul": "@",
@@ -205,7 +205,7 @@ class _Builder:
         self.traced = traced
         self.texts = texts
         self.room = room  # autograd node -> how many of its constant operands are shown (None: all)
-        self.nodes: list[Node] = []
+        self.nodes: list[GraphNode] = []
         self.edges: list[Edge] = []
         self.ids: dict[Any, str] = {}  # autograd node -> model id
         self.tensors: dict[str, Tensor] = {}  # model id -> the tensor it computed
@@ -227,7 +227,7 @@ class _Builder:
         node_id = self.new_id()
         name = tensor.name if tensor is not None and tensor.name else f"leaf{self.leaf_count}"
         self.leaf_count += 1
-        model = Node(node_id, "variable", "variable", name, name=name)
+        model = GraphNode(node_id, "variable", "variable", name, name=name)
         if tensor is not None:
             model.shape = tensor.shape
             model.value = np.asarray(tensor._value)
@@ -242,7 +242,7 @@ class _Builder:
             op, saves = node.function.__name__, "inputs" if node.ctx._saved else "nothing"
         else:
             op, saves = node.prim.name, node.prim.saves
-        model = Node(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
+        model = GraphNode(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
         if result is not None:
             model.value = np.asarray(result._value)
             model.shape = result.shape
@@ -272,7 +272,7 @@ class _Builder:
         model.label = text or _expression(op, refs)
         model.generated = text is None
 
-    def _append(self, node: Any, model: Node) -> None:
+    def _append(self, node: Any, model: GraphNode) -> None:
         self.nodes.append(model)
         self.ids[node] = model.id
         self.autograd[model.id] = node
@@ -299,12 +299,12 @@ class _Builder:
                 sources.append(None)
         return sources
 
-    def _constant(self, value: Any) -> Node:
+    def _constant(self, value: Any) -> GraphNode:
         raw = value._value if isinstance(value, Tensor) else value
         text = self.texts.get(id(value)) if isinstance(value, Tensor) else None
         if text is None:
             text = _value_text(raw)
-        model = Node(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
+        model = GraphNode(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
         if isinstance(value, Tensor) and value.name:
             model.name = value.name
         self.nodes.append(model)
@@ -318,7 +318,7 @@ class _Builder:
         return constant.id
 
     def add_hidden(self, hidden: Counter, kept: list[Any]) -> None:
-        summary = Node("hidden", "hidden", "hidden", f"... {sum(hidden.values()):,} more nodes")
+        summary = GraphNode("hidden", "hidden", "hidden", f"... {sum(hidden.values()):,} more nodes")
         self.nodes.append(summary)
 
 
