@@ -79,25 +79,25 @@ def assert_grad_close(
     for i, leaf in enumerate(leaves):
         if i not in varied:
             leaf.requires_grad_(False)
-        elif not np.issubdtype(np.asarray(leaf._value).dtype, np.floating):
+        elif not np.issubdtype(np.asarray(leaf.array).dtype, np.floating):
             raise ValueError(
-                f"input {i} has dtype {np.asarray(leaf._value).dtype}: only real floating inputs can be varied"
+                f"input {i} has dtype {np.asarray(leaf.array).dtype}: only real floating inputs can be varied"
             )
     ins = [leaves[i] for i in varied]
-    if not any(np.size(t._value) for t in ins):
+    if not any(np.size(t.array) for t in ins):
         return  # no element to vary: nothing can disagree
     _, outs, tape = run_recorded(f, leaves)
-    dtype = np.result_type(*(np.asarray(t._value) for t in ins))
+    dtype = np.result_type(*(np.asarray(t.array) for t in ins))
     default_rtol, default_atol = default_tolerances(dtype)
     rtol = default_rtol if rtol is None else rtol
 
     blocks, _ = reverse_blocks(outs, ins, vectorised=not any(isinstance(n, FunctionNode) for n, _, _ in tape))
-    out_sizes = [int(np.size(o._value)) for o in outs]
-    in_sizes = [int(np.size(t._value)) for t in ins]
+    out_sizes = [int(np.size(o.array)) for o in outs]
+    in_sizes = [int(np.size(t.array)) for t in ins]
     analytic = np.block([[np.asarray(b, dtype=np.float64).reshape(m, n) for b, n in zip(row, in_sizes)]
                          for row, m in zip(blocks, out_sizes)])  # fmt: skip
-    x0 = np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in ins])
-    f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+    x0 = np.concatenate([np.asarray(t.array, dtype=np.float64).reshape(-1) for t in ins])
+    f0 = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
     if not (np.isfinite(f0).all() and np.isfinite(analytic).all()):
         raise AssertionError(f"non-finite values: f = {_short(f0)}, autograd Jacobian = {_short(analytic)}")
     if atol is None:
@@ -115,7 +115,7 @@ def assert_grad_close(
         def args(requires_grad: bool) -> list[Any]:
             given = list(leaves)
             for j, value in zip(varied, row):
-                given[j] = wrap(np.array(value, dtype=np.asarray(leaves[j]._value).dtype))
+                given[j] = wrap(np.array(value, dtype=np.asarray(leaves[j].array).dtype))
                 if requires_grad:
                     given[j].requires_grad_(True)
             return given
@@ -139,7 +139,7 @@ def assert_grad_close(
     def replayed(points: np.ndarray) -> np.ndarray:
         values = replay(tape, {key(t): part for t, part in zip(ins, split(points))})
         parts = [
-            np.broadcast_to(values.get(key(o), o._value), (len(points),) + o.shape).reshape(len(points), -1)
+            np.broadcast_to(values.get(key(o), o.array), (len(points),) + o.shape).reshape(len(points), -1)
             for o in outs
         ]
         return np.concatenate(parts, axis=1)
@@ -195,7 +195,7 @@ CUT_HINT = (
 
 
 def _value(x: Any) -> Any:
-    return x._value if isinstance(x, Tensor) else x
+    return x.array if isinstance(x, Tensor) else x
 
 
 def _between(a: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:

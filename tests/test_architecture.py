@@ -147,3 +147,30 @@ def test_no_class_name_means_two_things_across_layers():
 def test_node_program_and_function_are_each_defined_once(name):
     places = [where for found, _, where in _classes() if found == name]
     assert len(places) == 1, places
+
+
+def test_layers_above_autograd_read_a_tensor_through_its_public_array():
+    """``Tensor._value`` is autograd's own; lang, check, render, testing and cli read ``Tensor.array``."""
+    found = []
+    for path, module in _modules():
+        layer = layer_of(module)
+        if layer is None or RANK[layer] <= RANK["autograd"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "_value":
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, found
+
+
+def test_the_array_accessor_is_the_tensors_own_array_and_read_only():
+    import numpy as np
+
+    import gradcli as gc
+
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    assert y.array is y._value  # not copied
+    np.testing.assert_array_equal(y.array, [3.0, 6.0])
+    assert gc.tensor(2.5).array == 2.5
+    with pytest.raises(AttributeError):
+        y.array = np.zeros(2)

@@ -84,17 +84,17 @@ class _Recorded:
         self.tape, self.evaluation, self.scalar = tape, evaluation, scalar
         self.inputs = [evaluation.inputs[n] for n in names]
         self.unconnected = self._unconnected  # inputs autograd's graph does not connect to the output
-        self.gradient = {n: np.asarray(g._value, dtype=np.float64) for n, g in zip(names, grads)}
+        self.gradient = {n: np.asarray(g.array, dtype=np.float64) for n, g in zip(names, grads)}
         self.shapes = [t.shape for t in self.inputs]
-        self.sizes = [int(np.size(t._value)) for t in self.inputs]
+        self.sizes = [int(np.size(t.array)) for t in self.inputs]
         self.x0 = (
-            np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in self.inputs])
+            np.concatenate([np.asarray(t.array, dtype=np.float64).reshape(-1) for t in self.inputs])
             if self.inputs
             else np.zeros(0)
         )
         self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
-        self.f0 = np.asarray(scalar._value, dtype=np.float64).reshape(1)
-        self.dtype = np.result_type(*(t._value for t in self.inputs)) if self.inputs else np.dtype(np.float64)
+        self.f0 = np.asarray(scalar.array, dtype=np.float64).reshape(1)
+        self.dtype = np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.dtype(np.float64)
         self.noise = np.zeros(self.x0.size)  # autograd's own rounding error (see rounding_noise)
 
     def _run(self, values: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
@@ -140,10 +140,10 @@ class _Recorded:
     def _gradient_at(self, x: np.ndarray) -> np.ndarray:
         values = dict(self.values)
         for name, part, t in zip(self.names, self.split(x[None, :]), self.inputs):
-            values[name] = part[0].astype(np.asarray(t._value).dtype)
+            values[name] = part[0].astype(np.asarray(t.array).dtype)
         with np.errstate(all="ignore"):
             _, _, grads = self._run(values)
-        return np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads])
+        return np.concatenate([np.asarray(g.array, dtype=np.float64).reshape(-1) for g in grads])
 
     def split(self, points: np.ndarray) -> list[np.ndarray]:
         """Rows of flattened points -> one batched array per input."""
@@ -182,7 +182,7 @@ class _Recorded:
                 with detach_fixed(replay=self.detached):
                     out = single_output(self.program.run(values, ()))
                 scalar = gc.sum(out * gc.tensor(self.seed)) if self.seed is not None else out
-                rows.append(np.asarray(scalar._value).reshape(-1)[0])
+                rows.append(np.asarray(scalar.array).reshape(-1)[0])
         return np.array(rows).reshape(-1, 1)
 
 
@@ -272,7 +272,7 @@ def check(
         and all(c.ok is not False for c in checks.values())
         and all(k.subgradient for k in kinks)
     )
-    result = CheckResult(ok, recorded.scalar._value if seed is None else recorded.evaluation.outputs[0]._value,
+    result = CheckResult(ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array,
                          recorded.gradient, checks, rtol, atol, nonfinite, kinks)  # fmt: skip
     result.labels = recorded.labels
     result.warnings = said
@@ -498,7 +498,7 @@ def _expect_check(recorded: _Recorded, expect: Mapping[str, str], rtol: float, a
         (value,) = outputs
         i = recorded.names.index(name)
         try:
-            block = np.broadcast_to(np.asarray(value._value, dtype=np.float64), recorded.shapes[i])
+            block = np.broadcast_to(np.asarray(value.array, dtype=np.float64), recorded.shapes[i])
         except ValueError:
             raise UsageError(
                 f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"

@@ -170,7 +170,7 @@ class _Run:
             try:
                 if n > 1:  # an operation on arrays may broadcast: its size is checked before it runs
                     for a in args:
-                        if a.__class__ is _Tensor and a._value.ndim:
+                        if a.__class__ is _Tensor and a.array.ndim:
                             self._size_limit(node, args)
                             break
                 value = handlers[node.__class__](node, args)
@@ -187,7 +187,7 @@ class _Run:
         return values[0]
 
     def _watch(self, node: ast.SyntaxNode, value: Any, args: Any) -> None:
-        raw = value._value if value.__class__ is gc.Tensor else value
+        raw = value.array if value.__class__ is gc.Tensor else value
         if raw.__class__ is float or raw.__class__ is np.float64:
             if -_INF < raw < _INF:  # false for nan and for infinities
                 return
@@ -292,7 +292,7 @@ class _Run:
         cls = node.__class__
         if cls is ast.Vector:
             count = len(args)
-            shape = np.shape(args[0]._value if args[0].__class__ is _Tensor else args[0])
+            shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
             size = count
             for n in shape:
                 size *= n
@@ -305,7 +305,7 @@ class _Run:
                 return  # reductions, dot: never larger than an argument; unknown names fail on their own
         elif cls is ast.Index or cls is ast.Slice:
             return
-        shapes = [a._value.shape for a in args if a.__class__ is _Tensor]
+        shapes = [a.array.shape for a in args if a.__class__ is _Tensor]
         if len(shapes) < 2:
             return  # a number never enlarges a result
         first = shapes[0]
@@ -324,7 +324,7 @@ class _Run:
         count = 1
         for n in shape:
             count *= n
-        if count > self.limit and count > max(a._value.size for a in args if a.__class__ is _Tensor):
+        if count > self.limit and count > max(a.array.size for a in args if a.__class__ is _Tensor):
             limit_size(shape, self.source.quote(node.start, node.end), self.limit)
 
     def call(self, node: ast.Call, args: Any) -> Any:
@@ -340,7 +340,7 @@ class _Run:
         return function.apply(gc, *args)
 
     def integer(self, value: Any, node: ast.SyntaxNode) -> int:
-        raw = value._value if isinstance(value, gc.Tensor) else value
+        raw = value.array if isinstance(value, gc.Tensor) else value
         if np.ndim(raw) != 0 or float(raw) != int(float(raw)):
             raise self.fail(f"an index must be a whole number (at {self.source.where(node.start)}), got {raw}", node)
         return int(float(raw))
@@ -348,7 +348,7 @@ class _Run:
     def vector(self, node: ast.Vector, items: Any) -> Any:
         if all(isinstance(v, _NUMBERS) for v in items):
             return gc.tensor(items)
-        shapes = {np.shape(v._value if isinstance(v, gc.Tensor) else v) for v in items}
+        shapes = {np.shape(v.array if isinstance(v, gc.Tensor) else v) for v in items}
         if len(shapes) > 1:
             raise self.fail(
                 f"the items of a vector must have the same shape (at {self.source.where(node.start)}): "

@@ -150,7 +150,7 @@ def _batched(
     with np.errstate(all="ignore"):
         out = run.output()
         grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
-    value = np.asarray(out._value, dtype=np.float64)
+    value = np.asarray(out.array, dtype=np.float64)
     gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
     return PointsResult(value, gradient, _warning(program, columns, values, names, vector, run, value, gradient))
 
@@ -164,7 +164,7 @@ def _gradients(
         return [np.zeros(leaf.shape) for leaf in leaves]
     seed = np.ones(n) if vector is None else np.broadcast_to(vector, (n, *out_shape))
     grads = gc.grad(out, leaves, grad_outputs=gc.tensor(seed), allow_unused=True, materialize_grads=True)
-    return [g._value for g in grads]
+    return [g.array for g in grads]
 
 
 def _warning(
@@ -237,12 +237,12 @@ class _BatchedRun(_Run):
         """A value with its point axis (a shared one repeated, without a gradient)."""
         if isinstance(value, _Batched):
             return value.t
-        raw = np.asarray(value._value if isinstance(value, gc.Tensor) else value, dtype=np.float64)
+        raw = np.asarray(value.array if isinstance(value, gc.Tensor) else value, dtype=np.float64)
         return gc.tensor(np.broadcast_to(raw, (self.n, *raw.shape)))
 
     def _watch(self, node: ast.SyntaxNode, value: Any, args: Any) -> None:
         if isinstance(value, _Batched):
-            raw = value.t._value
+            raw = value.t.array
             if raw.dtype.kind in "fc":
                 finite = np.isfinite(raw.reshape(len(raw), -1)).all(axis=1)
                 if not finite.all():

@@ -170,8 +170,8 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
         if len(outputs) > 1
         else [program.function.__name__]
     )
-    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o._value).any() else 'inf'}"
-                      for i, o in enumerate(outputs) if not np.isfinite(o._value).all()), None)  # fmt: skip
+    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o.array).any() else 'inf'}"
+                      for i, o in enumerate(outputs) if not np.isfinite(o.array).all()), None)  # fmt: skip
     return Evaluation(outputs, inputs, {}, labels, nonfinite)
 
 
@@ -245,7 +245,7 @@ def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None =
     def detach(self: gc.Tensor) -> gc.Tensor:
         out = original(self)
         if record is not None:
-            record.append(out._value)
+            record.append(out.array)
         elif replay is not None:
             k = count[0]
             count[0] += 1
@@ -311,7 +311,7 @@ def unseen_derivative(
             outputs = evaluation.outputs
             if seed is not None:
                 outputs = [gc.sum(single_output(evaluation) * gc.as_tensor(seed))]
-        return np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outputs])
+        return np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outputs])
 
     h = root_eps * scale
     try:
@@ -402,8 +402,8 @@ def value_and_grad(
     else:
         found = (None,) * len(inputs)
     grads = [gc.zeros_like(t) if g is None else g for g, t in zip(found, inputs)]
-    value = output._value if output.numel() != 1 or seed is not None else np.asarray(output._value).reshape(())
-    gradient = {n: np.asarray(g._value) for n, g in zip(names, grads)}
+    value = output.array if output.numel() != 1 or seed is not None else np.asarray(output.array).reshape(())
+    gradient = {n: np.asarray(g.array) for n, g in zip(names, grads)}
     unconnected = tuple(n for n, g in zip(names, found) if g is None)
     result = Gradient(np.asarray(value), gradient, evaluation, unconnected=unconnected, seed=vector)
     if evaluation.nonfinite is None and not all(np.isfinite(g).all() for g in gradient.values()):
@@ -512,7 +512,7 @@ def program_jacobian(
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
-    shape = (sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
+    shape = (sum(np.size(o.array) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
     limit_size(shape, "the Jacobian")
     check_fits("jacobian", *shape, as_json)
     _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
@@ -521,10 +521,10 @@ def program_jacobian(
     ]
     columns = [label for n, x in zip(names, inputs) for label in element_labels(n, x.shape)]
     matrix = np.block(
-        [[np.asarray(b, dtype=np.float64).reshape(np.size(o._value), np.size(x)) for b, x in zip(row, inputs)]
+        [[np.asarray(b, dtype=np.float64).reshape(np.size(o.array), np.size(x)) for b, x in zip(row, inputs)]
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
-    value = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+    value = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
     return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
 
 
@@ -554,8 +554,8 @@ def program_hessian(
     matrix = np.block([[np.asarray(b, dtype=np.float64).reshape(np.size(xi), np.size(xj)) for b, xj in zip(row, inputs)]
                        for row, xi in zip(blocks, inputs)]) if inputs else np.zeros((0, 0))  # fmt: skip
     gradient = (
-        np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
+        np.concatenate([np.asarray(g.array, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
     )
     return Matrix(
-        columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out._value), gradient, names
+        columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out.array), gradient, names
     )

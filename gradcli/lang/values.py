@@ -46,7 +46,7 @@ def constant(text: str, origin: str = "value") -> np.ndarray:
         offset = names[0].start if names else 0
         raise SyntaxProblem("a value must be a number or a list of numbers (no names)", Source(text, origin), offset)
     (value,) = evaluate(program, {}).outputs
-    return np.asarray(value._value, dtype=np.float64)
+    return np.asarray(value.array, dtype=np.float64)
 
 
 MAX_DIMENSIONS = 16  # NumPy's own limit is 64; Jacobians add the output's dimensions to the input's

@@ -230,7 +230,7 @@ class _Builder:
         model = GraphNode(node_id, "variable", "variable", name, name=name)
         if tensor is not None:
             model.shape = tensor.shape
-            model.value = np.asarray(tensor._value)
+            model.value = np.asarray(tensor.array)
             self.tensors[node_id] = tensor
         self._append(node, model)
 
@@ -244,7 +244,7 @@ class _Builder:
             op, saves = node.prim.name, node.prim.saves
         model = GraphNode(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
         if result is not None:
-            model.value = np.asarray(result._value)
+            model.value = np.asarray(result.array)
             model.shape = result.shape
             model.name = result.name
             self.tensors[node_id] = result
@@ -300,7 +300,7 @@ class _Builder:
         return sources
 
     def _constant(self, value: Any) -> GraphNode:
-        raw = value._value if isinstance(value, Tensor) else value
+        raw = value.array if isinstance(value, Tensor) else value
         text = self.texts.get(id(value)) if isinstance(value, Tensor) else None
         if text is None:
             text = _value_text(raw)
@@ -356,12 +356,12 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed:
         return False
     out = outputs[0]
     if seed is None:
-        if np.size(out._value) != 1:
+        if np.size(out.array) != 1:
             graph.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
             return False
-        seed = np.ones_like(out._value)
+        seed = np.ones_like(out.array)
     capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
-    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out._value).dtype)],
+    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
                          retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
     for node_id, g in zip(captured_ids, found):
         graph.node(node_id).grad = None if g is None else np.asarray(g)
@@ -388,7 +388,7 @@ def _gradients_left(graph: Graph, builder: _Builder, captured_ids: list[str]) ->
         model.freed = _freed(builder.autograd[node_id])
         tensor = builder.tensors.get(node_id)
         left = None if tensor is None or not (tensor.is_leaf or tensor.retains_grad) else tensor._grad
-        model.grad = None if left is None else np.asarray(left._value)
+        model.grad = None if left is None else np.asarray(left.array)
     graph.notes.append(
         "backward() has already run and freed this graph: the gradients shown are the ones it left "
         "(.grad of the leaves and of tensors that called retain_grad())"
@@ -405,7 +405,7 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         if np.size(model.value) != 1:
             continue
         prim = node.prim
-        values = [x._value if isinstance(x, Tensor) else x for x in inputs]
+        values = [x.array if isinstance(x, Tensor) else x for x in inputs]
         if any(np.size(v) != 1 for v in values):
             continue
         args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
