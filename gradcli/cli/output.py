@@ -14,12 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..text import SUMMARY_EDGE as SUMMARY_EDGE  # number and array text live under the layers; re-used here
-from ..text import SUMMARY_LIMIT as SUMMARY_LIMIT
-from ..text import array as array
-from ..text import jsonable as jsonable
-from ..text import number as number
-from ..text import shape_text as shape_text
+from ..text import array, jsonable, number, shape_text  # noqa: F401  (numbers as text live under the layers)
 
 
 def rich_wanted() -> bool:
