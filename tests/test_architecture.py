@@ -80,7 +80,7 @@ def violations(modules=None):
             continue
         rel = path.relative_to(PACKAGE.parent)
         for line, targets in _imports(path, module, *source):
-            for target in targets:
+            for target in dict.fromkeys(targets):  # `import a, b` from one module: said once
                 if target == "gradcli":
                     found.append(f"{rel}:{line}: {here} imports the package face `gradcli`")
                     continue
