@@ -36,6 +36,20 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+_user_code: list[str] = []  # "file.py:func" of the user's Python function, once one is loaded
+
+
+def note_user_code(where: str) -> None:
+    """Say that the user's Python code (``file.py:func``) is loaded and runs from now on (lang does)."""
+    _user_code[:] = [where]
+
+
+def loaded_user_code() -> str | None:
+    """The user's Python function, once loaded: a RuntimeError from autograd is then most likely
+    its misuse (an in-place change of a saved value), reported as bad input rather than as our bug."""
+    return _user_code[0] if _user_code else None
+
+
 class GradcliError(Exception):
     """A problem with what the user asked for: one clear message, one exit code."""
 

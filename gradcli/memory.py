@@ -23,6 +23,8 @@ JSON_COPIES = 7  # Python floats from tolist() (32 bytes each) and the JSON text
 PASS_TEMPORARIES = 4  # in one batched pass: the seed, the incoming and outgoing gradient, a rule's temporary
 BASE = 100_000_000  # the interpreter, NumPy and the recorded graph
 MEMINFO = "/proc/meminfo"
+#: Largest batch of basis vectors autograd.functional sends through at once (bounds the memory of a pass).
+MAX_BATCH_ELEMENTS = 50_000_000
 
 
 def available_bytes() -> int | None:
@@ -76,8 +78,6 @@ def parse_size(text: str) -> int:
 
 def estimate(kind: str, rows: int, columns: int, as_json: bool = False) -> int:
     """Peak bytes of computing (and printing) a ``rows x columns`` Jacobian or Hessian."""
-    from .autograd.functional import MAX_BATCH_ELEMENTS
-
     matrix = rows * columns * FLOAT
     copies = COPIES[kind] + (JSON_COPIES if as_json else 0)
     widest = max(rows, columns, 1)

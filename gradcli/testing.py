@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .autograd import grad_mode
-from .autograd.engine import _collect
+from .autograd.engine import reachable_counts
 from .autograd.forward import key
 from .autograd.function import FunctionNode
-from .autograd.functional import _as_tuple, _leaves, _run, reverse_blocks
+from .autograd.functional import as_tuple, input_leaves, reverse_blocks, run_recorded
 from .autograd.node import edge_node
 from .autograd.replay import replay
 from .autograd.tensor import Tensor, wrap
@@ -67,7 +67,7 @@ def assert_grad_close(
     _check_options(method, rtol, atol)
     leaves, varied = _varied_leaves(inputs)
     ins = [leaves[i] for i in varied]
-    if not any(np.size(t._value) for t in ins):
+    if not any(np.size(t.array) for t in ins):
         return  # no element to vary: nothing can disagree
     problem = _Problem(f, leaves, varied)
     default_rtol, default_atol = default_tolerances(problem.dtype)
@@ -90,18 +90,18 @@ def _check_options(method: str, rtol: float | None, atol: float | None) -> None:
 
 def _varied_leaves(inputs: Any) -> tuple[list[Tensor], list[int]]:
     """The inputs as leaves, and which of them are varied (the others held constant)."""
-    _, given = _as_tuple(inputs)
+    _, given = as_tuple(inputs)
     if not given:
         raise ValueError("assert_grad_close needs at least one input")
     varied = [i for i, x in enumerate(given) if isinstance(x, Tensor) and x.requires_grad]
     varied = varied or list(range(len(given)))
-    leaves = _leaves(tuple(given))
+    leaves = input_leaves(tuple(given))
     for i, leaf in enumerate(leaves):
         if i not in varied:
             leaf.requires_grad_(False)
-        elif not np.issubdtype(np.asarray(leaf._value).dtype, np.floating):
+        elif not np.issubdtype(np.asarray(leaf.array).dtype, np.floating):
             raise ValueError(
-                f"input {i} has dtype {np.asarray(leaf._value).dtype}: only real floating inputs can be varied"
+                f"input {i} has dtype {np.asarray(leaf.array).dtype}: only real floating inputs can be varied"
             )
     return leaves, varied
 
@@ -113,17 +113,17 @@ class _Problem:
     def __init__(self, f: Callable[..., Any], leaves: list[Tensor], varied: list[int]) -> None:
         self.f, self.leaves, self.varied = f, leaves, varied
         self.ins = ins = [leaves[i] for i in varied]
-        _, self.outs, self.tape = _run(f, leaves)
+        _, self.outs, self.tape = run_recorded(f, leaves)
         outs = self.outs
-        self.dtype = np.result_type(*(np.asarray(t._value) for t in ins))
+        self.dtype = np.result_type(*(np.asarray(t.array) for t in ins))
         vectorised = not any(isinstance(n, FunctionNode) for n, _, _ in self.tape)
         blocks, _ = reverse_blocks(outs, ins, vectorised=vectorised)
-        self.out_sizes = [int(np.size(o._value)) for o in outs]
-        self.in_sizes = [int(np.size(t._value)) for t in ins]
+        self.out_sizes = [int(np.size(o.array)) for o in outs]
+        self.in_sizes = [int(np.size(t.array)) for t in ins]
         self.analytic = np.block([[np.asarray(b, dtype=np.float64).reshape(m, n) for b, n in zip(row, self.in_sizes)]
                                   for row, m in zip(blocks, self.out_sizes)])  # fmt: skip
-        self.x0 = np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in ins])
-        self.f0 = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+        self.x0 = np.concatenate([np.asarray(t.array, dtype=np.float64).reshape(-1) for t in ins])
+        self.f0 = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
         if not (np.isfinite(self.f0).all() and np.isfinite(self.analytic).all()):
             raise AssertionError(
                 f"non-finite values: f = {_short(self.f0)}, autograd Jacobian = {_short(self.analytic)}"
@@ -142,7 +142,7 @@ class _Problem:
     def _args(self, row: tuple[Any, ...], requires_grad: bool) -> list[Any]:
         given: list[Any] = list(self.leaves)
         for j, value in zip(self.varied, row):
-            given[j] = wrap(np.array(value, dtype=np.asarray(self.leaves[j]._value).dtype))
+            given[j] = wrap(np.array(value, dtype=np.asarray(self.leaves[j].array).dtype))
             if requires_grad:
                 given[j].requires_grad_(True)
         return given
@@ -160,14 +160,14 @@ class _Problem:
     def call_each(self, points: np.ndarray) -> np.ndarray:
         rows = []
         for row in zip(*self.split(points)):
-            _, result = _as_tuple(self.call_at(row))
+            _, result = as_tuple(self.call_at(row))
             rows.append(np.concatenate([np.asarray(_value(r), dtype=np.float64).reshape(-1) for r in result]))
         return np.array(rows)
 
     def replayed(self, points: np.ndarray) -> np.ndarray:
         values = replay(self.tape, {key(t): part for t, part in zip(self.ins, self.split(points))})
         parts = [
-            np.broadcast_to(values.get(key(o), o._value), (len(points),) + o.shape).reshape(len(points), -1)
+            np.broadcast_to(values.get(key(o), o.array), (len(points),) + o.shape).reshape(len(points), -1)
             for o in self.outs
         ]
         return np.concatenate(parts, axis=1)
@@ -219,7 +219,7 @@ def _cut(outs: list[Tensor], ins: list[Tensor]) -> list[int]:
     """The outputs not connected to any varied input in the recorded graph (constants, or values
     computed outside it: ``gc.grad`` without ``create_graph``, ``float()``, NumPy on ``.data``)."""
     targets = {edge_node(t._edge) for t in ins}
-    return [k for k, o in enumerate(outs) if o._edge is None or targets.isdisjoint(_collect([o._edge]))]
+    return [k for k, o in enumerate(outs) if o._edge is None or targets.isdisjoint(reachable_counts([o._edge]))]
 
 
 CUT_HINT = (
@@ -230,7 +230,7 @@ CUT_HINT = (
 
 
 def _value(x: Any) -> Any:
-    return x._value if isinstance(x, Tensor) else x
+    return x.array if isinstance(x, Tensor) else x
 
 
 def _between(a: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:

@@ -629,7 +629,7 @@ def _check_twice(f, inputs):
     gc.testing.assert_grad_close(f, inputs)
 
     def gradient(*args):  # a weighted sum of f's outputs, differentiated with create_graph
-        _, outs = gc.autograd.functional._as_tuple(f(*args))
+        _, outs = gc.autograd.functional.as_tuple(f(*args))
         total = sum((o * (1.0 + 0.25 * k)).sum() for k, o in enumerate(outs))
         return gc.grad(total, args, create_graph=True, allow_unused=True, materialize_grads=True)
 

@@ -12,7 +12,7 @@ from gradcli.lang.parser import MAX_DEPTH, parse
 from gradcli.lang.unparse import unparse
 
 
-def sexpr(node: ast.Node) -> str:
+def sexpr(node: ast.SyntaxNode) -> str:
     """A fully parenthesised form, to state the tree a text parses to."""
     done: dict[int, str] = {}
     for n in ast.postorder(node):

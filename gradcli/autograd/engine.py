@@ -69,7 +69,7 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
     return grads
 
 
-def _collect(roots: list[Any]) -> dict[Any, int]:
+def reachable_counts(roots: list[Any]) -> dict[Any, int]:
     """Every node reachable from ``roots``, with the number of edges pointing at it.
 
     One small int a node (ints below 257 are shared, so a chain of a million
@@ -242,7 +242,7 @@ class _Schedule:
     __slots__ = ("pending", "needed", "ready")
 
     def __init__(self, roots: list[Any], capture: dict[Any, int] | None) -> None:
-        self.pending = _collect(roots)
+        self.pending = reachable_counts(roots)
         self.needed = _needed(self.pending, roots, set(capture)) if capture is not None else None
         self.ready = [n for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
 

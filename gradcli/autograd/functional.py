@@ -26,26 +26,23 @@ tensor([[2., 0.],
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import ops
+from ..memory import MAX_BATCH_ELEMENTS  # bounds the memory of a batched pass
 from . import forward, grad_mode
-from . import record as _record
 from .basis import ScaledIdentity, identity
-from .engine import _collect, run_backward
 from .engine import grad as _grad
+from .engine import reachable_counts, run_backward
 from .function import FunctionNode
 from .node import edge_node
 from .record import apply
+from .tape import nested_recording
 from .tensor import Tensor, wrap
-
-#: Largest batch of basis vectors sent through at once (bounds the memory of a pass).
-MAX_BATCH_ELEMENTS = 50_000_000
 
 
 @dataclass
@@ -83,13 +80,13 @@ def choose_mode(mode: str, n: int, m: int) -> tuple[str, str]:
 # --- inputs and outputs ------------------------------------------------------------------------------------
 
 
-def _as_tuple(x: Any) -> tuple[bool, tuple[Any, ...]]:
+def as_tuple(x: Any) -> tuple[bool, tuple[Any, ...]]:
     if isinstance(x, (tuple, list)):
         return True, tuple(x)
     return False, (x,)
 
 
-def _leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
+def input_leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
     """Fresh leaves holding the inputs' values, requiring grad."""
     out = []
     for x in inputs:
@@ -102,27 +99,12 @@ def _leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
     return out
 
 
-@contextmanager
-def _tape() -> Iterator[list[Any]]:
-    """Record the run (as ``render.recording()`` does), and hand it on to an enclosing recording:
-    an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
-    ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
-    outer = _record.trace
-    _record.trace = entries = []
-    try:
-        yield entries
-    finally:
-        _record.trace = outer
-        if outer is not None:
-            outer.extend(entries)
-
-
-def _run(
+def run_recorded(
     func: Callable[..., Any], leaves: list[Tensor], name: str = "jacobian"
 ) -> tuple[bool, list[Tensor], list[Any]]:
-    with _tape() as tape:
+    with nested_recording() as tape:
         result = func(*leaves)
-    many, outs = _as_tuple(result)
+    many, outs = as_tuple(result)
     return many, [_output(o, i, many, name) for i, o in enumerate(outs)], tape
 
 
@@ -258,8 +240,8 @@ def jacobian_blocks(
     func: Callable[..., Any], inputs: tuple[Any, ...], mode: str = "auto"
 ) -> tuple[bool, list[Tensor], list[list[Any]], Plan]:
     """Outputs, d out_k / d in_j blocks and how they were computed."""
-    leaves = _leaves(inputs)
-    many, outs, tape = _run(func, leaves)
+    leaves = input_leaves(inputs)
+    many, outs, tape = run_recorded(func, leaves)
     blocks, plan = _jacobian_of_run(outs, leaves, tape, mode)
     return many, outs, blocks, plan
 
@@ -338,7 +320,7 @@ def _inputs(given: tuple[Any, ...], create_graph: bool) -> list[Tensor]:
                 linked.name = x.name
             out.append(linked)
         else:
-            out.extend(_leaves((x,)))
+            out.extend(input_leaves((x,)))
     return out
 
 
@@ -352,7 +334,7 @@ def _vectors(v: Any, refs: list[Tensor], many: bool, create_graph: bool, if_none
         if len(refs) != 1 or np.size(refs[0]._value) != 1:
             raise RuntimeError(if_none)
         return [wrap(np.ones_like(refs[0]._value))]
-    _, vs = _as_tuple(v)
+    _, vs = as_tuple(v)
     if len(vs) != len(refs):
         if many:
             raise RuntimeError(f"v is a tuple of invalid length: should be {len(refs)} but got {len(vs)}.")
@@ -385,7 +367,7 @@ def _depends(outs: list[Any], ins: list[Tensor]) -> list[list[bool]]:
     targets = [edge_node(x._edge) for x in ins]
     result = []
     for o in outs:
-        reached = _collect([o._edge]) if isinstance(o, Tensor) and o._edge is not None else {}
+        reached = reachable_counts([o._edge]) if isinstance(o, Tensor) and o._edge is not None else {}
         result.append([t in reached for t in targets])
     return result
 
@@ -526,9 +508,9 @@ def jacobian(
     """
     if strategy is not None:
         mode = _mode_of(strategy)
-    many_in, given = _as_tuple(inputs)
+    many_in, given = as_tuple(inputs)
     ins = _inputs(given, create_graph)
-    many_out, outs, tape = _run(func, ins)
+    many_out, outs, tape = run_recorded(func, ins)
     _check_outputs(outs, strict)
     _check_independent(outs, ins, strict)
     if create_graph:  # (a custom Function's backward is called one row at a time: it may not take batches)
@@ -543,8 +525,8 @@ def hessian_blocks(
     func: Callable[..., Any], inputs: tuple[Any, ...]
 ) -> tuple[Tensor, list[Tensor], list[list[Any]], Plan]:
     """The (scalar) output, its gradient and d2 out / d in_i d in_j, forward-over-reverse."""
-    leaves = _leaves(inputs)
-    with _tape() as tape:
+    leaves = input_leaves(inputs)
+    with nested_recording() as tape:
         out = func(*leaves)
         out = out if isinstance(out, Tensor) else Tensor(out)
         if np.size(out._value) != 1:
@@ -581,9 +563,9 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     """
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode".')
-    many_in, given = _as_tuple(inputs)
+    many_in, given = as_tuple(inputs)
     ins = _inputs(given, create_graph)
-    with _tape() as tape:
+    with nested_recording() as tape:
         out = _single_output(func(*ins), "hessian")
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)
@@ -608,9 +590,9 @@ def vjp(
     inputs give zeros (strict mode: PyTorch's RuntimeError). With ``create_graph=True`` both
     are differentiable with respect to the inputs (and ``v``) that require grad.
     """
-    many_in, given = _as_tuple(inputs)
+    many_in, given = as_tuple(inputs)
     ins = _inputs(given, create_graph)
-    many_out, outs, _ = _run(func, ins, "vjp")
+    many_out, outs, _ = run_recorded(func, ins, "vjp")
     _check_outputs(outs, strict)
     vs = _vectors(v, outs, many_out, create_graph, _V_NONE_OUTPUT)
     found = _fill_zeros(_backward(outs, ins, vs, create_graph), ins, strict, create_graph, "back")
@@ -627,10 +609,10 @@ def jvp(
     computed by PyTorch's double-backward trick, recorded: it is differentiable with respect to the
     inputs (and ``v``) that require grad, so derivatives of JVPs nest.
     """
-    many_in, given = _as_tuple(inputs)
+    many_in, given = as_tuple(inputs)
     ins = _inputs(given, create_graph)
     vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
-    many_out, outs, tape = _run(func, ins, "jvp")
+    many_out, outs, tape = run_recorded(func, ins, "jvp")
     _check_outputs(outs, strict)
     if create_graph:
         found = _double_back(outs, ins, vs, outs, True, strict, "back_trick")
@@ -688,10 +670,10 @@ def _scalar_and_gradient(
     func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool, name: str
 ) -> tuple[bool, list[Tensor], list[Tensor], Tensor, list[Any], list[Any]]:
     """The common start of ``hvp`` and ``vhp``: inputs, vectors, the scalar output and its recorded gradient."""
-    many_in, given = _as_tuple(inputs)
+    many_in, given = as_tuple(inputs)
     ins = _inputs(given, create_graph)
     vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
-    with _tape() as tape:
+    with nested_recording() as tape:
         out = _single_output(func(*ins), name)
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)

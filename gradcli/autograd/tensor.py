@@ -252,6 +252,12 @@ class Tensor:
             self._value = np.array(self._value)
 
     @property
+    def array(self) -> Any:
+        """The NumPy array (or 0-d NumPy scalar) the tensor holds, not copied: for reading by the layers
+        above autograd (lang, check, render, testing). Never write through it: that is not recorded."""
+        return self._value
+
+    @property
     def data(self) -> Tensor:
         """The values as a tensor outside the graph; changes through it are not recorded."""
         self._materialize()

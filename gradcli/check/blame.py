@@ -40,8 +40,8 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
         differentiable = _differentiable(node, inputs)
         if not differentiable:
             continue
-        values = [x._value if isinstance(x, Tensor) else x for x in inputs]
-        out = np.asarray(result._value)
+        values = [x.array if isinstance(x, Tensor) else x for x in inputs]
+        out = np.asarray(result.array)
         if not np.issubdtype(out.dtype, np.floating):
             continue
         if not (np.isfinite(out).all() and all(np.isfinite(values[i]).all() for i in differentiable)):
@@ -169,7 +169,7 @@ def _forward(node: Any, values: list[Any]) -> Any:
         out = node.function.forward(
             ctx, *[wrap(np.asarray(v)) if isinstance(v, np.ndarray) or np.ndim(v) == 0 else v for v in vs]
         )
-        return out._value if isinstance(out, Tensor) else out
+        return out.array if isinstance(out, Tensor) else out
 
     return run_function
 
@@ -206,12 +206,12 @@ def _backward_dot(node: Any, values: list[Any], out: np.ndarray, v: np.ndarray, 
     )
     grads = node.function.backward(ctx, wrap(v))
     grads = grads if isinstance(grads, tuple) else (grads,)
-    return float(sum(np.sum(np.asarray(grads[i]._value if isinstance(grads[i], Tensor) else grads[i]) * ui)
+    return float(sum(np.sum(np.asarray(grads[i].array if isinstance(grads[i], Tensor) else grads[i]) * ui)
                      for i, ui in u.items() if i < len(grads) and grads[i] is not None))  # fmt: skip
 
 
 def _describe(node: Any, position: int, values: list[Any], backward: float, numeric: float) -> Blame:
-    from ..cli.output import array
+    from ..text import array
 
     shown = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}" for v in values)
     op = node.function.__name__ if isinstance(node, FunctionNode) else node.prim.name

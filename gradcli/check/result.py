@@ -268,6 +268,6 @@ class CheckResult:
 
 
 def _n(value: float) -> str:
-    from ..cli.output import number
+    from ..text import number
 
     return number(value, 10)

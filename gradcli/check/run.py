@@ -15,22 +15,21 @@ noisy one (float32) does not cry wolf.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..autograd.forward import key
 from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
+from ..autograd.tape import recording
 from ..errors import UsageError
+from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
-from ..render.build import recording
 from .numeric import (
     Estimate,
     NotRealValued,
@@ -86,17 +85,17 @@ class _Recorded:
         self.tape, self.evaluation, self.scalar = tape, evaluation, scalar
         self.inputs = [evaluation.inputs[n] for n in names]
         self.unconnected = self._unconnected  # inputs autograd's graph does not connect to the output
-        self.gradient = {n: np.asarray(g._value, dtype=np.float64) for n, g in zip(names, grads)}
+        self.gradient = {n: np.asarray(g.array, dtype=np.float64) for n, g in zip(names, grads)}
         self.shapes = [t.shape for t in self.inputs]
-        self.sizes = [int(np.size(t._value)) for t in self.inputs]
+        self.sizes = [int(np.size(t.array)) for t in self.inputs]
         self.x0 = (
-            np.concatenate([np.asarray(t._value, dtype=np.float64).reshape(-1) for t in self.inputs])
+            np.concatenate([np.asarray(t.array, dtype=np.float64).reshape(-1) for t in self.inputs])
             if self.inputs
             else np.zeros(0)
         )
         self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
-        self.f0 = np.asarray(scalar._value, dtype=np.float64).reshape(1)
-        self.dtype = np.result_type(*(t._value for t in self.inputs)) if self.inputs else np.dtype(np.float64)
+        self.f0 = np.asarray(scalar.array, dtype=np.float64).reshape(1)
+        self.dtype = np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.dtype(np.float64)
         self.noise = np.zeros(self.x0.size)  # autograd's own rounding error (see rounding_noise)
 
     def _run(self, values: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
@@ -142,10 +141,10 @@ class _Recorded:
     def _gradient_at(self, x: np.ndarray) -> np.ndarray:
         values = dict(self.values)
         for name, part, t in zip(self.names, self.split(x[None, :]), self.inputs):
-            values[name] = part[0].astype(np.asarray(t._value).dtype)
+            values[name] = part[0].astype(np.asarray(t.array).dtype)
         with np.errstate(all="ignore"):
             _, _, grads = self._run(values)
-        return np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads])
+        return np.concatenate([np.asarray(g.array, dtype=np.float64).reshape(-1) for g in grads])
 
     def split(self, points: np.ndarray) -> list[np.ndarray]:
         """Rows of flattened points -> one batched array per input."""
@@ -184,7 +183,7 @@ class _Recorded:
                 with detach_fixed(replay=self.detached):
                     out = single_output(self.program.run(values, ()))
                 scalar = gc.sum(out * gc.tensor(self.seed)) if self.seed is not None else out
-                rows.append(np.asarray(scalar._value).reshape(-1)[0])
+                rows.append(np.asarray(scalar.array).reshape(-1)[0])
         return np.array(rows).reshape(-1, 1)
 
 
@@ -212,6 +211,7 @@ def check(
     seed: str | None = None,
     blame: bool = False,
     sympy_timeout: float | None = None,
+    locate: Callable[[Blame, Sequence[Any], Sequence[Any]], None] | None = None,
 ) -> CheckResult:
     """Check the gradient of ``program`` at ``values`` every way asked for."""
     _check_values(values, rtol, atol)
@@ -239,7 +239,7 @@ def check(
         references["expect"] = _expect_check(recorded, expect)
     checks = _judge(recorded, references, rtol, atol, measure_noise=finite and bool(recorded.x0.size))
     nonfinite = _nonfinite(recorded)
-    found, blamed = _blame(recorded) if blame else (None, 0)
+    found, blamed = _blame(recorded, locate) if blame else (None, 0)
     confirmed = any(c.ok for c in checks.values()) or bool(kinks)  # something did compare
     ok = (
         nonfinite is None
@@ -249,7 +249,7 @@ def check(
         and found is None
     )
     return CheckResult(
-        ok, recorded.scalar._value if seed is None else recorded.evaluation.outputs[0]._value, recorded.gradient,
+        ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
         notes=_notes(recorded, fd, rtol, atol), warnings=said,
         table=check_table(recorded.gradient, checks, kinks, recorded.labels),
@@ -367,17 +367,14 @@ def _notes(recorded: _Recorded, fd: Estimate | None, rtol: float, atol: float) -
     return notes
 
 
-def _blame(recorded: _Recorded) -> tuple[Blame | None, int]:
-    """The first node whose own derivative is wrong (named as the graph names it), and how many were checked."""
+def _blame(recorded: _Recorded, locate: Any = None) -> tuple[Blame | None, int]:
+    """The first node whose own derivative is wrong, and how many were checked. ``locate``, when
+    given, names the node as a graph shows it (render's graph lies above check: the caller passes it)."""
     from .blame import blame_nodes
 
     found, count = blame_nodes(recorded.tape)
-    if found is not None:
-        from ..render.build import build
-
-        graph = build(recorded.evaluation.outputs, trace=recorded.tape, point=False, blamed=[found.autograd_node])
-        found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
-        found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
+    if found is not None and locate is not None:
+        locate(found, recorded.evaluation.outputs, recorded.tape)
     return found, count
 
 
@@ -549,7 +546,7 @@ def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> _Reference:
         (value,) = outputs
         i = recorded.names.index(name)
         try:
-            block = np.broadcast_to(np.asarray(value._value, dtype=np.float64), recorded.shapes[i])
+            block = np.broadcast_to(np.asarray(value.array, dtype=np.float64), recorded.shapes[i])
         except ValueError:
             raise UsageError(
                 f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"

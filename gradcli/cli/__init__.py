@@ -50,7 +50,7 @@ def reported() -> Iterator[None]:
 
 @contextmanager
 def _reporting() -> Iterator[None]:
-    from ..errors import GradcliError
+    from ..errors import GradcliError, loaded_user_code
 
     try:
         yield
@@ -73,8 +73,7 @@ def _reporting() -> Iterator[None]:
     except Exception as exc:
         if os.environ.get("GRADCLI_DEBUG"):
             raise
-        program = sys.modules.get("gradcli.lang.program")
-        culprit = getattr(program, "user_code", None)
+        culprit = loaded_user_code()
         if culprit is not None and type(exc) is RuntimeError:  # autograd refusing what the user's code did
             sys.stderr.write(f"error: {one_line(f'{culprit}: {exc}')}\n")
             raise SystemExit(2) from None

@@ -290,7 +290,7 @@ def draw(
                 write(graph, path, fmt)
                 sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
             else:
-                show(graph, fmt)
+                show(graph, fmt, rich=output.rich_wanted())
 
 
 class _ProgramTexts:
@@ -304,15 +304,14 @@ class _ProgramTexts:
     LIMIT = 40
 
     def __init__(self, evaluation: Any) -> None:
-        import gradcli as gc
-
+        from ..autograd import Tensor
         from ..lang import ast
 
         self._nodes: dict[int, Any] = {}
         size: dict[int, int] = {}
         for node, value in evaluation.steps:  # children come before their parents
             size[id(node)] = 1 + sum(size.get(id(child), 1) for child in node.children())
-            computed = isinstance(value, gc.Tensor) and not isinstance(node, (ast.Name, ast.Number))
+            computed = isinstance(value, Tensor) and not isinstance(node, (ast.Name, ast.Number))
             if computed and size[id(node)] <= self.LIMIT:
                 self._nodes.setdefault(id(value), node)
 
@@ -417,8 +416,11 @@ def check(
         program = load(expression, file, python)
         values = assignments(at)
         formulas = _expectations(expect)
+        locate = None
+        if blame:
+            from ..render.build import locate_blamed as locate
         result = run_check(
-            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout
+            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout, locate
         )
         for said in result.warnings:
             output.warn(said)
@@ -433,7 +435,7 @@ def check(
 def _expectations(items: list[str]) -> dict[str, str]:
     """``--expect x="2*x*y"`` (repeatable) -> ``{"x": "2*x*y"}``; the formula may itself hold '='."""
     from ..errors import UsageError
-    from ..lang.values import _NAME_CHARS
+    from ..lang.values import NAME_CHARS
 
     formulas: dict[str, str] = {}
     for item in items:
@@ -441,7 +443,7 @@ def _expectations(items: list[str]) -> dict[str, str]:
         name = name.strip()
         if not eq or not name or not formula.strip():
             raise UsageError(f"--expect expects VAR=EXPR (the derivative with respect to VAR), got {item!r}")
-        if not _NAME_CHARS(name):
+        if not NAME_CHARS(name):
             raise UsageError(f"--expect {item!r}: {name!r} is not a variable name")
         if name in formulas:
             raise UsageError(f"--expect {name} is given twice")

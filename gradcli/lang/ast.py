@@ -11,13 +11,13 @@ from __future__ import annotations
 # every start-up (a sixth of what gradcli adds to `import numpy`).
 
 
-class Node:
+class SyntaxNode:
     __slots__ = ("start", "end")
 
     def __init__(self, start: int, end: int) -> None:
         self.start, self.end = start, end
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return ()
 
     @property
@@ -29,7 +29,7 @@ class Node:
         """Its attributes, in constructor order (``start``, ``end`` first)."""
         return [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
 
-    def spanning(self, start: int, end: int) -> Node:
+    def spanning(self, start: int, end: int) -> SyntaxNode:
         """A copy whose span is ``start``..``end`` (a parenthesised expression's)."""
         copy = object.__new__(type(self))
         for name in self.fields():
@@ -47,160 +47,162 @@ def _fixed_arity(cls: type, n: int) -> type:
     return cls
 
 
-class Number(Node):
+class Number(SyntaxNode):
     __slots__ = ("value", "text")
 
     def __init__(self, start: int, end: int, value: float, text: str) -> None:
         self.start, self.end, self.value, self.text = start, end, value, text
 
 
-class Name(Node):
+class Name(SyntaxNode):
     __slots__ = ("id",)
 
     def __init__(self, start: int, end: int, id: str) -> None:  # noqa: A002
         self.start, self.end, self.id = start, end, id
 
 
-class Unary(Node):
+class Unary(SyntaxNode):
     __slots__ = ("op", "operand")
 
-    def __init__(self, start: int, end: int, op: str, operand: Node) -> None:
+    def __init__(self, start: int, end: int, op: str, operand: SyntaxNode) -> None:
         self.start, self.end, self.op, self.operand = start, end, op, operand  # op: "-" or "+"
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.operand,)
 
 
-class Binary(Node):
+class Binary(SyntaxNode):
     """``op``: an infix operator's symbol in ops/operators.py: "+", "-", "*", "/", "%", "@", "^" (``**`` is read as "^")."""
 
     __slots__ = ("op", "left", "right", "op_start")
 
-    def __init__(self, start: int, end: int, op: str, left: Node, right: Node, op_start: int = 0) -> None:
+    def __init__(self, start: int, end: int, op: str, left: SyntaxNode, right: SyntaxNode, op_start: int = 0) -> None:
         self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.left, self.right)
 
 
-class Compare(Node):
+class Compare(SyntaxNode):
     """``op``: "<", "<=", ">", ">=", "==", "!="."""
 
     __slots__ = ("op", "left", "right", "op_start")
 
-    def __init__(self, start: int, end: int, op: str, left: Node, right: Node, op_start: int = 0) -> None:
+    def __init__(self, start: int, end: int, op: str, left: SyntaxNode, right: SyntaxNode, op_start: int = 0) -> None:
         self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.left, self.right)
 
 
-class Conditional(Node):
+class Conditional(SyntaxNode):
     """``then if condition else otherwise``: both sides are computed (a ``where``)."""
 
     __slots__ = ("then", "condition", "otherwise")
 
-    def __init__(self, start: int, end: int, then: Node, condition: Node, otherwise: Node) -> None:
+    def __init__(self, start: int, end: int, then: SyntaxNode, condition: SyntaxNode, otherwise: SyntaxNode) -> None:
         self.start, self.end, self.then, self.condition, self.otherwise = start, end, then, condition, otherwise
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.then, self.condition, self.otherwise)
 
 
-class Call(Node):
+class Call(SyntaxNode):
     __slots__ = ("function", "args", "name_end")
 
-    def __init__(self, start: int, end: int, function: str, args: tuple[Node, ...], name_end: int = 0) -> None:
+    def __init__(self, start: int, end: int, function: str, args: tuple[SyntaxNode, ...], name_end: int = 0) -> None:
         self.start, self.end, self.function, self.args, self.name_end = start, end, function, args, name_end
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return self.args
 
 
-class Slice(Node):
+class Slice(SyntaxNode):
     """``start:stop:step`` inside brackets; a missing part is ``None``."""
 
     __slots__ = ("lower", "upper", "step")
 
-    def __init__(self, start: int, end: int, lower: Node | None, upper: Node | None, step: Node | None) -> None:
+    def __init__(
+        self, start: int, end: int, lower: SyntaxNode | None, upper: SyntaxNode | None, step: SyntaxNode | None
+    ) -> None:
         self.start, self.end, self.lower, self.upper, self.step = start, end, lower, upper, step
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return tuple(p for p in (self.lower, self.upper, self.step) if p is not None)
 
 
-class Index(Node):
+class Index(SyntaxNode):
     __slots__ = ("target", "items")  # items: expressions and Slices
 
-    def __init__(self, start: int, end: int, target: Node, items: tuple[Node, ...]) -> None:
+    def __init__(self, start: int, end: int, target: SyntaxNode, items: tuple[SyntaxNode, ...]) -> None:
         self.start, self.end, self.target, self.items = start, end, target, items
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.target, *self.items)
 
 
-class Vector(Node):
+class Vector(SyntaxNode):
     """``[a, b, c]``; nested vectors make matrices."""
 
     __slots__ = ("items",)
 
-    def __init__(self, start: int, end: int, items: tuple[Node, ...]) -> None:
+    def __init__(self, start: int, end: int, items: tuple[SyntaxNode, ...]) -> None:
         self.start, self.end, self.items = start, end, items
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return self.items
 
 
-class Assign(Node):
+class Assign(SyntaxNode):
     __slots__ = ("name", "value")
 
-    def __init__(self, start: int, end: int, name: str, value: Node) -> None:
+    def __init__(self, start: int, end: int, name: str, value: SyntaxNode) -> None:
         self.start, self.end, self.name, self.value = start, end, name, value
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return (self.value,)
 
 
-class Outputs(Node):
+class Outputs(SyntaxNode):
     """The program's result: one expression, or several separated by commas."""
 
     __slots__ = ("items",)
 
-    def __init__(self, start: int, end: int, items: tuple[Node, ...]) -> None:
+    def __init__(self, start: int, end: int, items: tuple[SyntaxNode, ...]) -> None:
         self.start, self.end, self.items = start, end, items
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[SyntaxNode, ...]:
         return self.items
 
 
-class Program:
+class SyntaxTree:
     def __init__(self, statements: tuple[Assign, ...], outputs: Outputs, text: str = "") -> None:
         self.statements, self.outputs, self.text = statements, outputs, text
-        self._orders: dict[int, list[Node]] = {}
+        self._orders: dict[int, list[SyntaxNode]] = {}
 
     def __repr__(self) -> str:
-        return f"Program(statements={self.statements!r}, outputs={self.outputs!r})"
+        return f"SyntaxTree(statements={self.statements!r}, outputs={self.outputs!r})"
 
-    def order(self, statement: Node) -> list[Node]:
+    def order(self, statement: SyntaxNode) -> list[SyntaxNode]:
         """``postorder(statement)``, computed once per statement."""
         cached = self._orders.get(id(statement))
         if cached is None:
             cached = self._orders[id(statement)] = postorder(statement)
         return cached
 
-    def nodes(self) -> list[Node]:
+    def nodes(self) -> list[SyntaxNode]:
         """Every node, children before parents, statements in order."""
         return [n for statement in (*self.statements, self.outputs) for n in self.order(statement)]
 
 
-def postorder(root: Node) -> list[Node]:
+def postorder(root: SyntaxNode) -> list[SyntaxNode]:
     """Children before parents, left to right, without recursion.
 
     Two-stack order: visiting parents first with children pushed left to right
     lists each node before its subtrees, right subtree first; the reverse of
     that list is the post-order.
     """
-    out: list[Node] = []
+    out: list[SyntaxNode] = []
     stack = [root]
     pop, append, extend = stack.pop, out.append, stack.extend
     while stack:

@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..autograd import functions as _library
 from ..errors import Source, SyntaxProblem, UsageError
 from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
+from .library import gc
 
 _NUMBERS = (int, float)
 _INF = float("inf")
@@ -40,10 +39,10 @@ class Evaluation:
     names: dict[str, gc.Tensor]  # every assigned name
     output_labels: list[str]
     nonfinite: str | None = None  # where a NaN or infinity first appeared
-    steps: list[tuple[ast.Node, Any]] = field(default_factory=list)  # (node, value) in evaluation order
+    steps: list[tuple[ast.SyntaxNode, Any]] = field(default_factory=list)  # (node, value) in evaluation order
 
 
-def free_variables(program: ast.Program, given: Iterable[str] = ()) -> list[str]:
+def free_variables(program: ast.SyntaxTree, given: Iterable[str] = ()) -> list[str]:
     """Names used before any assignment, in order of first appearance (constants excluded,
     unless ``given`` a value: ``e`` with --at e=3 is a variable)."""
     constants = set(CONSTANTS) - set(given)
@@ -59,7 +58,7 @@ def free_variables(program: ast.Program, given: Iterable[str] = ()) -> list[str]
     return list(seen)
 
 
-def uses_constant(program: ast.Program, name: str) -> bool:
+def uses_constant(program: ast.SyntaxTree, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in program.nodes())
 
 
@@ -71,7 +70,7 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
 
 
 def evaluate(
-    program: ast.Program,
+    program: ast.SyntaxTree,
     values: Mapping[str, Any],
     wrt: Iterable[str] = (),
     *,
@@ -97,7 +96,7 @@ def evaluate(
             _gc.enable()
 
 
-def _run_statements(program: ast.Program, run: _Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
+def _run_statements(program: ast.SyntaxTree, run: _Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
     for statement in program.statements:
         value = run.value_of(statement.value)
         tensor = value if isinstance(value, gc.Tensor) else gc.tensor(value)
@@ -147,21 +146,21 @@ def limit_size(shape: tuple[int, ...], what: str, limit: int | None = None) -> N
 
 
 class _Run:
-    def __init__(self, source: Source, env: dict[str, Any], record: bool, program: ast.Program) -> None:
+    def __init__(self, source: Source, env: dict[str, Any], record: bool, program: ast.SyntaxTree) -> None:
         self.program = program
         self.source = source
         self.env = env
         self.names: dict[str, gc.Tensor] = {}
         self.nonfinite: str | None = None
         self.record = record
-        self.steps: list[tuple[ast.Node, Any]] = []
+        self.steps: list[tuple[ast.SyntaxNode, Any]] = []
         self.handlers = self.__post_init_handlers()
         self.limit = max_elements()  # read (and checked) once a run, whatever the program
 
-    def fail(self, message: str, node: ast.Node, offset: int | None = None) -> SyntaxProblem:
+    def fail(self, message: str, node: ast.SyntaxNode, offset: int | None = None) -> SyntaxProblem:
         return SyntaxProblem(message, self.source, node.start if offset is None else offset)
 
-    def value_of(self, root: ast.Node) -> Any:
+    def value_of(self, root: ast.SyntaxNode) -> Any:
         """Evaluate ``root``: post-order on a value stack (each node pops its children's values)."""
         values: list[Any] = []
         handlers = self.handlers
@@ -176,7 +175,7 @@ class _Run:
             try:
                 if n > 1:  # an operation on arrays may broadcast: its size is checked before it runs
                     for a in args:
-                        if a.__class__ is _Tensor and a._value.ndim:
+                        if a.__class__ is _Tensor and a.array.ndim:
                             self._size_limit(node, args)
                             break
                 value = handlers[node.__class__](node, args)
@@ -192,8 +191,8 @@ class _Run:
                 self._watch(node, value, args)
         return values[0]
 
-    def _watch(self, node: ast.Node, value: Any, args: Any) -> None:
-        raw = value._value if value.__class__ is gc.Tensor else value
+    def _watch(self, node: ast.SyntaxNode, value: Any, args: Any) -> None:
+        raw = value.array if value.__class__ is gc.Tensor else value
         if raw.__class__ is float or raw.__class__ is np.float64:
             if -_INF < raw < _INF:  # false for nan and for infinities
                 return
@@ -278,7 +277,7 @@ class _Run:
                 why = f"shapes {sa} and {sb} cannot be multiplied: their batch sizes do not broadcast"
             raise self.fail(f"'@' at {self.source.where(node.op_start)}: {why}", node, node.op_start) from None
 
-    def _size_limit(self, node: ast.Node, args: Any) -> None:
+    def _size_limit(self, node: ast.SyntaxNode, args: Any) -> None:
         """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
 
         The one place where every operation that can make a value larger than its inputs is
@@ -290,7 +289,7 @@ class _Run:
         cls = node.__class__
         if cls is ast.Vector:
             count = len(args)
-            shape = np.shape(args[0]._value if args[0].__class__ is _Tensor else args[0])
+            shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
             size = count
             for n in shape:
                 size *= n
@@ -303,7 +302,7 @@ class _Run:
                 return  # reductions, dot: never larger than an argument; unknown names fail on their own
         elif cls is ast.Index or cls is ast.Slice:
             return
-        shapes = [a._value.shape for a in args if a.__class__ is _Tensor]
+        shapes = [a.array.shape for a in args if a.__class__ is _Tensor]
         if len(shapes) < 2:
             return  # a number never enlarges a result
         first = shapes[0]
@@ -322,7 +321,7 @@ class _Run:
         count = 1
         for n in shape:
             count *= n
-        if count > self.limit and count > max(a._value.size for a in args if a.__class__ is _Tensor):
+        if count > self.limit and count > max(a.array.size for a in args if a.__class__ is _Tensor):
             limit_size(shape, self.source.quote(node.start, node.end), self.limit)
 
     def call(self, node: ast.Call, args: Any) -> Any:
@@ -337,8 +336,8 @@ class _Run:
             )
         return function.apply(gc, *args)
 
-    def integer(self, value: Any, node: ast.Node) -> int:
-        raw = value._value if isinstance(value, gc.Tensor) else value
+    def integer(self, value: Any, node: ast.SyntaxNode) -> int:
+        raw = value.array if isinstance(value, gc.Tensor) else value
         if np.ndim(raw) != 0 or float(raw) != int(float(raw)):
             raise self.fail(f"an index must be a whole number (at {self.source.where(node.start)}), got {raw}", node)
         return int(float(raw))
@@ -346,7 +345,7 @@ class _Run:
     def vector(self, node: ast.Vector, items: Any) -> Any:
         if all(isinstance(v, _NUMBERS) for v in items):
             return gc.tensor(items)
-        shapes = {np.shape(v._value if isinstance(v, gc.Tensor) else v) for v in items}
+        shapes = {np.shape(v.array if isinstance(v, gc.Tensor) else v) for v in items}
         if len(shapes) > 1:
             raise self.fail(
                 f"the items of a vector must have the same shape (at {self.source.where(node.start)}): "
@@ -356,7 +355,7 @@ class _Run:
         return gc.stack([gc.as_tensor(v) for v in items])
 
 
-def _describe(node: ast.Node, source: Source) -> str:
+def _describe(node: ast.SyntaxNode, source: Source) -> str:
     if isinstance(node, ast.Binary):
         return f"'{node.op}'"
     if isinstance(node, ast.Call):
@@ -377,7 +376,7 @@ def _reason(exc: Exception) -> str:
     return text
 
 
-def check_names(program: ast.Program, given: Iterable[str]) -> None:
+def check_names(program: ast.SyntaxTree, given: Iterable[str]) -> None:
     """Every function exists with a right arity, and every free variable has a value."""
     source = Source(program.text)
     call_type = ast.Call

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from ..autograd import record
 from ..ops import PRIMITIVES, Primitive
 from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
 
@@ -24,7 +25,7 @@ ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
 
 
 @dataclass(frozen=True)
-class Function:
+class BuiltinFunction:
     """A function of the language: its arities, how it computes, and what it means."""
 
     name: str
@@ -56,15 +57,13 @@ def _derivative_text(prim: Primitive, names: tuple[str, ...]) -> str:
     return "; ".join(parts) if parts else "not differentiable (derivative 0)"
 
 
-def _from_primitive(prim: Primitive) -> Function:
+def _from_primitive(prim: Primitive) -> BuiltinFunction:
     names = prim.arg_names or ARG_NAMES.get(prim.arity, ("x",))
     library = getattr(_gc(), prim.name, None) if prim.public else None
-    return Function(
+    return BuiltinFunction(
         prim.name,
         (prim.arity,),
-        (lambda gc, *args, _f=library: _f(*args))
-        if library
-        else (lambda gc, *args, _p=prim: gc.autograd.apply(_p, args)),
+        (lambda gc, *args, _f=library: _f(*args)) if library else (lambda gc, *args, _p=prim: record.apply(_p, args)),
         _derivative_text(prim, names),
         (lambda sp, *args, _p=prim: _p.sympy(sp, *args)) if prim.sympy else None,
         prim,
@@ -74,19 +73,19 @@ def _from_primitive(prim: Primitive) -> Function:
 
 
 def _gc() -> Any:
-    import gradcli
+    from .library import gc
 
-    return gradcli
+    return gc
 
 
-def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> Function:
+def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> BuiltinFunction:
     """``name(x)`` over every element, or ``name(x, axis)``."""
 
     def apply(gc: Any, x: Any, axis: Any = None) -> Any:
         # by keyword: gc.norm's second parameter is the order p, as in torch.norm
         return getattr(gc, prim.name)(x, dim=None if axis is None else _axis(axis))
 
-    return Function(
+    return BuiltinFunction(
         prim.name, (1, 2), apply, derivative, sympy_full, prim, prim.doc + "; name(x, axis) along an axis", reduces=True
     )
 
@@ -157,22 +156,22 @@ def _flat(x: Any) -> list[Any]:
     return list(np.asarray(x, dtype=object).reshape(-1))
 
 
-def _build() -> dict[str, Function]:
-    table: dict[str, Function] = {}
+def _build() -> dict[str, BuiltinFunction]:
+    table: dict[str, BuiltinFunction] = {}
     for prim in PRIMITIVES.values():
         if prim.public and prim.elementwise:
             table[prim.name] = _from_primitive(prim)
-    table["log"] = Function(
+    table["log"] = BuiltinFunction(
         "log", (1, 2), _log, "d/dx = 1/x; log(x, b): d/dx = 1/(x*log(b))",
         lambda sp, x, base=None: sp.log(x) if base is None else sp.log(x) / sp.log(base), ops.LOG,
         "natural logarithm; log(x, b) to base b", elementwise=(1, 2),
     )  # fmt: skip
-    table["max"] = Function(
+    table["max"] = BuiltinFunction(
         "max", (1, 2), _extreme("max", "maximum"),
         "max(x): 1 at the largest element (ties share it); max(a, b): 1 to the larger (ties: 1/2 each)",
         _sym_extreme("max"), ops.AMAX, "max(x): largest element; max(a, b): elementwise", elementwise=(2,),
     )  # fmt: skip
-    table["min"] = Function(
+    table["min"] = BuiltinFunction(
         "min", (1, 2), _extreme("min", "minimum"),
         "min(x): 1 at the smallest element (ties share it); min(a, b): 1 to the smaller (ties: 1/2 each)",
         _sym_extreme("min"), ops.AMIN, "min(x): smallest element; min(a, b): elementwise", elementwise=(2,),
@@ -182,22 +181,22 @@ def _build() -> dict[str, Function]:
     table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
     table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
     table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
-    table["dot"] = Function(
+    table["dot"] = BuiltinFunction(
         "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
         "inner product of two vectors",
     )  # fmt: skip
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
-        table[prim.name] = Function(
+        table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
             lambda sp, a, b, _p=prim: indicator(sp, _p.sympy(sp, a, b)), prim,
             prim.doc + " (1 if true, else 0)", elementwise=(2,),
         )  # fmt: skip
-    table["detach"] = Function(
+    table["detach"] = BuiltinFunction(
         "detach", (1,), lambda gc, x: gc.detach(x), "0: the value passes, the gradient stops",
         None, None, "the value of x, with no gradient through it", elementwise=(1,),
     )  # fmt: skip
-    table["clamp"] = Function(
+    table["clamp"] = BuiltinFunction(
         "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo < hi; d/dhi = 1 where x > hi, hi < lo or x < lo = hi",
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip

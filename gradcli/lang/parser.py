@@ -36,7 +36,7 @@ SIGNS = frozenset(PREFIX)
 UNARY_POWER = PREFIX_POWER  # below "^": the operand of a sign takes in a power
 
 
-def parse(text: str, origin: str = "expression") -> ast.Program:
+def parse(text: str, origin: str = "expression") -> ast.SyntaxTree:
     """Read a program: statements separated by ``;`` or new lines, the last one the output."""
     if len(text) > MAX_CHARACTERS:
         raise UsageError(
@@ -47,7 +47,7 @@ def parse(text: str, origin: str = "expression") -> ast.Program:
     return Parser(source, tokenize(source)).program()
 
 
-def parse_expression(text: str, origin: str = "value") -> ast.Node:
+def parse_expression(text: str, origin: str = "value") -> ast.SyntaxNode:
     """Read one expression (a ``--at`` value, an ``--expect`` formula)."""
     program = parse(text, origin)
     if program.statements or len(program.outputs.items) != 1:
@@ -100,8 +100,8 @@ class Parser:
 
     # --- statements -------------------------------------------------------------------------------
 
-    def program(self) -> ast.Program:
-        statements: list[ast.Node] = []
+    def program(self) -> ast.SyntaxTree:
+        statements: list[ast.SyntaxNode] = []
         while True:
             while self.at("newline") or self.at_op(";"):
                 self.advance()
@@ -125,9 +125,9 @@ class Parser:
             body.append(last)
         else:
             outputs = last
-        return ast.Program(tuple(body), outputs, self.source.text)
+        return ast.SyntaxTree(tuple(body), outputs, self.source.text)
 
-    def statement(self) -> ast.Node:
+    def statement(self) -> ast.SyntaxNode:
         token = self.token
         if token.kind == "name" and self.tokens[self.pos + 1].kind == "op" and self.tokens[self.pos + 1].text == "=":
             self.advance()
@@ -158,7 +158,7 @@ class Parser:
 
     # --- expressions ---------------------------------------------------------------------------
 
-    def expression(self, power: int = 0) -> ast.Node:
+    def expression(self, power: int = 0) -> ast.SyntaxNode:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise self.error(f"expression nested too deeply (more than {MAX_DEPTH} levels) at {self.where()}")
@@ -189,12 +189,12 @@ class Parser:
         self.depth -= 1
         return left
 
-    def operand(self, power: int, after: Token) -> ast.Node:
+    def operand(self, power: int, after: Token) -> ast.SyntaxNode:
         if self.at("end") or self.at("newline") or (self.at("op") and self.token.text in (")", "]", ",", ";", ":")):
             raise self.error(f"expected a value after '{after.text}' at {self.where(after.offset)}")
         return self.expression(power)
 
-    def prefix(self) -> ast.Node:
+    def prefix(self) -> ast.SyntaxNode:
         token = self.token
         if token.kind == "number":
             self.advance()
@@ -218,7 +218,7 @@ class Parser:
             raise self.error("unexpected end of the expression; expected a value")
         raise self.error(f"expected a value at {self.where()}, found {self.describe(token)}")
 
-    def binary(self, left: ast.Node) -> ast.Node:
+    def binary(self, left: ast.SyntaxNode) -> ast.SyntaxNode:
         token = self.advance()
         op = CANONICAL[token.text]
         power = BINARY[token.text]
@@ -243,21 +243,21 @@ class Parser:
                 self.pos = pos + 1
                 end = offset + len(text)
                 if kind == "name":
-                    right: ast.Node = ast.Name(offset, end, text)
+                    right: ast.SyntaxNode = ast.Name(offset, end, text)
                 else:
                     right = ast.Number(offset, end, float(text), text)
                 return ast.Binary(left.start, end, op, left, right, token.offset)
         right = self.operand(right_power, token)
         return ast.Binary(left.start, right.end, op, left, right, token.offset)
 
-    def compare(self, left: ast.Node) -> ast.Node:
+    def compare(self, left: ast.SyntaxNode) -> ast.SyntaxNode:
         token = self.advance()
         right = self.operand(COMPARE_POWER, token)
         if self.at("op") and self.token.text in COMPARE:
             raise self.error(f"comparisons cannot be chained (at {self.where()}); multiply them: (a < b) * (b < c)")
         return ast.Compare(left.start, right.end, token.text, left, right, token.offset)
 
-    def conditional(self, then: ast.Node) -> ast.Node:
+    def conditional(self, then: ast.SyntaxNode) -> ast.SyntaxNode:
         token = self.advance()  # "if"
         condition = self.operand(CONDITIONAL_POWER, token)
         if not self.at("keyword", "else"):
@@ -266,7 +266,7 @@ class Parser:
         otherwise = self.operand(CONDITIONAL_POWER - 1, otherwise_token)
         return ast.Conditional(then.start, otherwise.end, then, condition, otherwise)
 
-    def postfix(self, target: ast.Node) -> ast.Node:
+    def postfix(self, target: ast.SyntaxNode) -> ast.SyntaxNode:
         named = self.tokens[self.pos - 1].kind == "name"  # "f(" and not "(f)(" or "x[0]("
         token = self.advance()
         if token.text == "(":
@@ -281,9 +281,9 @@ class Parser:
         close = self.advance()
         return ast.Index(target.start, close.end, target, tuple(items))
 
-    def items(self, close: str, opener: Token, allow_slices: bool) -> list[ast.Node]:
+    def items(self, close: str, opener: Token, allow_slices: bool) -> list[ast.SyntaxNode]:
         """Comma-separated items up to (not including) ``close``."""
-        items: list[ast.Node] = []
+        items: list[ast.SyntaxNode] = []
         while not self.at_op(close):
             items.append(self.slice_or_expression() if allow_slices else self.expression())
             if self.at_op(","):
@@ -295,10 +295,10 @@ class Parser:
                 raise self.unexpected()
         return items
 
-    def slice_or_expression(self) -> ast.Node:
+    def slice_or_expression(self) -> ast.SyntaxNode:
         start = self.token.offset
-        parts: list[ast.Node | None] = []
-        current: ast.Node | None = None
+        parts: list[ast.SyntaxNode | None] = []
+        current: ast.SyntaxNode | None = None
         if not (self.at_op(":")):
             current = self.expression()
         if not self.at_op(":"):
@@ -316,7 +316,7 @@ class Parser:
         lower, upper, step = (parts + [None, None])[:3]
         return ast.Slice(start, self.tokens[self.pos - 1].end, lower, upper, step)
 
-    def vector(self) -> ast.Node:
+    def vector(self) -> ast.SyntaxNode:
         opener = self.advance()  # its items are expressions: each level of brackets counts once there
         items = self.items("]", opener, allow_slices=False)
         close = self.advance()
@@ -325,6 +325,6 @@ class Parser:
         return ast.Vector(opener.offset, close.end, tuple(items))
 
 
-def _with_span(node: ast.Node, start: int, end: int) -> ast.Node:
+def _with_span(node: ast.SyntaxNode, start: int, end: int) -> ast.SyntaxNode:
     """The node, its span widened to its parentheses (for messages that point at it)."""
     return node.spanning(start, end)

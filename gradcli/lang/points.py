@@ -23,13 +23,12 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
 from ..errors import UsageError
 from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .evaluate import _Run, limit_size
 from .functions import COMPARISONS, FUNCTIONS, compare
+from .library import gc
 from .program import SCALAR_ONLY, Program, backward_anomaly, resolve_wrt, single_output, value_and_grad
 from .values import seed_vector
 
@@ -152,7 +151,7 @@ def _batched(
     with np.errstate(all="ignore"):
         out = run.output()
         grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
-    value = np.asarray(out._value, dtype=np.float64)
+    value = np.asarray(out.array, dtype=np.float64)
     gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
     return PointsResult(value, gradient, _warning(program, columns, values, names, vector, run, value, gradient))
 
@@ -166,7 +165,7 @@ def _gradients(
         return [np.zeros(leaf.shape) for leaf in leaves]
     seed = np.ones(n) if vector is None else np.broadcast_to(vector, (n, *out_shape))
     grads = gc.grad(out, leaves, grad_outputs=gc.tensor(seed), allow_unused=True, materialize_grads=True)
-    return [g._value for g in grads]
+    return [g.array for g in grads]
 
 
 def _warning(
@@ -239,12 +238,12 @@ class _BatchedRun(_Run):
         """A value with its point axis (a shared one repeated, without a gradient)."""
         if isinstance(value, _Batched):
             return value.t
-        raw = np.asarray(value._value if isinstance(value, gc.Tensor) else value, dtype=np.float64)
+        raw = np.asarray(value.array if isinstance(value, gc.Tensor) else value, dtype=np.float64)
         return gc.tensor(np.broadcast_to(raw, (self.n, *raw.shape)))
 
-    def _watch(self, node: ast.Node, value: Any, args: Any) -> None:
+    def _watch(self, node: ast.SyntaxNode, value: Any, args: Any) -> None:
         if isinstance(value, _Batched):
-            raw = value.t._value
+            raw = value.t.array
             if raw.dtype.kind in "fc":
                 finite = np.isfinite(raw.reshape(len(raw), -1)).all(axis=1)
                 if not finite.all():
@@ -276,7 +275,7 @@ class _BatchedRun(_Run):
                 out.append(a)
         return out
 
-    def _limit(self, node: ast.Node, args: Sequence[Any]) -> None:
+    def _limit(self, node: ast.SyntaxNode, args: Sequence[Any]) -> None:
         try:
             shape = np.broadcast_shapes(*(self._shape(a) for a in args))
         except ValueError:
@@ -380,7 +379,7 @@ class _BatchedRun(_Run):
             out.append(v)
         return out
 
-    def _plain_only(self, node: ast.Node, args: Any, plain: Any) -> Any:
+    def _plain_only(self, node: ast.SyntaxNode, args: Any, plain: Any) -> Any:
         return plain(node, self._shared(args))
 
     def _index(self, node: ast.Index, args: Any, plain: Any) -> Any:

@@ -19,14 +19,13 @@ from typing import Any
 
 import numpy as np
 
-import gradcli as gc
-
-from ..errors import Source, UsageError
+from ..errors import Source, UsageError, note_user_code
 from ..memory import check_fits
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
+from .library import gc
 from .parser import MAX_CHARACTERS, parse
-from .values import _read_text, decode, program_too_long, read_bounded, seed_vector, text_bytes_limit
+from .values import decode, program_too_long, read_bounded, read_text, seed_vector, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
 #: whitespace or '#' in FILE, and FILE exists: anything else is an expression, so text that merely
@@ -40,7 +39,7 @@ class Program:
     """What to differentiate: ``text`` (a parsed program) or a Python ``function``."""
 
     origin: str
-    tree: ast.Program | None = None
+    tree: ast.SyntaxTree | None = None
     function: Callable[..., Any] | None = None
     #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
     escapes: list[str] = field(default_factory=list)
@@ -79,7 +78,7 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
     if file is not None and expression not in (None, ""):
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
-        text = read_stdin() if file == "-" else _read_text(file, "-f", text_bytes_limit(), program_too_long(file))
+        text = read_stdin() if file == "-" else read_text(file, "-f", text_bytes_limit(), program_too_long(file))
         return Program(file, tree=parse(text.removeprefix("\ufeff"), file))  # a BOM, as --points takes it
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
@@ -139,14 +138,8 @@ def _load_function(path: str, name: str) -> Callable[..., Any]:
             f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
             "so every parameter needs a plain name"
         )
-    global user_code
-    user_code = f"{path}:{name}"
+    note_user_code(f"{path}:{name}")
     return function
-
-
-#: The user's Python function, once loaded: a RuntimeError from autograd is then most likely
-#: its misuse (an in-place change of a saved value), reported as bad input rather than as our bug.
-user_code: str | None = None
 
 
 def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
@@ -177,8 +170,8 @@ def _run_function(program: Program, values: Mapping[str, Any], wrt: Sequence[str
         if len(outputs) > 1
         else [program.function.__name__]
     )
-    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o._value).any() else 'inf'}"
-                      for i, o in enumerate(outputs) if not np.isfinite(o._value).all()), None)  # fmt: skip
+    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o.array).any() else 'inf'}"
+                      for i, o in enumerate(outputs) if not np.isfinite(o.array).all()), None)  # fmt: skip
     return Evaluation(outputs, inputs, {}, labels, nonfinite)
 
 
@@ -252,7 +245,7 @@ def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None =
     def detach(self: gc.Tensor) -> gc.Tensor:
         out = original(self)
         if record is not None:
-            record.append(out._value)
+            record.append(out.array)
         elif replay is not None:
             k = count[0]
             count[0] += 1
@@ -318,7 +311,7 @@ def unseen_derivative(
             outputs = evaluation.outputs
             if seed is not None:
                 outputs = [gc.sum(single_output(evaluation) * gc.as_tensor(seed))]
-        return np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outputs])
+        return np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outputs])
 
     h = root_eps * scale
     try:
@@ -409,8 +402,8 @@ def value_and_grad(
     else:
         found = (None,) * len(inputs)
     grads = [gc.zeros_like(t) if g is None else g for g, t in zip(found, inputs)]
-    value = output._value if output.numel() != 1 or seed is not None else np.asarray(output._value).reshape(())
-    gradient = {n: np.asarray(g._value) for n, g in zip(names, grads)}
+    value = output.array if output.numel() != 1 or seed is not None else np.asarray(output.array).reshape(())
+    gradient = {n: np.asarray(g.array) for n, g in zip(names, grads)}
     unconnected = tuple(n for n, g in zip(names, found) if g is None)
     result = Gradient(np.asarray(value), gradient, evaluation, unconnected=unconnected, seed=vector)
     if evaluation.nonfinite is None and not all(np.isfinite(g).all() for g in gradient.values()):
@@ -519,7 +512,7 @@ def program_jacobian(
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
-    shape = (sum(np.size(o._value) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
+    shape = (sum(np.size(o.array) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
     limit_size(shape, "the Jacobian")
     check_fits("jacobian", *shape, as_json)
     _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
@@ -528,10 +521,10 @@ def program_jacobian(
     ]
     columns = [label for n, x in zip(names, inputs) for label in element_labels(n, x.shape)]
     matrix = np.block(
-        [[np.asarray(b, dtype=np.float64).reshape(np.size(o._value), np.size(x)) for b, x in zip(row, inputs)]
+        [[np.asarray(b, dtype=np.float64).reshape(np.size(o.array), np.size(x)) for b, x in zip(row, inputs)]
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
-    value = np.concatenate([np.asarray(o._value, dtype=np.float64).reshape(-1) for o in outs])
+    value = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
     return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
 
 
@@ -561,8 +554,8 @@ def program_hessian(
     matrix = np.block([[np.asarray(b, dtype=np.float64).reshape(np.size(xi), np.size(xj)) for b, xj in zip(row, inputs)]
                        for row, xi in zip(blocks, inputs)]) if inputs else np.zeros((0, 0))  # fmt: skip
     gradient = (
-        np.concatenate([np.asarray(g._value, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
+        np.concatenate([np.asarray(g.array, dtype=np.float64).reshape(-1) for g in grads]) if grads else np.zeros(0)
     )
     return Matrix(
-        columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out._value), gradient, names
+        columns, columns, matrix.reshape(len(columns), len(columns)), plan, np.asarray(out.array), gradient, names
     )

@@ -62,7 +62,7 @@ def _element_name(name: str, index: tuple[int, ...], brackets: bool) -> str:
     return f"{name}_{'_'.join(map(str, index))}"
 
 
-def _bracketed(program: ast.Program, shapes: Mapping[str, tuple[int, ...]]) -> set[str]:
+def _bracketed(program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]]) -> set[str]:
     """The arrays whose ``x_0`` element names would be the same symbol as a name of the program
     (``sum(x) * x_0``) or as another array's element (``x_1`` of shape (2,) and ``x`` of (2, 2))."""
     arrays = {name: shape for name, shape in shapes.items() if shape}
@@ -77,7 +77,7 @@ def _bracketed(program: ast.Program, shapes: Mapping[str, tuple[int, ...]]) -> s
 
 
 def to_sympy(
-    program: ast.Program, shapes: Mapping[str, tuple[int, ...]] | None = None
+    program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[list[Any], dict[str, Any]]:
     """The program's outputs as SymPy expressions, and the symbols of its variables."""
     shapes = dict(shapes or {})
@@ -130,7 +130,7 @@ def _total(value: Any) -> Any:
     return value.total() if isinstance(value, _Terms) else value
 
 
-def _convert(root: ast.Node, lookup: Any, source: Source) -> Any:
+def _convert(root: ast.SyntaxNode, lookup: Any, source: Source) -> Any:
     results: dict[int, Any] = {}
     for node in ast.postorder(root):
         args = [results.pop(id(child)) for child in node.children()]
@@ -186,7 +186,7 @@ def _elementwise(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
-def _node(node: ast.Node, args: list[Any], lookup: Any) -> Any:
+def _node(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
     if isinstance(node, ast.Number):
         return number(node.text)
     if isinstance(node, ast.Name):

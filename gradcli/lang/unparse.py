@@ -18,9 +18,9 @@ _UNARY = PREFIX_POWER
 _ATOM = 100
 
 
-def unparse(root: ast.Node | ast.Program) -> str:
+def unparse(root: ast.SyntaxNode | ast.SyntaxTree) -> str:
     """The text of a node (or a whole program, statements joined by '; ')."""
-    if isinstance(root, ast.Program):
+    if isinstance(root, ast.SyntaxTree):
         parts = [f"{s.name} = {unparse(s.value)}" for s in root.statements]
         outputs = root.outputs.items
         last = ", ".join(unparse(item) for item in outputs)
@@ -40,7 +40,7 @@ def _wrap(part: tuple[str, int], need: int) -> str:
     return f"({text})" if power < need else text
 
 
-def _form(node: ast.Node, kids: list[tuple[str, int]]) -> tuple[str, int]:
+def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]]) -> tuple[str, int]:
     if isinstance(node, ast.Number):
         return node.text, _ATOM
     if isinstance(node, ast.Name):

@@ -18,7 +18,7 @@ from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .parser import MAX_CHARACTERS, parse
 
-_NAME_CHARS = str.isidentifier
+NAME_CHARS = str.isidentifier
 
 
 def split_top_level(text: str, sep: str = ",") -> list[tuple[int, str]]:
@@ -46,7 +46,7 @@ def constant(text: str, origin: str = "value") -> np.ndarray:
         offset = names[0].start if names else 0
         raise SyntaxProblem("a value must be a number or a list of numbers (no names)", Source(text, origin), offset)
     (value,) = evaluate(program, {}).outputs
-    return np.asarray(value._value, dtype=np.float64)
+    return np.asarray(value.array, dtype=np.float64)
 
 
 MAX_DIMENSIONS = 16  # NumPy's own limit is 64; Jacobians add the output's dimensions to the input's
@@ -64,7 +64,7 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
             source = Source(item, "--at")
             if not eq:
                 raise SyntaxProblem(f"--at expects NAME=VALUE, got {piece.strip()!r}", source, offset)
-            if not _NAME_CHARS(name) or name in ("if", "else"):
+            if not NAME_CHARS(name) or name in ("if", "else"):
                 raise SyntaxProblem(f"--at: {name!r} is not a name", source, offset)
             if not value.strip():
                 raise SyntaxProblem(f"--at {name}= needs a value", source, offset + len(piece))
@@ -87,7 +87,7 @@ def names_list(items: Iterable[str], option: str = "--wrt") -> list[str]:
             name = piece.strip()
             if not name:
                 continue
-            if not _NAME_CHARS(name):
+            if not NAME_CHARS(name):
                 raise UsageError(f"{option}: {name!r} is not a name")
             if name not in out:
                 out.append(name)
@@ -121,7 +121,7 @@ def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] |
     if not header_line.strip():
         raise UsageError(f"--points {path}: the file is empty; expected a header naming the variables")
     for h in header:
-        if not _NAME_CHARS(h):
+        if not NAME_CHARS(h):
             raise UsageError(f"--points {path}: header column {h!r} is not a variable name")
     if len(set(header)) != len(header):
         raise UsageError(f"--points {path}: a variable is named twice in the header")
@@ -240,7 +240,7 @@ def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long:
     return data
 
 
-def _read_text(path: str, what: str, limit: int | None = None, too_long: str | None = None) -> str:
+def read_text(path: str, what: str, limit: int | None = None, too_long: str | None = None) -> str:
     """A file's UTF-8 text; with ``limit``, refused past that many bytes (read no further)."""
     return decode(read_bounded(path, f"{what} {path}", limit, too_long), f"{what} {path}")
 

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .build import DEFAULT_MAX_NODES, build, recording
-from .model import Edge, Graph, Node
+from .model import Edge, Graph, GraphNode
+
+Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
 
 
 class View:
@@ -35,7 +37,7 @@ class View:
         self.model = model
 
     @property
-    def nodes(self) -> list[Node]:
+    def nodes(self) -> list[GraphNode]:
         return self.model.nodes
 
     @property
@@ -88,4 +90,4 @@ def graph(
     return View(build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes))
 
 
-__all__ = ["Edge", "Graph", "Node", "View", "build", "graph", "recording"]
+__all__ = ["Edge", "Graph", "GraphNode", "Node", "View", "build", "graph", "recording"]

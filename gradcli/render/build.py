@@ -12,45 +12,24 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..autograd import record as _record
 from ..autograd.engine import run_backward
 from ..autograd.function import FunctionNode
 from ..autograd.node import FREED, AccumulateGrad, OpNode, edge_node
+from ..autograd.tape import recording as recording  # the tape is autograd's; gc.render.recording stays
 from ..autograd.tensor import Tensor
 from ..errors import UsageError
 from ..ops import Meta
 from ..ops.operators import PREFIX, SHOWN
-from .model import Edge, Graph, Node
+from .model import Edge, Graph, GraphNode
 
 DEFAULT_MAX_NODES = 200
 _SIGNS = {row.primitive.name: row.symbol for row in PREFIX.values() if row.primitive is not None}  # "neg" -> "-"
 INFIX = SHOWN  # primitive name -> its operator's symbol ("mul" -> "*"), from the operator table
-
-
-@contextmanager
-def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
-    """Keep every recorded node's output and inputs while the block runs (for values on a graph).
-
-    >>> import gradcli as gc
-    >>> from gradcli.render import graph, recording
-    >>> x = gc.tensor(2.0, requires_grad=True, name="x")
-    >>> with recording() as trace:
-    ...     y = x * x + 1
-    >>> [n.label for n in graph(y, trace=trace).nodes]
-    ['x', 'x * x', '1', 'n1 + 1']
-    """
-    previous = _record.trace
-    _record.trace = entries = []
-    try:
-        yield entries
-    finally:
-        _record.trace = previous
 
 
 def build(
@@ -119,6 +98,13 @@ def build(
 
 
 # --- which nodes ---------------------------------------------------------------------------------
+
+
+def locate_blamed(found: Any, outputs: Sequence[Tensor], trace: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> None:
+    """Name a blamed node (``check.Blame``) by its id and label on the graph of ``outputs``."""
+    graph = build(outputs, trace=trace, point=False, blamed=[found.autograd_node])
+    found.node = next((n.id for n in graph.nodes if n.blamed), found.node)
+    found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
 
 
 def _reachable(roots: list[Any], limit: int, traced: dict[int, Any]) -> tuple[list[Any], Counter, dict[Any, int]]:
@@ -220,7 +206,7 @@ class _Builder:
         self.traced = traced
         self.texts = texts
         self.room = room  # autograd node -> how many of its constant operands are shown (None: all)
-        self.nodes: list[Node] = []
+        self.nodes: list[GraphNode] = []
         self.edges: list[Edge] = []
         self.ids: dict[Any, str] = {}  # autograd node -> model id
         self.tensors: dict[str, Tensor] = {}  # model id -> the tensor it computed
@@ -242,10 +228,10 @@ class _Builder:
         node_id = self.new_id()
         name = tensor.name if tensor is not None and tensor.name else f"leaf{self.leaf_count}"
         self.leaf_count += 1
-        model = Node(node_id, "variable", "variable", name, name=name)
+        model = GraphNode(node_id, "variable", "variable", name, name=name)
         if tensor is not None:
             model.shape = tensor.shape
-            model.value = np.asarray(tensor._value)
+            model.value = np.asarray(tensor.array)
             self.tensors[node_id] = tensor
         self._append(node, model)
 
@@ -257,9 +243,9 @@ class _Builder:
             op, saves = node.function.__name__, "inputs" if node.ctx._saved else "nothing"
         else:
             op, saves = node.prim.name, node.prim.saves
-        model = Node(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
+        model = GraphNode(node_id, "op", op, "", grad_fn=node.name(), saves=saves)
         if result is not None:
-            model.value = np.asarray(result._value)
+            model.value = np.asarray(result.array)
             model.shape = result.shape
             model.name = result.name
             self.tensors[node_id] = result
@@ -287,7 +273,7 @@ class _Builder:
         model.label = text or _expression(op, refs)
         model.generated = text is None
 
-    def _append(self, node: Any, model: Node) -> None:
+    def _append(self, node: Any, model: GraphNode) -> None:
         self.nodes.append(model)
         self.ids[node] = model.id
         self.autograd[model.id] = node
@@ -314,12 +300,12 @@ class _Builder:
                 sources.append(None)
         return sources
 
-    def _constant(self, value: Any) -> Node:
-        raw = value._value if isinstance(value, Tensor) else value
+    def _constant(self, value: Any) -> GraphNode:
+        raw = value.array if isinstance(value, Tensor) else value
         text = self.texts.get(id(value)) if isinstance(value, Tensor) else None
         if text is None:
             text = _value_text(raw)
-        model = Node(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
+        model = GraphNode(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
         if isinstance(value, Tensor) and value.name:
             model.name = value.name
         self.nodes.append(model)
@@ -333,12 +319,12 @@ class _Builder:
         return constant.id
 
     def add_hidden(self, hidden: Counter, kept: list[Any]) -> None:
-        summary = Node("hidden", "hidden", "hidden", f"... {sum(hidden.values()):,} more nodes")
+        summary = GraphNode("hidden", "hidden", "hidden", f"... {sum(hidden.values()):,} more nodes")
         self.nodes.append(summary)
 
 
 def _value_text(raw: Any) -> str:
-    from ..cli.output import array, number
+    from ..text import array, number
 
     a = np.asarray(raw)
     if a.ndim == 0:
@@ -372,12 +358,12 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed:
         return False
     out = outputs[0]
     if seed is None:
-        if np.size(out._value) != 1:
+        if np.size(out.array) != 1:
             graph.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
             return False
-        seed = np.ones_like(out._value)
+        seed = np.ones_like(out.array)
     capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
-    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out._value).dtype)],
+    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
                          retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
     for node_id, g in zip(captured_ids, found):
         graph.node(node_id).grad = None if g is None else np.asarray(g)
@@ -404,7 +390,7 @@ def _gradients_left(graph: Graph, builder: _Builder, captured_ids: list[str]) ->
         model.freed = _freed(builder.autograd[node_id])
         tensor = builder.tensors.get(node_id)
         left = None if tensor is None or not (tensor.is_leaf or tensor.retains_grad) else tensor._grad
-        model.grad = None if left is None else np.asarray(left._value)
+        model.grad = None if left is None else np.asarray(left.array)
     graph.notes.append(
         "backward() has already run and freed this graph: the gradients shown are the ones it left "
         "(.grad of the leaves and of tensors that called retain_grad())"
@@ -421,7 +407,7 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         if np.size(model.value) != 1:
             continue
         prim = node.prim
-        values = [x._value if isinstance(x, Tensor) else x for x in inputs]
+        values = [x.array if isinstance(x, Tensor) else x for x in inputs]
         if any(np.size(v) != 1 for v in values):
             continue
         args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
@@ -465,7 +451,7 @@ _POWER_ONE = re.compile(r"\^1(?![\d.])")
 
 def _tidy(text: str) -> str:
     """Arithmetic on numbers in a formula: ``2*x^(2-1)`` reads ``2*x``."""
-    from ..cli.output import number
+    from ..text import number
 
     text = _POWER_MINUS_ONE.sub(lambda m: "^" + number(float(m.group(1)) - 1), text)
     text = _POWER_ONE.sub("", text)

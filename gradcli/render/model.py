@@ -15,7 +15,7 @@ import numpy as np
 
 
 @dataclass
-class Node:
+class GraphNode:
     id: str
     kind: str  # "variable", "constant" or "op"
     op: str  # the primitive ("add", "mul"), a custom Function's name, "variable" or "constant"
@@ -93,7 +93,7 @@ class Edge:
 
 @dataclass
 class Graph:
-    nodes: list[Node]
+    nodes: list[GraphNode]
     edges: list[Edge]
     outputs: list[str]
     hidden: int = 0  # nodes left out of a large graph
@@ -101,7 +101,7 @@ class Graph:
     notes: list[str] = field(default_factory=list)
     has_point: bool = False  # values and gradients were computed
 
-    def node(self, node_id: str) -> Node:
+    def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
 
     def __post_init__(self) -> None:

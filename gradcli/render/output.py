@@ -32,7 +32,7 @@ def render(graph: Graph, fmt: str) -> bytes | str:
     from . import views
 
     if fmt == "json":
-        from ..cli.output import jsonable
+        from ..text import jsonable
 
         return json.dumps(jsonable(graph.to_dict()), ensure_ascii=False) + "\n"
     if fmt == "dot":
@@ -54,23 +54,20 @@ def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
     return path
 
 
-def show(graph: Graph, fmt: str) -> None:
-    """Print a text format to stdout (a rich tree on a terminal)."""
+def show(graph: Graph, fmt: str, rich: bool = False) -> None:
+    """Print a text format to stdout; the tree as a rich tree when ``rich`` (the caller knows the terminal)."""
     if fmt in BINARY:
         raise UsageError(f"--format {fmt} needs -o FILE (a picture is not text)")
-    if fmt == "tree":
-        from ..cli.output import rich_wanted
+    if fmt == "tree" and rich:
+        from rich.console import Console
 
-        if rich_wanted():
-            from rich.console import Console
+        from .views import tree_rich
 
-            from .views import tree_rich
-
-            console = Console(highlight=False)
-            for tree in tree_rich(graph):
-                console.print(tree)
-            for note in graph.notes:
-                console.print(f"[dim]({note})[/dim]")
-            return
+        console = Console(highlight=False)
+        for tree in tree_rich(graph):
+            console.print(tree)
+        for note in graph.notes:
+            console.print(f"[dim]({note})[/dim]")
+        return
     data = render(graph, fmt)
     sys.stdout.write(data if isinstance(data, str) else data.decode())

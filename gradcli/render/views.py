@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import printable
-from .model import Edge, Graph, Node
+from .model import Edge, Graph, GraphNode
 
 # --- shared pieces ----------------------------------------------------------------------------------
 
 
 def number(value: Any, digits: int | None = None) -> str:
-    from ..cli.output import array
+    from ..text import array
 
     return array(value, digits=digits)
 
@@ -22,14 +22,14 @@ def number(value: Any, digits: int | None = None) -> str:
 HUMAN = 6  # significant digits in the tree and the picture (text and JSON keep every digit)
 
 
-def title(node: Node) -> str:
+def title(node: GraphNode) -> str:
     """``a = x + w``, ``x + w``, ``x`` or ``1``: what the node is, as the program says it."""
     if node.kind == "op" and node.label != node.ref and not node.ref.startswith("("):
         return f"{node.ref} = {node.label}"  # named, or too long to be its own reference
     return node.name or node.label
 
 
-def grad_text(node: Node, digits: int | None = HUMAN) -> str:
+def grad_text(node: GraphNode, digits: int | None = HUMAN) -> str:
     text = number(node.grad, digits)
     if node.grad_parts:
         text += " = " + _signed_sum(node.grad_parts, digits)
@@ -132,7 +132,7 @@ def tree_lines(graph: Graph) -> list[tuple[int, str, str]]:
     return rows
 
 
-def _describe(graph: Graph, node: Node) -> str:
+def _describe(graph: Graph, node: GraphNode) -> str:
     parts = [title(node)]
     if node.kind == "op":
         parts.append(f"[{node.grad_fn}]")
@@ -264,7 +264,7 @@ def _layout_limits(graph: Graph) -> dict[str, str]:
     return limits
 
 
-def _dot_style(node: Node) -> dict[str, str]:
+def _dot_style(node: GraphNode) -> dict[str, str]:
     if node.kind == "variable":
         style = {"shape": "ellipse", "style": "filled", "fillcolor": COLOURS["variable"]}
     elif node.kind == "constant":
@@ -282,7 +282,7 @@ def _dot_style(node: Node) -> dict[str, str]:
     return style
 
 
-def _dot_label(graph: Graph, node: Node) -> str:
+def _dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
 

@@ -1,0 +1,49 @@
+"""The recording tape: every recorded node's output and inputs, kept while a block runs.
+
+Forward mode, replay, the gradient checks and the pictures read the tape; it lives here, beside the
+recording it listens to (``record.trace``), so each of them imports it from the layer below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from . import record as _record
+from .tensor import Tensor
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
+    """Keep every recorded node's output and inputs while the block runs (for values on a graph).
+
+    >>> import gradcli as gc
+    >>> from gradcli.render import graph, recording
+    >>> x = gc.tensor(2.0, requires_grad=True, name="x")
+    >>> with recording() as trace:
+    ...     y = x * x + 1
+    >>> [n.label for n in graph(y, trace=trace).nodes]
+    ['x', 'x * x', '1', 'n1 + 1']
+    """
+    previous = _record.trace
+    _record.trace = entries = []
+    try:
+        yield entries
+    finally:
+        _record.trace = previous
+
+
+@contextmanager
+def nested_recording() -> Iterator[list[Any]]:
+    """Record the run (as ``recording()`` does), and hand it on to an enclosing recording:
+    an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
+    ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
+    outer = _record.trace
+    _record.trace = entries = []
+    try:
+        yield entries
+    finally:
+        _record.trace = outer
+        if outer is not None:
+            outer.extend(entries)

@@ -1,0 +1,81 @@
+"""Numbers and arrays as text, the same everywhere: full float64 precision (the shortest text that
+reads back to the same double), ``6`` rather than ``6.0`` for people, ``"nan"``/``"inf"`` in JSON.
+
+A neutral module under the layers: render, check and the CLI all format through it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+SUMMARY_EDGE = 3  # elements shown at each end of a long array (human output)
+SUMMARY_LIMIT = 20
+
+
+def number(value: Any, digits: int | None = None) -> str:
+    """Shortest round-trip text of a number; integral floats without '.0'; ``digits`` rounds (for people)."""
+    v = value.item() if hasattr(value, "item") else value
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, complex):
+        return repr(v)
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    if digits is not None:
+        text = f"{v:.{digits}g}"
+        return text if "e" in text or "." in text or "inf" in text or "nan" in text else text
+    return repr(v)
+
+
+def array(value: Any, summarize: bool = True, digits: int | None = None) -> str:
+    """``[1, 2.5, 3]``, nested for matrices; long axes shown as ``[1, 2, 3, ..., 98, 99, 100]``."""
+    a = np.asarray(value)
+
+    def render(x: np.ndarray) -> str:  # recursion depth is the number of axes
+
+        if x.ndim == 0:
+            return number(x, digits)
+        n = x.shape[0]
+        if summarize and n > SUMMARY_LIMIT:
+            items = (
+                [render(x[i]) for i in range(SUMMARY_EDGE)]
+                + ["..."]
+                + [render(x[i]) for i in range(n - SUMMARY_EDGE, n)]
+            )
+        else:
+            items = [render(x[i]) for i in range(n)]
+        return "[" + ", ".join(items) + "]"
+
+    return render(a)
+
+
+def shape_text(value: Any) -> str:
+    shape = np.shape(value)
+    return "scalar" if not shape else f"shape {shape}"
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data: arrays as nested lists, non-finite floats as "nan", "inf", "-inf"."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return jsonable(value.tolist())
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if hasattr(value, "_value"):  # a gradcli tensor
+        return jsonable(np.asarray(value._value))
+    return value
