@@ -62,3 +62,19 @@ def test_the_command_line_rows() -> None:
         done = run("jacobian", "log(x)*y, y", "--at", "x=0,y=2", "--mode", mode, "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["jacobian"][1] == [0.0, 1.0]
+
+
+def test_with_create_graph_too() -> None:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        x, y = gc.tensor(0.0, requires_grad=True), gc.tensor(2.0, requires_grad=True)
+        (_, _), (dx, dy) = gc.functional.jacobian(lambda x, y: (gc.log(x) * y, y * y), (x, y), create_graph=True)
+        assert (dx.item(), dy.item()) == (0.0, 4.0)
+        (second,) = gc.autograd.grad(dy, y)
+        assert second.item() == 2.0
+        # the Hessian's off-diagonal, with and without create_graph, as PyTorch gives it: 1
+        for create_graph in (False, True):
+            h = gc.functional.hessian(
+                lambda x, y: x * gc.log(x) + y**2 + x * y, (gc.tensor(0.0), gc.tensor(1.0)), create_graph=create_graph
+            )
+            assert (h[0][1].item(), h[1][0].item(), h[1][1].item()) == (1.0, 1.0, 2.0)
