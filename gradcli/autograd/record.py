@@ -47,6 +47,8 @@ def constant(x: Any) -> Any:
 
 
 _HALF = np.dtype(np.float16)
+_F64_SCALAR = np.float64  # the common result: no dtype to look at
+_BOOL = np.dtype(np.bool_)
 
 
 def _is_bool(value: Any) -> bool:
@@ -177,7 +179,9 @@ def _plain_class(prim: Primitive) -> type:
 def unary(prim: Primitive, x: Tensor) -> Tensor:
     """``prim(x)`` for a one-input primitive without parameters (the hot path)."""
     value = x._value
-    if x._edge is None and value.dtype.kind == "b":  # a comparison's result: as floats (NumPy would use float16)
+    if x._edge is None and (
+        value.__class__ is np.bool_ or value.__class__ is _ndarray and value.dtype is _BOOL
+    ):  # a comparison's result: as floats (NumPy would use float16)
         value = value.astype(np.float64)
     out = prim.forward(value)
     result = _new(Tensor)
@@ -231,7 +235,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     result = _new(Tensor)
     result._value = out
     if (ea is None and eb is None) or not _grad_mode.enabled:
-        if _from_bools(out, (av, bv)):
+        if out.__class__ is not _F64_SCALAR and _from_bools(out, (av, bv)):
             result._value = prim.forward(_as_float(av), _as_float(bv))
         result._edge = None
         return result
