@@ -180,6 +180,13 @@ def reverse_blocks(
             stacked = _concat(rows[j])[offsets[k] : offsets[k + 1]]
             row.append(_reshape(stacked, out.shape + x.shape))
         blocks.append(row)
+    if len(roots) > 1:
+        # a zero seed of another output still meets its inf (0 * inf = nan): an output whose rows
+        # are not finite is done again alone, as PyTorch's jacobian does each output by itself
+        for k, out in roots:
+            if not all(np.isfinite(getattr(b, "_value", b)).all() for b in blocks[k]):
+                alone, more = reverse_blocks([out], ins, create_graph=create_graph, vectorised=vectorised)
+                blocks[k], passes = alone[0], passes + more
     return blocks, passes
 
 

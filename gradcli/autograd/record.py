@@ -46,6 +46,34 @@ def constant(x: Any) -> Any:
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
+_HALF = np.dtype(np.float16)
+_F64_SCALAR = np.float64  # the common result: no dtype to look at
+_BOOL = np.dtype(np.bool_)
+
+
+def _is_bool(value: Any) -> bool:
+    return getattr(value, "dtype", _HALF).kind == "b" or value.__class__ is bool
+
+
+def _from_bools(out: Any, values: Any) -> bool:
+    """NumPy computes on booleans in float16 (``exp``, ``atan2``) or int8 (``b ** 2``); PyTorch in
+    float: true when ``out`` got such a dtype from booleans (not from a float16 input)."""
+    kind = getattr(out, "dtype", _HALF).kind
+    if not (kind in "iu" or getattr(out, "dtype", None) == _HALF):
+        return False
+    found = False
+    for v in values:
+        if _is_bool(v):
+            found = True
+        elif getattr(v, "dtype", None) == _HALF:
+            return False
+    return found
+
+
+def _as_float(value: Any) -> Any:
+    return np.float64(value) if value.__class__ is bool else value.astype(np.float64) if _is_bool(value) else value
+
+
 def _has_tensor(items: Any) -> bool:
     return any(isinstance(i, Tensor) or (isinstance(i, (list, tuple)) and _has_tensor(i)) for i in items)
 
@@ -125,6 +153,9 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
             values.append(constant(x))
             edges.append(None)
     out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
+    if _from_bools(out, values):
+        values = [_as_float(v) for v in values]  # NumPy computes on booleans in float16; PyTorch in float
+        out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
     if not recording or not _grad_mode.enabled or not prim.differentiable:
         result = wrap(out)
     else:
@@ -147,7 +178,12 @@ def _plain_class(prim: Primitive) -> type:
 
 def unary(prim: Primitive, x: Tensor) -> Tensor:
     """``prim(x)`` for a one-input primitive without parameters (the hot path)."""
-    out = prim.forward(x._value)
+    value = x._value
+    if x._edge is None and (
+        value.__class__ is np.bool_ or value.__class__ is _ndarray and value.dtype is _BOOL
+    ):  # a comparison's result: as floats (NumPy would use float16)
+        value = value.astype(np.float64)
+    out = prim.forward(value)
     result = _new(Tensor)
     result._value = out
     e = x._edge
@@ -197,6 +233,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     result = _new(Tensor)
     result._value = out
     if (ea is None and eb is None) or not _grad_mode.enabled:
+        if out.__class__ is not _F64_SCALAR and _from_bools(out, (av, bv)):
+            result._value = prim.forward(_as_float(av), _as_float(bv))
         result._edge = None
         return result
     rules = prim.vjp

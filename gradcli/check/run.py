@@ -493,6 +493,9 @@ def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol
             mirror = complex_step(recorded.evaluate, recorded.x0, recorded.dtype, mirror=True).value[0]
         branch = set(np.flatnonzero(~(np.abs(mirror - estimate.value[0]) <= 1e-6 * np.abs(estimate.value[0]))).tolist())
         if branch - kinked:
+            shown = np.array(estimate.value[0], dtype=np.float64)  # not compared there: not shown either
+            shown.reshape(-1)[sorted(branch)] = np.nan
+            ref.reference = shown
             where = ", ".join(f"d/d{recorded.labels[k]}" for k in sorted(branch)[:3])
             ref.skip = kinked | branch
             ref.note = f"not compared at {where}: the function is not complex-analytic at this point"

@@ -220,6 +220,40 @@ class _ClosedOutput:
         raise io.UnsupportedOperation("standard output is closed")
 
 
+class _QuietErrors:
+    """``sys.stderr`` that cannot be written (``2>/dev/full``): the message is lost, but the exit
+    code stays the documented one (an unwritable stderr otherwise ends Python with code 1, and
+    its flush at exit with 120); descriptor 2 then points at /dev/null."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            self._lost()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            self._lost()
+
+    def _lost(self) -> None:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())  # type: ignore[attr-defined]
+            os.close(null)
+            self._stream.flush()  # type: ignore[attr-defined]
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
 def _write_failure(exc: BaseException) -> str:
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"cannot write the result to standard output ({reason})"
@@ -244,6 +278,8 @@ def _guard_streams() -> None:
                 os.close(held)
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
+    elif not isinstance(sys.stderr, _QuietErrors):
+        sys.stderr = _QuietErrors(sys.stderr)  # type: ignore[assignment]
     sys.stdout = _ClosedOutput() if sys.stdout is None else _CheckedOutput(sys.stdout)  # type: ignore[assignment]
 
 
@@ -290,7 +326,7 @@ def _run(command: object) -> None:
 
 def main() -> None:
     """Entry point of the ``gradcli`` console script."""
-    original = sys.stdout
+    original, original_errors = sys.stdout, sys.stderr
     _guard_streams()
     try:
         fast = fast_eval(sys.argv[1:])
@@ -305,3 +341,5 @@ def main() -> None:
     finally:
         if isinstance(sys.stdout, (_CheckedOutput, _ClosedOutput)):  # called in-process (tests): as it was
             sys.stdout = original
+        if isinstance(sys.stderr, _QuietErrors):
+            sys.stderr = original_errors

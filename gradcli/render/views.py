@@ -29,10 +29,16 @@ def title(node: GraphNode) -> str:
     return node.name or node.label
 
 
+PARTS_SHOWN = 8  # contributions written out in a human view (a label must stay short for dot)
+
+
 def grad_text(node: GraphNode, digits: int | None = HUMAN) -> str:
     text = number(node.grad, digits)
     if node.grad_parts:
-        text += " = " + _signed_sum(node.grad_parts, digits)
+        parts = node.grad_parts
+        text += " = " + _signed_sum(parts[:PARTS_SHOWN], digits)
+        if len(parts) > PARTS_SHOWN:
+            text += f" + ... ({len(parts) - PARTS_SHOWN:,} more terms)"
     return text
 
 
