@@ -283,7 +283,12 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             continue
         if g is not None and (needed is None or node in needed):
             owned.discard(node)
-            in_grads = _apply(node, g, create_graph, nbatch, retain_graph, anomaly)
+            if node._retain is not None:
+                _retain_grad(node, g, create_graph)
+            in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+            if anomaly:
+                in_grads = tuple(in_grads)
+                _anomaly.backward_check(node, g, in_grads)
             trusted = not node.user_defined
         else:
             in_grads = _NO_GRADS
@@ -297,25 +302,17 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             else:
                 m = e
                 if gi is not None and (needed is None or m in needed):
-                    # a new array from one of our rules: nobody else holds it
-                    fresh = gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None
-                    _add(grads, owned, m, gi, create_graph, fresh)
+                    if m in grads:
+                        _add(grads, owned, m, gi, create_graph)
+                    else:  # _add's first arrival, inlined (once an edge, the hot path)
+                        grads[m] = gi
+                        if gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None:
+                            owned.add(m)  # a new array from one of our rules: nobody else holds it
             count = pending[m] - 1
             pending[m] = count
             if count == 0:
                 ready.append(m)
     return captured
-
-
-def _apply(node: Any, g: Any, create_graph: bool, nbatch: int, retain_graph: bool, anomaly: bool) -> Any:
-    """One node's backward rule: its inputs' gradients (and retain_grad, anomaly checks on the way)."""
-    if node._retain is not None:
-        _retain_grad(node, g, create_graph)
-    in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-    if anomaly:
-        in_grads = tuple(in_grads)
-        _anomaly.backward_check(node, g, in_grads)
-    return in_grads
 
 
 class _NoGrads:

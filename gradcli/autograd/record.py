@@ -245,10 +245,23 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     if ea is None and eb is None:
         result._edge = None
         return result
-    if _tensor_mod.inplace_seen or prim.variant is not None or prim.saves == "meta":
+    saves = prim.saves
+    if _tensor_mod.inplace_seen or prim.variant is not None or saves == "meta":
         node = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
-    else:
-        node = _binary_node(prim, a, b, av, bv, out, ea, eb)
+    else:  # a plain node, its fields set here: this runs once per operation
+        node = _new(_plain_classes.get(prim) or _plain_class(prim))
+        node.e0 = ea
+        node.e1 = eb
+        if saves == "inputs" or saves == "both":
+            node.s0 = a
+            node.s1 = b
+            if ea is None or eb is None:
+                _drop_unread(node, prim, ea)
+        else:
+            node.s0 = node.s1 = None
+        node.out = out if saves == "output" or saves == "both" else None
+        if out.__class__ is _ndarray:
+            _note_broadcast(node, av, bv, out, ea, eb)
     result._edge = node
     if trace is not None:
         trace.append((node, result, (a, b)))
@@ -263,33 +276,24 @@ def _constant_operand(x: Any) -> Any:
         return NotImplemented
 
 
-def _binary_node(prim: Primitive, a: Any, b: Any, av: Any, bv: Any, out: Any, ea: Any, eb: Any) -> Any:
-    """A plain node for ``prim(a, b)``, its fields set directly: this runs once per operation."""
-    saves = prim.saves
-    node = _new(_plain_classes.get(prim) or _plain_class(prim))
-    node.e0 = ea
-    node.e1 = eb
-    if saves == "inputs" or saves == "both":
-        node.s0 = a
-        node.s1 = b
-        if ea is None or eb is None:  # one side is constant: keep the other only if its own rule reads it
-            reads = prim.reads
-            if reads:
-                if ea is None:
-                    if 1 not in reads[1]:
-                        node.s1 = None
-                elif 0 not in reads[0]:
-                    node.s0 = None
-    else:
-        node.s0 = node.s1 = None
-    node.out = out if saves == "output" or saves == "both" else None
-    if out.__class__ is _ndarray:
-        oshape = out.shape
-        sa = np.shape(av)
-        sb = np.shape(bv)
-        if (ea is not None and sa != oshape) or (eb is not None and sb != oshape):
-            node.shapes = (sa, sb)
-    return node
+def _drop_unread(node: Any, prim: Primitive, ea: Any) -> None:
+    """One side is constant: keep the other side's input only if its own rule reads it."""
+    reads = prim.reads
+    if reads:
+        if ea is None:
+            if 1 not in reads[1]:
+                node.s1 = None
+        elif 0 not in reads[0]:
+            node.s0 = None
+
+
+def _note_broadcast(node: Any, av: Any, bv: Any, out: np.ndarray, ea: Any, eb: Any) -> None:
+    """Keep the inputs' shapes where broadcasting changed them (the engine undoes it once)."""
+    oshape = out.shape
+    sa = np.shape(av)
+    sb = np.shape(bv)
+    if (ea is not None and sa != oshape) or (eb is not None and sb != oshape):
+        node.shapes = (sa, sb)
 
 
 def matmul(a: Any, b: Any) -> Any:
