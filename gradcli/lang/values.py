@@ -198,20 +198,7 @@ def _read_points_text(path: str) -> str:
     """A --points file as text, reading at most ``MAX_POINTS_BYTES`` + 1 bytes (``/dev/zero`` is refused)."""
     what = f"--points {path}"
     too_large = f"{what}: more than {MAX_POINTS_BYTES:,} bytes; split it into smaller files"
-    try:
-        with open(path, "rb") as stream:
-            if os.fstat(stream.fileno()).st_size > MAX_POINTS_BYTES:
-                raise UsageError(too_large)
-            data = stream.read(MAX_POINTS_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"{what}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot read it ({exc.strerror})") from None
-    if len(data) > MAX_POINTS_BYTES:
-        raise UsageError(too_large)
-    return decode(data, what)
+    return decode(read_bounded(path, what, MAX_POINTS_BYTES, too_large), what)
 
 
 def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long: str | None = None) -> bytes:
@@ -226,6 +213,10 @@ def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long:
     try:
         if isinstance(source, str):
             with open(source, "rb") as stream:
+                if (
+                    limit is not None and os.fstat(stream.fileno()).st_size > limit
+                ):  # a regular file: no need to read it
+                    raise UsageError(too_long or f"{what} is longer than the limit of {limit:,} bytes")
                 data = stream.read(size)
         else:
             data = source.read(size)
