@@ -38,6 +38,7 @@ def _t(name):
 UNARY_HOLOMORPHIC = [
     "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "neg",
+    "asinh", "acosh", "atanh", "exp2", "square", "reciprocal",
 ]  # fmt: skip
 TORCH_CASES = {name: (getattr(gc, name), _t(name), [cz(3)]) for name in UNARY_HOLOMORPHIC}
 TORCH_CASES.update(
@@ -121,6 +122,9 @@ NOT_COMPLEX = {
     "erf",
     "atan2",
     "remainder",
+    "cbrt",
+    "hypot",
+    "logaddexp",
 }
 
 

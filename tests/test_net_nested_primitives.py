@@ -228,6 +228,14 @@ TORCH: dict[str, Callable[..., Any]] = {
             "minimum",
             "sigmoid",
             "erf",
+            "asinh",
+            "acosh",
+            "atanh",
+            "exp2",
+            "square",
+            "reciprocal",
+            "hypot",
+            "logaddexp",
             "clone",
             "dot",
             "mv",
@@ -236,6 +244,7 @@ TORCH: dict[str, Callable[..., Any]] = {
         )
     },  # fmt: skip
     "copy": lambda torch, x: x.clone(),
+    "cbrt": lambda torch, x: torch.sign(x) * torch.abs(x) ** (1 / 3),
     "softplus": lambda torch, x: torch.nn.functional.softplus(x),
     "to": lambda torch, x, dtype: x.to(getattr(torch, np.dtype(dtype).name)),
     "where": lambda torch, c, a, b: torch.where(c.bool(), a, b),

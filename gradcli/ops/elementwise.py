@@ -198,6 +198,15 @@ EXPM1 = unary(
     saves="output",
     doc="exp(x) - 1, accurate near 0",
 )
+EXP2 = unary(
+    "exp2",
+    np.exp2,
+    lambda g, out, x: g * (out * LN2),
+    "2^{0}*log(2)",
+    lambda sp, x: 2**x,
+    saves="output",
+    doc="2^x",
+)
 LOG = unary(
     "log",
     np.log,
@@ -233,6 +242,52 @@ LOG1P = unary(
     lambda sp, x: sp.log(1 + x),
     domain=((-0.9, 3.0),),
     doc="log(1 + x), accurate near 0",
+)
+SQUARE = unary(
+    "square",
+    np.square,
+    lambda g, out, x: g * (2 * x),
+    "2*{0}",
+    lambda sp, x: x**2,
+    torch="pow",  # torch.square records x ** 2: PowBackward0
+    doc="x^2",
+)
+
+
+def _reciprocal(x):
+    # np.reciprocal of an integer array is integer division (1 // x); 1 / x is not
+    return np.reciprocal(x) if np.asarray(x).dtype.kind in "fc" else 1.0 / x
+
+
+RECIPROCAL = unary(
+    "reciprocal",
+    _reciprocal,
+    lambda g, out, x: -g * (out * out),
+    "-1/{0}^2",
+    lambda sp, x: 1 / x,
+    saves="output",
+    numpy=(np.reciprocal,),
+    domain=((0.5, 3.0),),
+    doc="1/x",
+)
+
+
+def _sympy_cbrt(sp, x):
+    # the real cube root (SymPy's cbrt is the principal root, complex for x < 0)
+    return sp.Piecewise((sp.cbrt(x), x >= 0), (-sp.cbrt(-x), True))
+
+
+CBRT = unary(
+    "cbrt",
+    np.cbrt,
+    lambda g, out, x: g / (3 * (out * out)),
+    "1/(3*cbrt({0})^2)",
+    _sympy_cbrt,
+    saves="output",
+    analytic=False,  # NumPy's cbrt takes no complex values: no complex step through it
+    torch="pow",  # PyTorch has no cbrt: x ** (1/3), PowBackward0
+    domain=((0.2, 3.0),),
+    doc="real cube root (negative for x < 0)",
 )
 SQRT = unary(
     "sqrt",
@@ -295,6 +350,32 @@ TANH = unary(
     saves="output",
     doc="hyperbolic tangent",
 )
+ASINH = unary(
+    "asinh",
+    np.arcsinh,
+    lambda g, out, x: g / np.sqrt(x * x + 1),
+    "1/sqrt({0}^2+1)",
+    lambda sp, x: sp.asinh(x),
+    doc="inverse hyperbolic sine",
+)
+ACOSH = unary(
+    "acosh",
+    np.arccosh,
+    lambda g, out, x: g / np.sqrt(x * x - 1),
+    "1/sqrt({0}^2-1)",
+    lambda sp, x: sp.acosh(x),
+    domain=((1.1, 3.0),),
+    doc="inverse hyperbolic cosine (x >= 1)",
+)
+ATANH = unary(
+    "atanh",
+    np.arctanh,
+    lambda g, out, x: g / (1 - x * x),
+    "1/(1-{0}^2)",
+    lambda sp, x: sp.atanh(x),
+    domain=((-0.9, 0.9),),
+    doc="inverse hyperbolic tangent (-1 < x < 1)",
+)
 ATAN2 = binary(
     "atan2",
     np.arctan2,
@@ -305,6 +386,28 @@ ATAN2 = binary(
     domain=((0.2, 3.0), (-3.0, 3.0)),
     arg_names=("y", "x"),
     doc="angle of the point (x, y): atan2(y, x)",
+)
+
+HYPOT = binary(
+    "hypot",
+    np.hypot,
+    (lambda g, out, a, b: g * (a / out), lambda g, out, a, b: g * (b / out)),
+    ("{0}/hypot({0}, {1})", "{1}/hypot({0}, {1})"),
+    lambda sp, a, b: sp.sqrt(a**2 + b**2),
+    saves="both",
+    analytic=False,  # NumPy's hypot takes no complex values
+    domain=((0.2, 3.0), (-3.0, 3.0)),
+    doc="sqrt(a^2 + b^2), without overflow",
+)
+LOGADDEXP = binary(
+    "logaddexp",
+    np.logaddexp,
+    (lambda g, out, a, b: g * np.exp(a - out), lambda g, out, a, b: g * np.exp(b - out)),
+    ("exp({0} - logaddexp({0}, {1}))", "exp({1} - logaddexp({0}, {1}))"),
+    lambda sp, a, b: sp.log(sp.exp(a) + sp.exp(b)),
+    saves="both",
+    analytic=False,  # NumPy's logaddexp takes no complex values
+    doc="log(exp(a) + exp(b)), without overflow",
 )
 
 # --- kinks: PyTorch's subgradients ---------------------------------------------------------------

@@ -120,6 +120,21 @@ def special(x, y):
     return gc.sigmoid(x) * gc.softplus(y) + gc.erf(x - y)
 
 
+@program("asinh(x) + acosh(y) + atanh(x*y)", {"x": 0.4, "y": 1.6}, "inverse hyperbolic")
+def inverse_hyperbolic(x, y):
+    return gc.asinh(x) + gc.acosh(y) + gc.atanh(x * y)
+
+
+@program("exp2(x) * square(y) + reciprocal(x) - cbrt(y)", {"x": 0.7, "y": 1.3}, "powers")
+def small_powers(x, y):
+    return gc.exp2(x) * gc.square(y) + gc.reciprocal(x) - gc.cbrt(y)
+
+
+@program("hypot(x, y) + logaddexp(x, 2*y) + hypot(x, 2)", {"x": 0.6, "y": -0.9}, "special")
+def hypot_logaddexp(x, y):
+    return gc.hypot(x, y) + gc.logaddexp(x, 2 * y) + gc.hypot(x, gc.tensor(2.0))
+
+
 @program("exp(sin(cos(tanh(x) * y)))", {"x": 0.8, "y": 1.7}, "chain")
 def deep_chain(x, y):
     return gc.exp(gc.sin(gc.cos(gc.tanh(x) * y)))
