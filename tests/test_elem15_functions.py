@@ -99,3 +99,73 @@ def test_language_eval_of_the_new_functions():
     assert out.stdout.splitlines()[0] == "value = 8"
     slope = float(out.stdout.splitlines()[1].split("=")[1])
     assert slope == pytest.approx(1 / 12 - 0.8, rel=1e-12)
+
+
+# --- activations --------------------------------------------------------------------------------------------------
+
+ACT = np.array([-30.0, -2.0, -0.3, 0.0, 0.4, 2.5, 19.0, 21.0, 40.0])
+
+
+def test_activation_values_and_slopes_by_formula():
+    phi = np.exp(-ACT * ACT / 2) / math.sqrt(2 * math.pi)
+    cdf = np.array([(1 + math.erf(v / math.sqrt(2))) / 2 for v in ACT])
+    sig = 1 / (1 + np.exp(-ACT))
+    cases = [
+        (gc.gelu, ACT * cdf, cdf + ACT * phi),
+        (gc.silu, ACT * sig, sig * (1 + ACT * (1 - sig))),
+        (gc.elu, np.where(ACT > 0, ACT, np.expm1(np.minimum(ACT, 0))), np.where(ACT > 0, 1.0, np.exp(ACT))),
+        (gc.leaky_relu, np.where(ACT > 0, ACT, 0.01 * ACT), np.where(ACT > 0, 1.0, 0.01)),
+    ]
+    for f, value, slope in cases:
+        y, g = _grad(f, ACT)
+        np.testing.assert_allclose(y._value, value, rtol=1e-13, atol=1e-300, err_msg=f.__name__)
+        np.testing.assert_allclose(g, slope, rtol=1e-12, atol=1e-300, err_msg=f.__name__)
+
+
+def test_softplus_threshold_and_beta_as_pytorch():
+    # above the threshold softplus is x itself with slope exactly 1 (PyTorch's), below log1p(exp(beta x)) / beta
+    y, g = _grad(gc.softplus, np.array([25.0, 0.0]))
+    assert y._value.tolist() == [25.0, math.log(2)]
+    assert g.tolist() == [1.0, 0.5]
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = gc.softplus(x, beta=2.0, threshold=3.0)  # beta x = 2 (soft), 4 (> 3: x)
+    assert y._value.tolist() == [math.log1p(math.exp(2.0)) / 2, 2.0]
+    (g,) = gc.grad(y.sum(), [x])
+    np.testing.assert_allclose(g._value, [1 / (1 + math.exp(-2.0)), 1.0], rtol=1e-15)
+    assert type(y.grad_fn).__name__ == "SoftplusBackward0"
+
+
+def test_elu_slope_far_left_keeps_its_digits():
+    # exp(x), not out + 1 = expm1(x) + 1, which keeps 3 digits at x = -30
+    _, g = _grad(gc.elu, np.array([-30.0, -700.0]))
+    np.testing.assert_allclose(g, np.exp([-30.0, -700.0]), rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "name, kw", [("gelu", {}), ("silu", {}), ("elu", {}), ("leaky_relu", {}), ("softplus", {}),
+                 ("softplus", {"beta": 2.0, "threshold": 3.0})]
+)  # fmt: skip
+def test_activations_first_and_second_derivatives_match_pytorch(name, kw):
+    torch = pytest.importorskip("torch")
+    x = np.array([-30.0, -2.0, -0.3, 0.0, 0.4, 1.2, 2.5, 19.0, 21.0, 40.0, 800.0])
+    t, g = torch.tensor(x, requires_grad=True), gc.tensor(x, requires_grad=True)
+    ty, gy = getattr(torch.nn.functional, name)(t, **kw), getattr(gc, name)(g, **kw)
+    assert type(gy.grad_fn).__name__ == type(ty.grad_fn).__name__
+    np.testing.assert_allclose(gy._value, ty.detach().numpy(), rtol=1e-14, atol=1e-300)
+    (tg,) = torch.autograd.grad(ty.sum(), t, create_graph=True)
+    (gg,) = gc.grad(gy.sum(), g, create_graph=True)
+    np.testing.assert_allclose(gg._value, tg.detach().numpy(), rtol=1e-13, atol=1e-300)
+    th = torch.autograd.grad(tg.sum(), t)[0].numpy() if tg.requires_grad else np.zeros_like(x)
+    gh = gc.grad(gg.sum(), g)[0]._value if gg.requires_grad else np.zeros_like(x)
+    np.testing.assert_allclose(gh, th, rtol=1e-9, atol=1e-13)  # far right both are tiny (PyTorch loses digits there)
+
+
+def test_the_language_keeps_softplus_of_one_argument():
+    ok = subprocess.run(
+        [sys.executable, "-m", "gradcli", "eval", "softplus(x)", "--at", "x=25"], capture_output=True, text=True
+    )
+    assert (ok.returncode, ok.stdout) == (0, "value = 25\nd/dx  = 1\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "gradcli", "eval", "softplus(x, 2)", "--at", "x=1"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr

@@ -245,7 +245,11 @@ TORCH: dict[str, Callable[..., Any]] = {
     },  # fmt: skip
     "copy": lambda torch, x: x.clone(),
     "cbrt": lambda torch, x: torch.sign(x) * torch.abs(x) ** (1 / 3),
-    "softplus": lambda torch, x: torch.nn.functional.softplus(x),
+    "softplus": lambda torch, x, beta, threshold: torch.nn.functional.softplus(x, beta, threshold),
+    "gelu": lambda torch, x: torch.nn.functional.gelu(x),
+    "silu": lambda torch, x: torch.nn.functional.silu(x),
+    "elu": lambda torch, x: torch.nn.functional.elu(x),
+    "leaky_relu": lambda torch, x: torch.nn.functional.leaky_relu(x),
     "to": lambda torch, x, dtype: x.to(getattr(torch, np.dtype(dtype).name)),
     "where": lambda torch, c, a, b: torch.where(c.bool(), a, b),
     "clamp": lambda torch, x, lo, hi: torch.clamp(x, lo, hi),

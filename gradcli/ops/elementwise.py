@@ -547,8 +547,23 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def _softplus(x):
-    return np.log1p(np.exp(x)) if np.iscomplexobj(x) else np.logaddexp(0.0, x)
+def _softplus(x, beta=1.0, threshold=20.0):
+    """PyTorch's softplus: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    bx = x * beta if beta != 1 else x
+    if np.iscomplexobj(x):  # the analytic continuation: no overflow to avoid, no threshold
+        return np.log1p(np.exp(bx)) / beta
+    soft = np.logaddexp(0.0, bx)
+    if beta != 1:
+        soft = soft / beta
+    return np.where(bx > threshold, x, soft).astype(soft.dtype, copy=False)[()]
+
+
+def _softplus_rule(g, out, x, beta=1.0, threshold=20.0):
+    # PyTorch's softplus_backward: grad where beta x > threshold, else grad * sigmoid(beta x)
+    bx = x * beta if beta != 1 else x
+    if np.iscomplexobj(getattr(x, "_value", x)):
+        return g * SIGMOID(bx)
+    return g * np.where(bx > threshold, 1.0, SIGMOID(bx))
 
 
 SIGMOID = unary(
@@ -561,14 +576,18 @@ SIGMOID = unary(
     numpy=(),
     doc="logistic function 1/(1+exp(-x))",
 )
-SOFTPLUS = unary(
+SOFTPLUS = primitive(
     "softplus",
+    1,
     _softplus,
-    lambda g, out, x: g * SIGMOID(x),
-    "sigmoid({0})",
-    lambda sp, x: sp.log(1 + sp.exp(x)),
-    numpy=(),
-    doc="log(1 + exp(x)), without overflow",
+    (_softplus_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=2,  # (beta, threshold), PyTorch's defaults 1 and 20 in the library and the language
+    formulas=("sigmoid({0})",),
+    sympy=lambda sp, x, beta=1, threshold=20: sp.log(1 + sp.exp(beta * x)) / beta,
+    label="softplus",
+    doc="log(1 + exp(x)), without overflow (x itself above the threshold 20, as in PyTorch)",
 )
 
 
@@ -596,6 +615,76 @@ ERF = unary(
     lambda sp, x: sp.erf(x),
     numpy=(),
     doc="error function",
+)
+
+INV_SQRT2 = 1.0 / math.sqrt(2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + _erf(x * INV_SQRT2))
+
+
+GELU = unary(
+    "gelu",
+    _gelu,
+    # PyTorch's gelu_backward (approximate='none'): Phi(x) + x phi(x)
+    lambda g, out, x: g * (0.5 * (1 + ERF(x * INV_SQRT2)) + x * (INV_SQRT_2PI * np.exp(-0.5 * (x * x)))),
+    "(1+erf({0}/sqrt(2)))/2 + {0}*exp(-{0}^2/2)/sqrt(2*pi)",
+    lambda sp, x: x / 2 * (1 + sp.erf(x / sp.sqrt(2))),
+    numpy=(),
+    doc="x Phi(x), the exact (erf) form of PyTorch's gelu",
+)
+
+
+def _silu(x):
+    return x * _sigmoid(x)
+
+
+def _silu_rule(g, out, x):
+    # sigmoid(x) (1 + x sigmoid(-x)): sigmoid(-x), not 1 - sigmoid(x), keeps the digits of the
+    # small tail on the right, where the second derivative is ~ -x exp(-x)
+    return g * (SIGMOID(x) * (1 + x * SIGMOID(-x)))
+
+
+SILU = unary(
+    "silu",
+    _silu,
+    _silu_rule,
+    "sigmoid({0})*(1 + {0}*(1-sigmoid({0})))",
+    lambda sp, x: x / (1 + sp.exp(-x)),
+    numpy=(),
+    doc="x sigmoid(x) (swish)",
+)
+
+
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))[()]
+
+
+ELU = unary(
+    "elu",
+    _elu,
+    # PyTorch's elu_backward: grad * exp(x) for x < 0, else grad (exp(x), not out + 1, which loses
+    # digits far left; the exponent is 0 where x >= 0, so no overflow and a second derivative 0 at 0)
+    lambda g, out, x: g * np.exp(np.where(x < 0, x, 0.0)),
+    "1 if {0} > 0, else exp({0})",
+    lambda sp, x: sp.Piecewise((x, x > 0), (sp.exp(x) - 1, True)),
+    analytic=False,
+    numpy=(),
+    doc="x for x > 0, else exp(x) - 1 (alpha 1)",
+)
+LEAKY_SLOPE = 0.01
+LEAKY_RELU = unary(
+    "leaky_relu",
+    lambda x: np.where(x > 0, x, LEAKY_SLOPE * x)[()],
+    lambda g, out, x: np.where(out > 0, g, LEAKY_SLOPE * g),
+    "1 if {0} > 0, else 0.01",
+    lambda sp, x: sp.Piecewise((x, x > 0), (sp.Rational(1, 100) * x, True)),
+    saves="output",
+    analytic=False,
+    numpy=(),
+    doc="x for x > 0, else 0.01 x; derivative 0.01 at 0",
 )
 
 # --- copies: identities that PyTorch shows as their own nodes ------------------------------------------

@@ -135,6 +135,11 @@ def hypot_logaddexp(x, y):
     return gc.hypot(x, y) + gc.logaddexp(x, 2 * y) + gc.hypot(x, gc.tensor(2.0))
 
 
+@program("gelu(x) + silu(y) + elu(y) + leaky_relu(y) + softplus(x*y)", {"x": 0.8, "y": -0.6}, "activations")
+def activations(x, y):
+    return gc.gelu(x) + gc.silu(y) + gc.elu(y) + gc.leaky_relu(y) + gc.softplus(x * y)
+
+
 @program("exp(sin(cos(tanh(x) * y)))", {"x": 0.8, "y": 1.7}, "chain")
 def deep_chain(x, y):
     return gc.exp(gc.sin(gc.cos(gc.tanh(x) * y)))
