@@ -169,3 +169,51 @@ def test_the_language_keeps_softplus_of_one_argument():
         [sys.executable, "-m", "gradcli", "eval", "softplus(x, 2)", "--at", "x=1"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+# --- rounding -----------------------------------------------------------------------------------------------------
+
+HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1.7, -1.7])
+
+
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("floor", [-3, -2, -1, 0, 1, 2, 1, -2]),
+        ("ceil", [-2, -1, 0, 1, 2, 3, 2, -1]),
+        ("round", [-2, -2, 0, 0, 2, 2, 2, -2]),  # halves to even, as torch.round
+        ("trunc", [-2, -1, 0, 0, 1, 2, 1, -1]),
+    ],
+)
+def test_rounding_values_zero_derivative_and_node(name, want):
+    x = gc.tensor(HALVES, requires_grad=True)
+    y = getattr(gc, name)(x * 1.0) * x  # d/dx = round(x): the rounding itself contributes 0
+    np.testing.assert_array_equal(getattr(gc, name)(x)._value, want)
+    (g,) = gc.grad(y.sum(), [x])
+    np.testing.assert_array_equal(g._value, want)
+    assert type(getattr(x, name)().grad_fn).__name__ == name.title() + "Backward0"
+
+
+def test_rounding_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    for name in ("floor", "ceil", "round", "trunc"):
+        t, g = torch.tensor(HALVES, requires_grad=True), gc.tensor(HALVES, requires_grad=True)
+        ty, gy = getattr(torch, name)(t) * t, getattr(gc, name)(g) * g
+        np.testing.assert_array_equal(gy._value, ty.detach().numpy())
+        (tg,) = torch.autograd.grad(ty.sum(), t)
+        np.testing.assert_array_equal(gc.grad(gy.sum(), [g])[0]._value, tg.numpy())
+
+
+def test_rounding_in_the_language_symbolic_derivative_is_zero():
+    out = subprocess.run(
+        [sys.executable, "-m", "gradcli", "diff", "floor(x)*x + round(x)^2 + trunc(x) + ceil(x)"],
+        capture_output=True,
+        text=True,
+    )
+    assert (out.returncode, out.stdout) == (0, "d/dx = floor(x)\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "gradcli", "eval", "round(2.5) + round(x) + trunc(-x)", "--at", "x=3.5"],
+        capture_output=True,
+        text=True,
+    )
+    assert (out.returncode, out.stdout) == (0, "value = 3\nd/dx  = 0\n")

@@ -129,6 +129,10 @@ NOT_COMPLEX = {
     "cbrt",
     "hypot",
     "logaddexp",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
 }
 
 

@@ -500,6 +500,47 @@ RELU = unary(
 )
 
 
+@functools.cache
+def _sympy_rounding(sp, name):
+    """SymPy's floor and ceiling, and round (half to even) and trunc, with the derivative 0 that
+    gradcli and PyTorch give (SymPy leaves Derivative(floor(x), x) unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+    if name in ("floor", "ceil"):
+        return type(name, (sp.floor if name == "floor" else sp.ceiling,), {"fdiff": fdiff})
+    to_int = round if name == "round" else math.trunc  # round: Python's, half to even like NumPy's
+
+    def eval(cls, arg):
+        if arg.is_Number:
+            return sp.Integer(to_int(float(arg)))
+        return None
+
+    return type(name, (sp.Function,), {"fdiff": fdiff, "eval": classmethod(eval)})
+
+
+def rounding(name, forward, what):
+    return unary(
+        name,
+        forward,
+        lambda g, out, x: np.zeros_like(g),
+        "0",
+        lambda sp, x: _sympy_rounding(sp, name)(x),
+        saves="meta",  # (its dtype: a complex input is refused)
+        analytic=False,
+        # off the jumps, where finite differences see the derivative 0
+        domain=((-0.4, 0.4),) if name == "round" else ((0.2, 0.8),),
+        doc=f"{what}; derivative 0 (PyTorch's)",
+    )
+
+
+FLOOR = rounding("floor", np.floor, "largest integer <= x")
+CEIL = rounding("ceil", np.ceil, "smallest integer >= x")
+ROUND = rounding("round", np.round, "nearest integer, halves to even (as torch.round)")
+TRUNC = rounding("trunc", np.trunc, "integer part, toward 0")
+
+
 def _maximum_rule(first):
     def rule(g, out, a, b):
         wins = (a > b) if first else (b > a)

@@ -140,6 +140,11 @@ def activations(x, y):
     return gc.gelu(x) + gc.silu(y) + gc.elu(y) + gc.leaky_relu(y) + gc.softplus(x * y)
 
 
+@program("floor(x) * x + ceil(y) * y + round(x*y)^2 - trunc(y) * x", {"x": 1.3, "y": -0.7}, "rounding")
+def rounding(x, y):  # off the jumps; derivative 0 through every rounding, as in PyTorch
+    return gc.floor(x) * x + gc.ceil(y) * y + gc.round(x * y) ** 2 - gc.trunc(y) * x
+
+
 @program("exp(sin(cos(tanh(x) * y)))", {"x": 0.8, "y": 1.7}, "chain")
 def deep_chain(x, y):
     return gc.exp(gc.sin(gc.cos(gc.tanh(x) * y)))
