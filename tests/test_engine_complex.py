@@ -38,6 +38,7 @@ def _t(name):
 UNARY_HOLOMORPHIC = [
     "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "neg",
+    "asinh", "acosh", "atanh", "exp2", "square", "reciprocal",
 ]  # fmt: skip
 TORCH_CASES = {name: (getattr(gc, name), _t(name), [cz(3)]) for name in UNARY_HOLOMORPHIC}
 TORCH_CASES.update(
@@ -94,12 +95,15 @@ TORCH_CASES["index_put"] = (_index_put(gc), _index_put(torch), TORCH_CASES["inde
 # holomorphic, but torch takes no complex there: checked against finite differences
 FD_CASES = {
     "softplus": (gc.softplus, [cz(3)]),
+    "silu": (gc.silu, [cz(3)]),
     "logsumexp": (lambda z: gc.logsumexp(z, 0), [cz(3)]),
 }
 # not holomorphic and no complex rule: differentiating at a complex input must refuse
 REFUSED = {
     "sign": gc.sign,
     "relu": gc.relu,
+    "elu": gc.elu,
+    "leaky_relu": gc.leaky_relu,
     "maximum": lambda z: gc.maximum(z, z * 2),
     "minimum": lambda z: gc.minimum(z, z * 2),
     "clamp": lambda z: gc.clamp(z, -1.0, 1.0),
@@ -119,8 +123,16 @@ NOT_COMPLEX = {
     "logical_and",
     "logical_or",
     "erf",
+    "gelu",
     "atan2",
     "remainder",
+    "cbrt",
+    "hypot",
+    "logaddexp",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
 }
 
 

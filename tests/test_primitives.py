@@ -51,6 +51,10 @@ CASES = {
         ([arr(2, 3), np.array(-0.5), np.array([0.5, 1.0, 3.0])], ()),
     ],
     "fill": [([arr(3)], (0,)), ([arr(2, 2)], (1.5,))],
+    "softplus": [
+        ([arr(5)], (1.0, 20.0)),
+        ([np.array([-2.0, -0.5, 0.4, 1.2, 2.5, 4.0])], (2.0, 3.0)),  # both sides of beta x = 3, off it
+    ],
     "to": [([arr(3)], (np.dtype(np.float64),))],
     "sum": [([arr(2, 3)], (None, False)), ([arr(2, 3)], ((-1,), False)), ([arr(2, 3, 2)], ((-3, -1), True))],
     "mean": [([arr(2, 3)], (None, False)), ([arr(2, 3)], ((-2,), True))],

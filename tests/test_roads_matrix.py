@@ -382,6 +382,14 @@ class TorchNamespace:
     def pow(self, a: Any, b: Any) -> Any:
         return self.torch.pow(a, b)
 
+    def cbrt(self, x: Any) -> Any:  # PyTorch has no cbrt
+        return self.torch.sign(x) * self.torch.abs(x) ** (1 / 3)
+
+    gelu = property(lambda self: self.torch.nn.functional.gelu)
+    silu = property(lambda self: self.torch.nn.functional.silu)
+    elu = property(lambda self: self.torch.nn.functional.elu)
+    leaky_relu = property(lambda self: self.torch.nn.functional.leaky_relu)
+
 
 def torch_twin(p: Program, torch: Any) -> Callable[..., Any]:
     globals_ = {**p.twin.__globals__, "gc": TorchNamespace(torch)}

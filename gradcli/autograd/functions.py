@@ -364,6 +364,14 @@ maximum, minimum = GENERATED["maximum"], GENERATED["minimum"]
 lt, le, gt, ge, eq, ne = (GENERATED[n] for n in ("lt", "le", "gt", "ge", "eq", "ne"))
 
 
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, without overflow; x itself where beta x > threshold (PyTorch's)."""
+    return apply(ops.SOFTPLUS, (as_tensor(x),), (float(beta), float(threshold)))
+
+
+GENERATED["softplus"] = softplus
+
+
 def _log(x: Any, base: Any = None) -> Tensor:
     """Natural logarithm; ``log(x, b)`` to base ``b`` (log(x) / log(b)), as in the language."""
     if base is None:

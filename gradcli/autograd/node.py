@@ -409,12 +409,13 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
     return [None if gi is None else _CONJ(gi) for gi in grads]
 
 
-_NODE_CLASSES: dict[str, type[OpNode]] = {}
+_NODE_CLASSES: dict[tuple[Primitive, str], type[OpNode]] = {}
 
 
 def node_class(prim: Primitive, name: str) -> type[OpNode]:
-    """The node class ``name`` (``MulBackward0``) for ``prim``, made once."""
-    cls = _NODE_CLASSES.get(name)
+    """The node class ``name`` (``MulBackward0``) for ``prim``, made once. Keyed by the primitive
+    too: two primitives may share PyTorch's name (square and x ** 2 are both PowBackward0)."""
+    cls = _NODE_CLASSES.get((prim, name))
     if cls is None:
         body: dict[str, Any] = {"__slots__": (), "prim": prim, "frees": prim.frees, "__module__": "gradcli.autograd"}
         layout: type[OpNode] = TupleNode
@@ -424,5 +425,5 @@ def node_class(prim: Primitive, name: str) -> type[OpNode]:
         elif prim.nparams == 0 and prim.saves != "meta" and prim.arity == 2:
             body["apply"] = _binary_apply(prim)
             layout = BinaryNode
-        cls = _NODE_CLASSES[name] = type(name, (layout,), body)
+        cls = _NODE_CLASSES[prim, name] = type(name, (layout,), body)
     return cls

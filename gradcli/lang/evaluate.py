@@ -62,10 +62,35 @@ def uses_constant(program: ast.SyntaxTree, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in program.nodes())
 
 
+#: Names from other notations and libraries that spelling distance does not find: ln is log,
+#: NumPy's arc- names are the a- ones. Used only when the target is among the candidates.
+ALIASES = {
+    "ln": "log",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "absolute": "abs",
+    "power": "pow",
+    "ceiling": "ceil",
+    "clip": "clamp",
+    "swish": "silu",
+}
+
+
 def suggest(word: str, candidates: Iterable[str]) -> str:
+    candidates = list(candidates)
+    alias = ALIASES.get(word)
+    if alias is None:  # Pi, PI, Sin: the same name in another case
+        alias = next((c for c in candidates if c.lower() == word.lower() and c != word), None)
+    if alias is not None and alias in candidates:
+        return f"; did you mean '{alias}'?"
     import difflib  # lazily: eval starts faster without it
 
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 

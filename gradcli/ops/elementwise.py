@@ -198,6 +198,15 @@ EXPM1 = unary(
     saves="output",
     doc="exp(x) - 1, accurate near 0",
 )
+EXP2 = unary(
+    "exp2",
+    np.exp2,
+    lambda g, out, x: g * (out * LN2),
+    "2^{0}*log(2)",
+    lambda sp, x: 2**x,
+    saves="output",
+    doc="2^x",
+)
 LOG = unary(
     "log",
     np.log,
@@ -233,6 +242,52 @@ LOG1P = unary(
     lambda sp, x: sp.log(1 + x),
     domain=((-0.9, 3.0),),
     doc="log(1 + x), accurate near 0",
+)
+SQUARE = unary(
+    "square",
+    np.square,
+    lambda g, out, x: g * (2 * x),
+    "2*{0}",
+    lambda sp, x: x**2,
+    torch="pow",  # torch.square records x ** 2: PowBackward0
+    doc="x^2",
+)
+
+
+def _reciprocal(x):
+    # np.reciprocal of an integer array is integer division (1 // x); 1 / x is not
+    return np.reciprocal(x) if np.asarray(x).dtype.kind in "fc" else 1.0 / x
+
+
+RECIPROCAL = unary(
+    "reciprocal",
+    _reciprocal,
+    lambda g, out, x: -g * (out * out),
+    "-1/{0}^2",
+    lambda sp, x: 1 / x,
+    saves="output",
+    numpy=(np.reciprocal,),
+    domain=((0.5, 3.0),),
+    doc="1/x",
+)
+
+
+def _sympy_cbrt(sp, x):
+    # the real cube root (SymPy's cbrt is the principal root, complex for x < 0)
+    return sp.Piecewise((sp.cbrt(x), x >= 0), (-sp.cbrt(-x), True))
+
+
+CBRT = unary(
+    "cbrt",
+    np.cbrt,
+    lambda g, out, x: g / (3 * (out * out)),
+    "1/(3*cbrt({0})^2)",
+    _sympy_cbrt,
+    saves="output",
+    analytic=False,  # NumPy's cbrt takes no complex values: no complex step through it
+    torch="pow",  # PyTorch has no cbrt: x ** (1/3), PowBackward0
+    domain=((0.2, 3.0),),
+    doc="real cube root (negative for x < 0)",
 )
 SQRT = unary(
     "sqrt",
@@ -295,6 +350,32 @@ TANH = unary(
     saves="output",
     doc="hyperbolic tangent",
 )
+ASINH = unary(
+    "asinh",
+    np.arcsinh,
+    lambda g, out, x: g / np.sqrt(x * x + 1),
+    "1/sqrt({0}^2+1)",
+    lambda sp, x: sp.asinh(x),
+    doc="inverse hyperbolic sine",
+)
+ACOSH = unary(
+    "acosh",
+    np.arccosh,
+    lambda g, out, x: g / np.sqrt(x * x - 1),
+    "1/sqrt({0}^2-1)",
+    lambda sp, x: sp.acosh(x),
+    domain=((1.1, 3.0),),
+    doc="inverse hyperbolic cosine (x >= 1)",
+)
+ATANH = unary(
+    "atanh",
+    np.arctanh,
+    lambda g, out, x: g / (1 - x * x),
+    "1/(1-{0}^2)",
+    lambda sp, x: sp.atanh(x),
+    domain=((-0.9, 0.9),),
+    doc="inverse hyperbolic tangent (-1 < x < 1)",
+)
 ATAN2 = binary(
     "atan2",
     np.arctan2,
@@ -305,6 +386,28 @@ ATAN2 = binary(
     domain=((0.2, 3.0), (-3.0, 3.0)),
     arg_names=("y", "x"),
     doc="angle of the point (x, y): atan2(y, x)",
+)
+
+HYPOT = binary(
+    "hypot",
+    np.hypot,
+    (lambda g, out, a, b: g * (a / out), lambda g, out, a, b: g * (b / out)),
+    ("{0}/hypot({0}, {1})", "{1}/hypot({0}, {1})"),
+    lambda sp, a, b: sp.sqrt(a**2 + b**2),
+    saves="both",
+    analytic=False,  # NumPy's hypot takes no complex values
+    domain=((0.2, 3.0), (-3.0, 3.0)),
+    doc="sqrt(a^2 + b^2), without overflow",
+)
+LOGADDEXP = binary(
+    "logaddexp",
+    np.logaddexp,
+    (lambda g, out, a, b: g * np.exp(a - out), lambda g, out, a, b: g * np.exp(b - out)),
+    ("exp({0} - logaddexp({0}, {1}))", "exp({1} - logaddexp({0}, {1}))"),
+    lambda sp, a, b: sp.log(sp.exp(a) + sp.exp(b)),
+    saves="both",
+    analytic=False,  # NumPy's logaddexp takes no complex values
+    doc="log(exp(a) + exp(b)), without overflow",
 )
 
 # --- kinks: PyTorch's subgradients ---------------------------------------------------------------
@@ -397,6 +500,47 @@ RELU = unary(
 )
 
 
+@functools.cache
+def _sympy_rounding(sp, name):
+    """SymPy's floor and ceiling, and round (half to even) and trunc, with the derivative 0 that
+    gradcli and PyTorch give (SymPy leaves Derivative(floor(x), x) unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+    if name in ("floor", "ceil"):
+        return type(name, (sp.floor if name == "floor" else sp.ceiling,), {"fdiff": fdiff})
+    to_int = round if name == "round" else math.trunc  # round: Python's, half to even like NumPy's
+
+    def eval(cls, arg):
+        if arg.is_Number:
+            return sp.Integer(to_int(float(arg)))
+        return None
+
+    return type(name, (sp.Function,), {"fdiff": fdiff, "eval": classmethod(eval)})
+
+
+def rounding(name, forward, what):
+    return unary(
+        name,
+        forward,
+        lambda g, out, x: np.zeros_like(g),
+        "0",
+        lambda sp, x: _sympy_rounding(sp, name)(x),
+        saves="meta",  # (its dtype: a complex input is refused)
+        analytic=False,
+        # off the jumps, where finite differences see the derivative 0
+        domain=((-0.4, 0.4),) if name == "round" else ((0.2, 0.8),),
+        doc=f"{what}; derivative 0 (PyTorch's)",
+    )
+
+
+FLOOR = rounding("floor", np.floor, "largest integer <= x")
+CEIL = rounding("ceil", np.ceil, "smallest integer >= x")
+ROUND = rounding("round", np.round, "nearest integer, halves to even (as torch.round)")
+TRUNC = rounding("trunc", np.trunc, "integer part, toward 0")
+
+
 def _maximum_rule(first):
     def rule(g, out, a, b):
         wins = (a > b) if first else (b > a)
@@ -444,8 +588,23 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def _softplus(x):
-    return np.log1p(np.exp(x)) if np.iscomplexobj(x) else np.logaddexp(0.0, x)
+def _softplus(x, beta=1.0, threshold=20.0):
+    """PyTorch's softplus: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    bx = x * beta if beta != 1 else x
+    if np.iscomplexobj(x):  # the analytic continuation: no overflow to avoid, no threshold
+        return np.log1p(np.exp(bx)) / beta
+    soft = np.logaddexp(0.0, bx)
+    if beta != 1:
+        soft = soft / beta
+    return np.where(bx > threshold, x, soft).astype(soft.dtype, copy=False)[()]
+
+
+def _softplus_rule(g, out, x, beta=1.0, threshold=20.0):
+    # PyTorch's softplus_backward: grad where beta x > threshold, else grad * sigmoid(beta x)
+    bx = x * beta if beta != 1 else x
+    if np.iscomplexobj(getattr(x, "_value", x)):
+        return g * SIGMOID(bx)
+    return g * np.where(bx > threshold, 1.0, SIGMOID(bx))
 
 
 SIGMOID = unary(
@@ -458,14 +617,18 @@ SIGMOID = unary(
     numpy=(),
     doc="logistic function 1/(1+exp(-x))",
 )
-SOFTPLUS = unary(
+SOFTPLUS = primitive(
     "softplus",
+    1,
     _softplus,
-    lambda g, out, x: g * SIGMOID(x),
-    "sigmoid({0})",
-    lambda sp, x: sp.log(1 + sp.exp(x)),
-    numpy=(),
-    doc="log(1 + exp(x)), without overflow",
+    (_softplus_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=2,  # (beta, threshold), PyTorch's defaults 1 and 20 in the library and the language
+    formulas=("sigmoid({0})",),
+    sympy=lambda sp, x, beta=1, threshold=20: sp.log(1 + sp.exp(beta * x)) / beta,
+    label="softplus",
+    doc="log(1 + exp(x)), without overflow (x itself above the threshold 20, as in PyTorch)",
 )
 
 
@@ -493,6 +656,76 @@ ERF = unary(
     lambda sp, x: sp.erf(x),
     numpy=(),
     doc="error function",
+)
+
+INV_SQRT2 = 1.0 / math.sqrt(2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + _erf(x * INV_SQRT2))
+
+
+GELU = unary(
+    "gelu",
+    _gelu,
+    # PyTorch's gelu_backward (approximate='none'): Phi(x) + x phi(x)
+    lambda g, out, x: g * (0.5 * (1 + ERF(x * INV_SQRT2)) + x * (INV_SQRT_2PI * np.exp(-0.5 * (x * x)))),
+    "(1+erf({0}/sqrt(2)))/2 + {0}*exp(-{0}^2/2)/sqrt(2*pi)",
+    lambda sp, x: x / 2 * (1 + sp.erf(x / sp.sqrt(2))),
+    numpy=(),
+    doc="x Phi(x), the exact (erf) form of PyTorch's gelu",
+)
+
+
+def _silu(x):
+    return x * _sigmoid(x)
+
+
+def _silu_rule(g, out, x):
+    # sigmoid(x) (1 + x sigmoid(-x)): sigmoid(-x), not 1 - sigmoid(x), keeps the digits of the
+    # small tail on the right, where the second derivative is ~ -x exp(-x)
+    return g * (SIGMOID(x) * (1 + x * SIGMOID(-x)))
+
+
+SILU = unary(
+    "silu",
+    _silu,
+    _silu_rule,
+    "sigmoid({0})*(1 + {0}*(1-sigmoid({0})))",
+    lambda sp, x: x / (1 + sp.exp(-x)),
+    numpy=(),
+    doc="x sigmoid(x) (swish)",
+)
+
+
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))[()]
+
+
+ELU = unary(
+    "elu",
+    _elu,
+    # PyTorch's elu_backward: grad * exp(x) for x < 0, else grad (exp(x), not out + 1, which loses
+    # digits far left; the exponent is 0 where x >= 0, so no overflow and a second derivative 0 at 0)
+    lambda g, out, x: g * np.exp(np.where(x < 0, x, 0.0)),
+    "1 if {0} > 0, else exp({0})",
+    lambda sp, x: sp.Piecewise((x, x > 0), (sp.exp(x) - 1, True)),
+    analytic=False,
+    numpy=(),
+    doc="x for x > 0, else exp(x) - 1 (alpha 1)",
+)
+LEAKY_SLOPE = 0.01
+LEAKY_RELU = unary(
+    "leaky_relu",
+    lambda x: np.where(x > 0, x, LEAKY_SLOPE * x)[()],
+    lambda g, out, x: np.where(out > 0, g, LEAKY_SLOPE * g),
+    "1 if {0} > 0, else 0.01",
+    lambda sp, x: sp.Piecewise((x, x > 0), (sp.Rational(1, 100) * x, True)),
+    saves="output",
+    analytic=False,
+    numpy=(),
+    doc="x for x > 0, else 0.01 x; derivative 0.01 at 0",
 )
 
 # --- copies: identities that PyTorch shows as their own nodes ------------------------------------------

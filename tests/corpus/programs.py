@@ -120,6 +120,31 @@ def special(x, y):
     return gc.sigmoid(x) * gc.softplus(y) + gc.erf(x - y)
 
 
+@program("asinh(x) + acosh(y) + atanh(x*y)", {"x": 0.4, "y": 1.6}, "inverse hyperbolic")
+def inverse_hyperbolic(x, y):
+    return gc.asinh(x) + gc.acosh(y) + gc.atanh(x * y)
+
+
+@program("exp2(x) * square(y) + reciprocal(x) - cbrt(y)", {"x": 0.7, "y": 1.3}, "powers")
+def small_powers(x, y):
+    return gc.exp2(x) * gc.square(y) + gc.reciprocal(x) - gc.cbrt(y)
+
+
+@program("hypot(x, y) + logaddexp(x, 2*y) + hypot(x, 2)", {"x": 0.6, "y": -0.9}, "special")
+def hypot_logaddexp(x, y):
+    return gc.hypot(x, y) + gc.logaddexp(x, 2 * y) + gc.hypot(x, gc.tensor(2.0))
+
+
+@program("gelu(x) + silu(y) + elu(y) + leaky_relu(y) + softplus(x*y)", {"x": 0.8, "y": -0.6}, "activations")
+def activations(x, y):
+    return gc.gelu(x) + gc.silu(y) + gc.elu(y) + gc.leaky_relu(y) + gc.softplus(x * y)
+
+
+@program("floor(x) * x + ceil(y) * y + round(x*y)^2 - trunc(y) * x", {"x": 1.3, "y": -0.7}, "rounding")
+def rounding(x, y):  # off the jumps; derivative 0 through every rounding, as in PyTorch
+    return gc.floor(x) * x + gc.ceil(y) * y + gc.round(x * y) ** 2 - gc.trunc(y) * x
+
+
 @program("exp(sin(cos(tanh(x) * y)))", {"x": 0.8, "y": 1.7}, "chain")
 def deep_chain(x, y):
     return gc.exp(gc.sin(gc.cos(gc.tanh(x) * y)))
