@@ -76,6 +76,8 @@ TORCH_CASES.update(
         "mean": (lambda z: (z * z).mean(1), lambda z: (z * z).mean(1), [cz(2, 3)]),
         "prod": (lambda z: z.prod(1), lambda z: z.prod(1), [cz(2, 3)]),
         "norm": (lambda z: gc.norm(z, dim=1), lambda z: torch.linalg.vector_norm(z, dim=1), [cz(2, 3)]),
+        "cumsum": (lambda z: (z * z).cumsum(1), lambda z: (z * z).cumsum(1), [cz(2, 3)]),
+        "flip": (lambda z: z.flip(0) * z, lambda z: z.flip(0) * z, [cz(2, 3)]),
     }
 )
 
@@ -95,6 +97,8 @@ TORCH_CASES["index_put"] = (_index_put(gc), _index_put(torch), TORCH_CASES["inde
 FD_CASES = {
     "softplus": (gc.softplus, [cz(3)]),
     "logsumexp": (lambda z: gc.logsumexp(z, 0), [cz(3)]),
+    "softmax": (lambda z: gc.softmax(z, 0), [cz(3)]),
+    "log_softmax": (lambda z: gc.log_softmax(z, 0), [cz(3)]),
 }
 # not holomorphic and no complex rule: differentiating at a complex input must refuse
 REFUSED = {

@@ -46,6 +46,10 @@ KINDS = {
     "min": "reduce",
     "logsumexp": "reduce",
     "norm": "reduce",
+    "softmax": "loop",
+    "log_softmax": "loop",
+    "cumsum": "linear",
+    "flip": "linear",
 }
 
 

@@ -121,13 +121,37 @@ def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
     return sum(abs(x) ** p, dim, keepdim) ** (1.0 / p)
 
 
+def _along(prim: Any, x: Any, dim: Any) -> Tensor:
+    """``prim`` along one axis (a 0-d tensor is taken as one element along axis 0 or -1)."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        _dims(dim, 0)  # only 0 and -1
+        return apply(prim, (x.reshape(1),), (-1,)).reshape(())
+    return apply(prim, (x,), (wrap_dim(dim, x.ndim) - x.ndim,))
+
+
 def softmax(x: Any, dim: int = -1) -> Tensor:
-    return exp(log_softmax(x, dim))
+    """exp(x) / sum(exp(x)) along ``dim`` (SoftmaxBackward0)."""
+    return _along(ops.SOFTMAX, x, dim)
 
 
 def log_softmax(x: Any, dim: int = -1) -> Tensor:
+    """x - logsumexp(x) along ``dim``, without overflow (LogSoftmaxBackward0)."""
+    return _along(ops.LOG_SOFTMAX, x, dim)
+
+
+def cumsum(x: Any, dim: int) -> Tensor:
+    """Cumulative sum along ``dim``."""
+    return _along(ops.CUMSUM, x, dim)
+
+
+def flip(x: Any, dims: Any) -> Tensor:
+    """The elements in reverse order along each of ``dims`` (an int or a tuple)."""
     x = as_tensor(x)
-    return x - logsumexp(x, dim, keepdim=True)
+    axes = _dims(dims, x.ndim)
+    if axes is None:  # a 0-d tensor
+        return apply(ops.FLIP, (x.reshape(1),), ((-1,),)).reshape(())
+    return apply(ops.FLIP, (x,), (axes,))
 
 
 def dot(a: Any, b: Any) -> Tensor:

@@ -23,6 +23,8 @@ _METHODS = (
     "norm",
     "softmax",
     "log_softmax",
+    "cumsum",
+    "flip",
     "dot",
     "matmul",
     "mm",

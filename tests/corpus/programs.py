@@ -320,6 +320,16 @@ def softmax_weighted(v, w):
     return gc.sum(gc.exp(v - gc.logsumexp(v)) * w)
 
 
+@program("sum(softmax(v) * w) + sum(cumsum(v) * flip(w))", {"v": [0.5, 1.5, -0.3], "w": [1.0, 2.0, 3.0]}, "vector")
+def along_vector(v, w):
+    return gc.sum(gc.softmax(v, -1) * w) + gc.sum(gc.cumsum(v, -1) * gc.flip(w, (-1,)))
+
+
+@program("sum(log_softmax(A, 0) * A) + sum(flip(cumsum(A), 0)^2)", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]]}, "axis")
+def along_axis(A):
+    return gc.sum(gc.log_softmax(A, 0) * A) + gc.sum(gc.flip(gc.cumsum(A, -1), (0,)) ** 2)
+
+
 @program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
 def where_vector(v):
     return gc.sum(gc.where(v > 0, v**2, -v))

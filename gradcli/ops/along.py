@@ -1,0 +1,90 @@
+"""Functions along an axis: softmax, log_softmax, cumsum, flip.
+
+The parameter is the axis as a negative offset from the end (``flip``: a tuple of them),
+so that rules address trailing axes and stay valid when ``g`` or a tangent carries
+leading batch axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import primitive
+from .reduce import _logsumexp
+
+
+def _softmax(x, axis):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _softmax_rule(g, out, x, axis):
+    # PyTorch's _softmax_backward_data: out * (g - sum(g * out))
+    return out * (g - np.sum(g * out, axis=axis, keepdims=True))
+
+
+SOFTMAX = primitive(
+    "softmax",
+    1,
+    _softmax,
+    (_softmax_rule,),
+    saves="output",
+    nparams=1,
+    formulas=("{out}*(I - {out})",),
+    doc="exp(x) / sum(exp(x)) along an axis (the last by default)",
+    jvp=lambda tangents, out, x, axis: _softmax_rule(tangents[0], out, x, axis),
+    batch="loop",
+)
+
+
+def _log_softmax_rule(g, out, x, axis):
+    # PyTorch's _log_softmax_backward_data: g - exp(out) * sum(g)
+    return g - np.exp(out) * np.sum(g, axis=axis, keepdims=True)
+
+
+LOG_SOFTMAX = primitive(
+    "log_softmax",
+    1,
+    lambda x, axis: x - _logsumexp(x, (axis,), True),
+    (_log_softmax_rule,),
+    saves="output",
+    nparams=1,
+    formulas=("I - softmax({0})",),
+    doc="x - logsumexp(x) along an axis (the last by default), without overflow",
+    jvp=lambda tangents, out, x, axis: tangents[0] - np.sum(np.exp(out) * tangents[0], axis=axis, keepdims=True),
+    batch="loop",
+)
+
+
+def _flip(x, axes):
+    return np.flip(x, axis=axes)
+
+
+FLIP = primitive(
+    "flip",
+    1,
+    _flip,
+    (lambda g, out, x, axes: FLIP(g, axes),),
+    saves="nothing",
+    nparams=1,
+    formulas=("1 (reversed)",),
+    doc="the elements in reverse order along the axes (the last by default)",
+    jvp=lambda tangents, out, x, axes: FLIP(tangents[0], axes),
+    batch="linear",  # its forward rule is itself
+)
+
+
+CUMSUM = primitive(
+    "cumsum",
+    1,
+    lambda x, axis: np.cumsum(x, axis=axis),
+    # the reversed cumulative sum of the gradient
+    (lambda g, out, x, axis: FLIP(CUMSUM(FLIP(g, (axis,)), axis), (axis,)),),
+    saves="nothing",
+    nparams=1,
+    formulas=("1 (j >= i)",),
+    doc="cumulative sum along an axis (the last by default)",
+    jvp=lambda tangents, out, x, axis: CUMSUM(tangents[0], axis),
+    batch="linear",  # its forward rule is itself
+)
