@@ -64,6 +64,7 @@ _FUNCTIONS = (
     "clone",
     "concatenate",
     "conj",
+    "cumprod",
     "cumsum",
     "detach",
     "dot",

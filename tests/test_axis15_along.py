@@ -123,3 +123,32 @@ def test_points_match_one_point_at_a_time(tmp_path):
         got = [float(v) for v in line.split(",")[2:]]
         assert got[0] == pytest.approx(want["value"], rel=1e-14)
         assert got[1:] == pytest.approx([want["gradient"]["x"], want["gradient"]["y"]], rel=1e-13)
+
+
+def test_cumprod_gradient_is_exact_at_zeros():
+    # y = cumprod(v), v = [0.5, 0, 2]: dy_j/dv_i = prod(v_k, k <= j, k != i) for j >= i
+    v = gc.tensor([0.5, 0.0, 2.0], requires_grad=True)
+    y = v.cumprod(0)
+    assert type(y.grad_fn).__name__ == "CumprodBackward0"
+    (g,) = gc.grad(gc.sum(y * gc.tensor([1.0, 2.0, 3.0])), [v])
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0 * 2 * 0.5 + 3 * 0.5 * 2.0, 0.0])
+    torch = pytest.importorskip("torch")
+    for x in (np.array([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0]]), A):
+        for dim in (0, 1):
+            a = gc.tensor(x, requires_grad=True)
+            (g,) = gc.grad(gc.sum(gc.cumprod(a, dim) * gc.tensor(W)), [a], create_graph=True)
+            (h,) = gc.grad(gc.sum(g * g), [a])
+            t = torch.tensor(x, requires_grad=True)
+            (tg,) = torch.autograd.grad((torch.cumprod(t, dim) * torch.tensor(W)).sum(), [t], create_graph=True)
+            (th,) = torch.autograd.grad((tg * tg).sum(), [t])
+            np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_cumprod_at_points(tmp_path):
+    # sum(cumprod([x, y, x])) = x + x*y + x*y*x: d/dx = 1 + y + 2*x*y, d/dy = x + x^2
+    csv = tmp_path / "p.csv"
+    csv.write_text("x,y\n2,0\n0.5,3\n")
+    r = runner.invoke(app, ["eval", "sum(cumprod([x, y, x]))", "--points", str(csv)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1:] == ["2,0,2.0,1.0,6.0", "0.5,3,2.75,7.0,0.75"]

@@ -77,6 +77,7 @@ TORCH_CASES.update(
         "prod": (lambda z: z.prod(1), lambda z: z.prod(1), [cz(2, 3)]),
         "norm": (lambda z: gc.norm(z, dim=1), lambda z: torch.linalg.vector_norm(z, dim=1), [cz(2, 3)]),
         "cumsum": (lambda z: (z * z).cumsum(1), lambda z: (z * z).cumsum(1), [cz(2, 3)]),
+        "cumprod": (lambda z: z.cumprod(1), lambda z: z.cumprod(1), [cz(2, 3)]),
         "flip": (lambda z: z.flip(0) * z, lambda z: z.flip(0) * z, [cz(2, 3)]),
     }
 )

@@ -50,6 +50,7 @@ KINDS = {
     "log_softmax": "loop",
     "cumsum": "linear",
     "flip": "linear",
+    "cumprod": "loop",
 }
 
 

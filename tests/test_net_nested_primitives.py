@@ -252,6 +252,7 @@ TORCH: dict[str, Callable[..., Any]] = {
     "softmax": lambda torch, x, axis: torch.softmax(x, axis),
     "log_softmax": lambda torch, x, axis: torch.log_softmax(x, axis),
     "cumsum": lambda torch, x, axis: torch.cumsum(x, axis),
+    "cumprod": lambda torch, x, axis: torch.cumprod(x, axis),
     "flip": lambda torch, x, axes: torch.flip(x, axes),
     "reshape": lambda torch, x, shape: x.reshape(shape),
     "permute": lambda torch, x, axes: x.permute(axes),

@@ -145,6 +145,11 @@ def cumsum(x: Any, dim: int) -> Tensor:
     return _along(ops.CUMSUM, x, dim)
 
 
+def cumprod(x: Any, dim: int) -> Tensor:
+    """Cumulative product along ``dim``; its gradient is exact where elements are 0."""
+    return _along(ops.CUMPROD, x, dim)
+
+
 def flip(x: Any, dims: Any) -> Tensor:
     """The elements in reverse order along each of ``dims`` (an int or a tuple)."""
     x = as_tensor(x)

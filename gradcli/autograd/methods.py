@@ -24,6 +24,7 @@ _METHODS = (
     "softmax",
     "log_softmax",
     "cumsum",
+    "cumprod",
     "flip",
     "dot",
     "matmul",

@@ -124,6 +124,10 @@ def _sym_cumsum(sp: Any, v: Any) -> Any:
     return np.cumsum(np.asarray(v, dtype=object))
 
 
+def _sym_cumprod(sp: Any, v: Any) -> Any:
+    return np.cumprod(np.asarray(v, dtype=object))
+
+
 def _sym_flip(sp: Any, v: Any) -> Any:
     return np.asarray(v, dtype=object)[::-1]
 
@@ -222,6 +226,7 @@ def _build() -> dict[str, BuiltinFunction]:
     table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
     table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
     table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)
+    table["cumprod"] = _along(ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod)
     table["flip"] = _along(ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip)
     table["dot"] = BuiltinFunction(
         "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",

@@ -4,7 +4,7 @@ Importing this package declares every primitive; ``PRIMITIVES`` maps names to
 rows. Nothing here knows about tensors or graphs.
 """
 
-from .along import CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX
+from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
 from .linalg import DOT, MATMUL, MM, MV, matmul_primitive
@@ -40,6 +40,7 @@ __all__ = [
     "RESHAPE",
     "SCATTER",
     "STACK",
+    "CUMPROD",
     "CUMSUM",
     "FLIP",
     "LOG_SOFTMAX",

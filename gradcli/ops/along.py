@@ -88,3 +88,48 @@ CUMSUM = primitive(
     jvp=lambda tangents, out, x, axis: CUMSUM(tangents[0], axis),
     batch="linear",  # its forward rule is itself
 )
+
+
+def _inserted(v, axis, after=False):
+    """``v`` with a new axis of size 1 just before (or after) ``axis`` (counted from the end)."""
+    shape = np.shape(v)
+    at = len(shape) + axis + (1 if after else 0)
+    return np.reshape(v, shape[:at] + (1,) + shape[at:])
+
+
+def _others_upto(x, axis):
+    """``C[..., i, j, ...] = prod(x_k for k <= j, k != i)`` for ``j >= i``, else 0: the partial
+    derivatives of a cumulative product, exact where some x_k are 0 (row i is the cumulative
+    product of x with x_i replaced by 1). The new axis i sits just before ``axis``."""
+    n = np.shape(x)[axis]
+    trailing = (1,) * (-axis - 1)
+    eye = np.reshape(np.eye(n, dtype=bool), (n, n) + trailing)
+    upper = np.reshape(np.triu(np.ones((n, n))), (n, n) + trailing)
+    return CUMPROD(np.where(eye, 1.0, _inserted(x, axis)), axis) * upper
+
+
+def _cumprod_rule(g, out, x, axis):
+    if not (np.asarray(x) == 0).any():  # PyTorch's cumprod_backward without zeros
+        return FLIP(CUMSUM(FLIP(g * out, (axis,)), axis), (axis,)) / x
+    return np.sum(_inserted(g, axis) * _others_upto(x, axis), axis=axis)
+
+
+def _cumprod_jvp(tangents, out, x, axis):
+    (t,) = tangents
+    if not (np.asarray(x) == 0).any():
+        return out * CUMSUM(t / x, axis)
+    return np.sum(_inserted(t, axis, after=True) * _others_upto(x, axis), axis=axis - 1)
+
+
+CUMPROD = primitive(
+    "cumprod",
+    1,
+    lambda x, axis: np.cumprod(x, axis=axis),
+    (_cumprod_rule,),
+    saves="both",
+    nparams=1,
+    formulas=("prod(x_k, k <= j, k != i)",),
+    doc="cumulative product along an axis (the last by default); exact at zeros",
+    jvp=_cumprod_jvp,
+    batch="loop",
+)

@@ -330,6 +330,15 @@ def along_axis(A):
     return gc.sum(gc.log_softmax(A, 0) * A) + gc.sum(gc.flip(gc.cumsum(A, -1), (0,)) ** 2)
 
 
+@program(
+    "sum(cumprod(v) * w) + sum(cumprod(A, 0))",
+    {"v": [0.5, 0.0, 2.0], "w": [1.0, 2.0, 3.0], "A": [[1.0, 2.0], [3.0, 0.5]]},
+    "axis",
+)
+def cumulative_products(v, w, A):
+    return gc.sum(gc.cumprod(v, -1) * w) + gc.sum(gc.cumprod(A, 0))
+
+
 @program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
 def where_vector(v):
     return gc.sum(gc.where(v > 0, v**2, -v))
