@@ -88,10 +88,12 @@ _FUNCTIONS = (
     "softmax",
     "squeeze",
     "stack",
+    "std",
     "sum",
     "t",
     "transpose",
     "unsqueeze",
+    "var",
     "where",
 )
 

@@ -152,3 +152,55 @@ def test_cumprod_at_points(tmp_path):
     r = runner.invoke(app, ["eval", "sum(cumprod([x, y, x]))", "--points", str(csv)])
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines()[1:] == ["2,0,2.0,1.0,6.0", "0.5,3,2.75,7.0,0.75"]
+
+
+def test_var_and_std_keywords_follow_pytorch():
+    x = gc.tensor(A, requires_grad=True)
+    n = A.size
+    assert gc.var(x).item() == pytest.approx(float(np.var(A) * n / (n - 1)), rel=1e-15)
+    assert type(gc.var(x).grad_fn).__name__ == "VarBackward0"
+    assert type(x.std(1).grad_fn).__name__ == "StdBackward0"
+    np.testing.assert_allclose(gc.var(x, 1, correction=0).detach().numpy(), np.var(A, 1), rtol=1e-15)
+    np.testing.assert_allclose(x.var(0, unbiased=False).detach().numpy(), np.var(A, 0), rtol=1e-15)
+    np.testing.assert_allclose(gc.std(x, False).detach().numpy(), np.std(A), rtol=1e-15)
+    assert gc.std(x, 0, keepdim=True).shape == (1, 3)
+    (g,) = gc.grad(gc.var(x), [x])  # d/dx_i = 2 (x_i - mean) / (n - 1)
+    np.testing.assert_allclose(g.numpy(), 2 * (A - A.mean()) / (n - 1), rtol=1e-14)
+    z = gc.zeros(3, requires_grad=True)
+    gc.std(z).backward()  # PyTorch: 0 where the standard deviation is 0
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0, 0.0])
+    with pytest.raises(RuntimeError):
+        gc.var(x, 0, unbiased=True, correction=0)
+
+
+def test_var_and_std_against_pytorch_with_a_second_derivative():
+    torch = pytest.importorskip("torch")
+    for name, kw in (("var", {}), ("std", {"dim": 1}), ("std", {"dim": 0, "correction": 0}), ("var", {"dim": (0, 1)})):
+        x = gc.tensor(A, requires_grad=True)
+        y = getattr(gc, name)(x * x, **kw)
+        (g,) = gc.grad(gc.sum(y**2), [x], create_graph=True)
+        (h,) = gc.grad(gc.sum(g * g * gc.tensor(W)), [x])
+        t = torch.tensor(A, requires_grad=True)
+        (tg,) = torch.autograd.grad((getattr(torch, name)(t * t, **kw) ** 2).sum(), [t], create_graph=True)
+        (th,) = torch.autograd.grad((tg * tg * torch.tensor(W)).sum(), [t])
+        np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-10)
+
+
+def test_var_and_std_in_the_language_and_at_points(tmp_path):
+    r = runner.invoke(app, ["eval", "var(v) + std(v)", "--at", "v=[1,2,4]", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)  # var = 7/3 with n - 1 = 2
+    assert out["value"] == pytest.approx(7 / 3 + np.sqrt(7 / 3), rel=1e-15)
+    r = runner.invoke(app, ["eval", "sum(var(A, 1))", "--at", f"A={A.tolist()}", "--json"])
+    assert json.loads(r.stdout)["value"] == pytest.approx(float(np.var(A, 1, ddof=1).sum()), rel=1e-15)
+    csv = tmp_path / "p.csv"
+    csv.write_text("x,y\n1,2\n0.5,-1\n")
+    # var([x, y, 0]) = (x^2 + y^2 + 0 - (x + y)^2 / 3) / 2
+    r = runner.invoke(app, ["eval", "var([x, y, 0])", "--points", str(csv)])
+    assert r.exit_code == 0, r.output
+    for (x, y), line in zip([(1.0, 2.0), (0.5, -1.0)], r.stdout.splitlines()[1:]):
+        value, gx, gy = (float(v) for v in line.split(",")[2:])
+        assert value == pytest.approx((x * x + y * y - (x + y) ** 2 / 3) / 2, rel=1e-14)
+        assert gx == pytest.approx((2 * x - 2 * (x + y) / 3) / 2, rel=1e-14)
+        assert gy == pytest.approx((2 * y - 2 * (x + y) / 3) / 2, rel=1e-14)

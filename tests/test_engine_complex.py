@@ -111,6 +111,8 @@ REFUSED = {
     "clamp_tensor": lambda z: gc.clamp(z, gc.tensor(-1.0), gc.tensor(1.0)),
     "max": lambda z: gc.amax(z),
     "min": lambda z: gc.amin(z),
+    "var": lambda z: gc.var(z),
+    "std": lambda z: gc.std(z),
 }
 # no complex values at all: comparisons and logic have no gradient; erf, atan2 and remainder have no complex forward
 NOT_COMPLEX = {

@@ -51,6 +51,8 @@ KINDS = {
     "cumsum": "linear",
     "flip": "linear",
     "cumprod": "loop",
+    "var": "loop",
+    "std": "loop",
 }
 
 

@@ -253,6 +253,8 @@ TORCH: dict[str, Callable[..., Any]] = {
     "log_softmax": lambda torch, x, axis: torch.log_softmax(x, axis),
     "cumsum": lambda torch, x, axis: torch.cumsum(x, axis),
     "cumprod": lambda torch, x, axis: torch.cumprod(x, axis),
+    "var": lambda torch, x, axis, keep, c: torch.var(x, dim=_dims(x, axis), keepdim=keep, correction=c),
+    "std": lambda torch, x, axis, keep, c: torch.std(x, dim=_dims(x, axis), keepdim=keep, correction=c),
     "flip": lambda torch, x, axes: torch.flip(x, axes),
     "reshape": lambda torch, x, shape: x.reshape(shape),
     "permute": lambda torch, x, axes: x.permute(axes),

@@ -159,6 +159,36 @@ def flip(x: Any, dims: Any) -> Tensor:
     return apply(ops.FLIP, (x,), (axes,))
 
 
+def _spread(
+    prim: Any, x: Any, dim: Any, unbiased: Any, keepdim: bool, correction: Any, axis: Any, keepdims: Any
+) -> Tensor:
+    if isinstance(dim, bool):  # torch.var(x, False): the unbiased flag
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{prim.name}: give correction or unbiased, not both")
+    c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
+    x = as_tensor(x)
+    dim = axis if dim is None else dim
+    keepdim = bool(keepdims) if keepdims is not None else keepdim
+    return apply(prim, (x,), (_dims(dim, x.ndim), bool(keepdim), c))
+
+
+def var(
+    x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:  # fmt: skip
+    """Variance over ``dim`` (all elements when omitted), divided by n - correction (default 1)."""
+    return _spread(ops.VAR, x, dim, unbiased, keepdim, correction, axis, keepdims)
+
+
+def std(
+    x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:  # fmt: skip
+    """Standard deviation over ``dim`` (all elements when omitted), with n - correction (default 1)."""
+    return _spread(ops.STD, x, dim, unbiased, keepdim, correction, axis, keepdims)
+
+
 def dot(a: Any, b: Any) -> Tensor:
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim != 1 or b.ndim != 1:

@@ -25,6 +25,8 @@ _METHODS = (
     "log_softmax",
     "cumsum",
     "cumprod",
+    "var",
+    "std",
     "flip",
     "dot",
     "matmul",

@@ -171,6 +171,16 @@ def _sym_logsumexp(sp: Any, x: Any) -> Any:
     return sp.log(sum((sp.exp(v) for v in _flat(x)), sp.Integer(0)))
 
 
+def _sym_var(sp: Any, x: Any) -> Any:
+    items = _flat(x)
+    m = sum(items, sp.Integer(0)) / len(items)
+    return sum(((v - m) ** 2 for v in items), sp.Integer(0)) / (len(items) - 1)
+
+
+def _sym_std(sp: Any, x: Any) -> Any:
+    return sp.sqrt(_sym_var(sp, x))
+
+
 def _sym_extreme(kind: str) -> Callable[..., Any]:
     def build(sp: Any, a: Any, b: Any = None) -> Any:
         fn = sp.Max if kind == "max" else sp.Min
@@ -223,6 +233,8 @@ def _build() -> dict[str, BuiltinFunction]:
     table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
     table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
     table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
+    table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
+    table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
     table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
     table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
     table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)

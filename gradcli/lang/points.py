@@ -371,6 +371,8 @@ class _BatchedRun(_Run):
                 return plain(node, [x, *axis])
             if not axis:  # over a point's own elements: the primitive along the flattened last axis
                 t = x.t.reshape(self.n, int(np.prod(x.t.shape[1:])))
+                if batch == "loop":  # var, std: with their correction, through the library
+                    return _Batched(function.apply(gc, t, -1))
                 return _Batched(function.primitive(t, (-1,), False))
             k = self.integer(axis[0], node)
             return _Batched(function.apply(gc, x.t, k + 1 if k >= 0 else k))

@@ -133,3 +133,91 @@ CUMPROD = primitive(
     jvp=_cumprod_jvp,
     batch="loop",
 )
+
+
+def _n(x, axis):
+    shape = np.shape(x)
+    n = len(shape)
+    return int(np.prod([s for i, s in enumerate(shape) if axis is None or i - n in axis], dtype=np.int64))
+
+
+def _centred(x, axis):
+    return x - np.mean(x, axis=axis, keepdims=True)
+
+
+def _kept(v, x, axis, keepdims, nb=0):
+    """``v`` (reduced) reshaped so it broadcasts against ``batch + x.shape``."""
+    if keepdims:
+        return v
+    shape = np.shape(x)
+    n = len(shape)
+    kept = tuple(1 if axis is None or i - n in axis else s for i, s in enumerate(shape))
+    return np.reshape(v, np.shape(v)[:nb] + kept)
+
+
+def _var(x, axis, keepdims, correction):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.var(x, axis=axis, keepdims=keepdims, ddof=correction)
+
+
+def _var_rule(g, out, x, axis, keepdims, correction):
+    # PyTorch's var_backward: (2 / (n - correction)) * grad * (x - mean(x))
+    nb = np.ndim(g) - np.ndim(out)
+    return (2.0 / (_n(x, axis) - correction)) * _kept(g, x, axis, keepdims, nb) * _centred(x, axis)
+
+
+def _var_jvp(tangents, out, x, axis, keepdims, correction):
+    axes = tuple(range(-np.ndim(x), 0)) if axis is None else axis
+    w = (2.0 / (_n(x, axis) - correction)) * _centred(x, axis)
+    return np.sum(tangents[0] * w, axis=axes, keepdims=keepdims)
+
+
+def _var_continuation(x, axis, keepdims, correction):
+    return np.sum(_centred(x, axis) ** 2, axis=axis, keepdims=keepdims) / (_n(x, axis) - correction)
+
+
+VAR = primitive(
+    "var",
+    1,
+    _var,
+    (_var_rule,),
+    saves="both",
+    nparams=3,
+    analytic=False,
+    formulas=("2*({0} - mean)/(n - 1)",),
+    doc="variance sum((x - mean)^2) / (n - 1)",
+    jvp=_var_jvp,
+    batch="loop",
+    continuation=_var_continuation,
+)
+
+
+def _std_rule(g, out, x, axis, keepdims, correction):
+    # PyTorch's std_backward: var_backward(grad / (2 * std)), 0 where std is 0
+    ko = _kept(out, x, axis, keepdims)
+    kg = _kept(g, x, axis, keepdims, np.ndim(g) - np.ndim(out))
+    scale = np.where(ko == 0, 0.0, kg / np.where(ko == 0, 1.0, ko * (_n(x, axis) - correction)))
+    return scale * _centred(x, axis)
+
+
+def _std_jvp(tangents, out, x, axis, keepdims, correction):
+    axes = tuple(range(-np.ndim(x), 0)) if axis is None else axis
+    ko = _kept(out, x, axis, keepdims)
+    w = np.where(ko == 0, 0.0, _centred(x, axis) / np.where(ko == 0, 1.0, ko * (_n(x, axis) - correction)))
+    return np.sum(tangents[0] * w, axis=axes, keepdims=keepdims)
+
+
+STD = primitive(
+    "std",
+    1,
+    lambda x, axis, keepdims, correction: np.sqrt(_var(x, axis, keepdims, correction)),
+    (_std_rule,),
+    saves="both",
+    nparams=3,
+    analytic=False,
+    formulas=("({0} - mean)/((n - 1)*std)",),
+    doc="standard deviation sqrt(var(x)); gradient 0 where it is 0",
+    jvp=_std_jvp,
+    batch="loop",
+    continuation=lambda x, axis, keepdims, correction: np.sqrt(_var_continuation(x, axis, keepdims, correction)),
+)

@@ -339,6 +339,15 @@ def cumulative_products(v, w, A):
     return gc.sum(gc.cumprod(v, -1) * w) + gc.sum(gc.cumprod(A, 0))
 
 
+@program(
+    "var(v) * std(v) + sum(std(A, 0)) + var(A)",
+    {"v": [0.5, 1.5, -0.3], "A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]]},
+    "axis",
+)
+def spreads(v, A):
+    return gc.var(v) * gc.std(v) + gc.sum(gc.std(A, 0)) + gc.var(A)
+
+
 @program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
 def where_vector(v):
     return gc.sum(gc.where(v > 0, v**2, -v))
