@@ -57,6 +57,8 @@ _FACTORIES = (
 _FUNCTIONS = (
     "amax",
     "amin",
+    "argmax",
+    "argmin",
     "as_tensor",
     "broadcast_to",
     "cat",

@@ -204,3 +204,32 @@ def test_var_and_std_in_the_language_and_at_points(tmp_path):
         assert value == pytest.approx((x * x + y * y - (x + y) ** 2 / 3) / 2, rel=1e-14)
         assert gx == pytest.approx((2 * x - 2 * (x + y) / 3) / 2, rel=1e-14)
         assert gy == pytest.approx((2 * y - 2 * (x + y) / 3) / 2, rel=1e-14)
+
+
+def test_argmax_and_argmin_are_int64_indices_without_gradient():
+    x = gc.tensor(A, requires_grad=True)
+    assert gc.argmax(x).item() == 2 and gc.argmin(x).item() == 3  # of the flattened tensor
+    assert gc.argmax(x).dtype == np.int64 and not gc.argmax(x).requires_grad
+    np.testing.assert_array_equal(x.argmax(1).numpy(), [2, 2])
+    np.testing.assert_array_equal(gc.argmin(x, 0, keepdim=True).numpy(), [[1, 1, 1]])
+    assert gc.argmax(x, keepdim=True).shape == (1, 1)
+    with pytest.raises(IndexError):
+        gc.argmax(x, 2)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(A)
+    assert gc.argmax(x).item() == torch.argmax(t).item()
+    np.testing.assert_array_equal(gc.argmin(x, 1).numpy(), torch.argmin(t, 1).numpy())
+
+
+def test_argmax_in_the_language_and_at_points(tmp_path):
+    r = runner.invoke(app, ["eval", "x * argmax(v) + argmin(A, 1)[1]", "--at", "x=2,v=[1,5,3],A=[[1,2],[4,0]]"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[:2] == ["value = 3", "d/dx  = 1"]
+    r = runner.invoke(app, ["eval", "argmax(v, 1)", "--at", "v=[1,5,3]"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error: argmax() at column 1: Dimension out of range")
+    csv = tmp_path / "p.csv"
+    csv.write_text("x,y\n1,2\n3,-1\n")
+    r = runner.invoke(app, ["eval", "x * argmax([x, y])", "--points", str(csv)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["x,y,value,grad_x,grad_y", "1,2,1.0,1.0,0.0", "3,-1,0.0,0.0,0.0"]

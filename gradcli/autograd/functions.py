@@ -159,6 +159,30 @@ def flip(x: Any, dims: Any) -> Tensor:
     return apply(ops.FLIP, (x,), (axes,))
 
 
+def _arg(pick: Any, x: Any, dim: Any, keepdim: bool) -> Tensor:
+    """The index (int64, no gradient) that ``pick`` chooses, over all elements or along ``dim``."""
+    v = np.asarray(as_tensor(x)._value)
+    if v.dtype.kind == "c":
+        raise RuntimeError(f"{pick.__name__}(): complex tensors are not supported")
+    if dim is None:
+        index = np.asarray(pick(v), dtype=np.int64)
+        return wrap(np.reshape(index, (1,) * v.ndim) if keepdim else index)
+    if v.ndim == 0:
+        _dims(dim, 0)
+        return wrap(np.zeros((), dtype=np.int64))
+    return wrap(np.asarray(pick(v, axis=wrap_dim(dim, v.ndim), keepdims=bool(keepdim)), dtype=np.int64))
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
+    return _arg(np.argmax, x, dim, keepdim)
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
+    return _arg(np.argmin, x, dim, keepdim)
+
+
 def _spread(
     prim: Any, x: Any, dim: Any, unbiased: Any, keepdim: bool, correction: Any, axis: Any, keepdims: Any
 ) -> Tensor:

@@ -26,6 +26,8 @@ _METHODS = (
     "cumsum",
     "cumprod",
     "var",
+    "argmax",
+    "argmin",
     "std",
     "flip",
     "dot",

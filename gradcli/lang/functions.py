@@ -235,6 +235,13 @@ def _build() -> dict[str, BuiltinFunction]:
     table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
     table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
     table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
+    for name in ("argmax", "argmin"):
+        table[name] = BuiltinFunction(
+            name, (1, 2), lambda gc, x, axis=None, _n=name: getattr(gc, _n)(x, None if axis is None else _axis(axis)),
+            "not differentiable (an index)", None, None,
+            f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
+            f"{name}(x, axis) along an axis",
+        )  # fmt: skip
     table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
     table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
     table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)

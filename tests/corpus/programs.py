@@ -348,6 +348,15 @@ def spreads(v, A):
     return gc.var(v) * gc.std(v) + gc.sum(gc.std(A, 0)) + gc.var(A)
 
 
+@program(
+    "x * argmax(v) + sum(argmin(A, 1) * v[:2])",
+    {"x": 1.5, "v": [0.5, 2.5, -0.3], "A": [[1.0, -2.0], [0.5, 3.0]]},
+    "axis",
+)
+def arg_extremes(x, v, A):
+    return x * gc.argmax(v) + gc.sum(gc.argmin(A, 1) * v[:2])
+
+
 @program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
 def where_vector(v):
     return gc.sum(gc.where(v > 0, v**2, -v))
