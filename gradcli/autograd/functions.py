@@ -140,17 +140,17 @@ def log_softmax(x: Any, dim: int = -1) -> Tensor:
     return _along(ops.LOG_SOFTMAX, x, dim)
 
 
-def cumsum(x: Any, dim: int) -> Tensor:
-    """Cumulative sum along ``dim``."""
+def cumsum(x: Any, dim: int = -1) -> Tensor:
+    """Cumulative sum along ``dim`` (the last axis when omitted, as in the language)."""
     return _along(ops.CUMSUM, x, dim)
 
 
-def cumprod(x: Any, dim: int) -> Tensor:
+def cumprod(x: Any, dim: int = -1) -> Tensor:
     """Cumulative product along ``dim``; its gradient is exact where elements are 0."""
     return _along(ops.CUMPROD, x, dim)
 
 
-def flip(x: Any, dims: Any) -> Tensor:
+def flip(x: Any, dims: Any = -1) -> Tensor:
     """The elements in reverse order along each of ``dims`` (an int or a tuple)."""
     x = as_tensor(x)
     axes = _dims(dims, x.ndim)

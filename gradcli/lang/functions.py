@@ -240,7 +240,7 @@ def _build() -> dict[str, BuiltinFunction]:
             name, (1, 2), lambda gc, x, axis=None, _n=name: getattr(gc, _n)(x, None if axis is None else _axis(axis)),
             "not differentiable (an index)", None, None,
             f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
-            f"{name}(x, axis) along an axis",
+            f"{name}(x, axis) along an axis", reduces=True,
         )  # fmt: skip
     table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
     table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
