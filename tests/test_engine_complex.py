@@ -77,6 +77,9 @@ TORCH_CASES.update(
         "mean": (lambda z: (z * z).mean(1), lambda z: (z * z).mean(1), [cz(2, 3)]),
         "prod": (lambda z: z.prod(1), lambda z: z.prod(1), [cz(2, 3)]),
         "norm": (lambda z: gc.norm(z, dim=1), lambda z: torch.linalg.vector_norm(z, dim=1), [cz(2, 3)]),
+        "cumsum": (lambda z: (z * z).cumsum(1), lambda z: (z * z).cumsum(1), [cz(2, 3)]),
+        "cumprod": (lambda z: z.cumprod(1), lambda z: z.cumprod(1), [cz(2, 3)]),
+        "flip": (lambda z: z.flip(0) * z, lambda z: z.flip(0) * z, [cz(2, 3)]),
     }
 )
 
@@ -97,6 +100,8 @@ FD_CASES = {
     "softplus": (gc.softplus, [cz(3)]),
     "silu": (gc.silu, [cz(3)]),
     "logsumexp": (lambda z: gc.logsumexp(z, 0), [cz(3)]),
+    "softmax": (lambda z: gc.softmax(z, 0), [cz(3)]),
+    "log_softmax": (lambda z: gc.log_softmax(z, 0), [cz(3)]),
 }
 # not holomorphic and no complex rule: differentiating at a complex input must refuse
 REFUSED = {
@@ -110,6 +115,8 @@ REFUSED = {
     "clamp_tensor": lambda z: gc.clamp(z, gc.tensor(-1.0), gc.tensor(1.0)),
     "max": lambda z: gc.amax(z),
     "min": lambda z: gc.amin(z),
+    "var": lambda z: gc.var(z),
+    "std": lambda z: gc.std(z),
 }
 # no complex values at all: comparisons and logic have no gradient; erf, atan2 and remainder have no complex forward
 NOT_COMPLEX = {

@@ -46,6 +46,13 @@ KINDS = {
     "min": "reduce",
     "logsumexp": "reduce",
     "norm": "reduce",
+    "softmax": "loop",
+    "log_softmax": "loop",
+    "cumsum": "linear",
+    "flip": "linear",
+    "cumprod": "loop",
+    "var": "loop",
+    "std": "loop",
 }
 
 

@@ -26,7 +26,7 @@ def cases():
     """(name, arity, values for the arguments a, b, c, the axis if any)."""
     for name, function in FUNCTIONS.items():
         for arity in function.arities:
-            if function.reduces:
+            if function.reduces or function.along:  # along: softmax, cumsum, flip (issue 15)
                 yield pytest.param(name, arity, {"a": MATRIX}, 1 if arity == 2 else None, id=f"{name}/{arity}")
                 if arity == 2:
                     yield pytest.param(name, arity, {"a": MATRIX}, 0, id=f"{name}/{arity}/axis0")

@@ -121,13 +121,96 @@ def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
     return sum(abs(x) ** p, dim, keepdim) ** (1.0 / p)
 
 
+def _along(prim: Any, x: Any, dim: Any) -> Tensor:
+    """``prim`` along one axis (a 0-d tensor is taken as one element along axis 0 or -1)."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        _dims(dim, 0)  # only 0 and -1
+        return apply(prim, (x.reshape(1),), (-1,)).reshape(())
+    return apply(prim, (x,), (wrap_dim(dim, x.ndim) - x.ndim,))
+
+
 def softmax(x: Any, dim: int = -1) -> Tensor:
-    return exp(log_softmax(x, dim))
+    """exp(x) / sum(exp(x)) along ``dim`` (SoftmaxBackward0)."""
+    return _along(ops.SOFTMAX, x, dim)
 
 
 def log_softmax(x: Any, dim: int = -1) -> Tensor:
+    """x - logsumexp(x) along ``dim``, without overflow (LogSoftmaxBackward0)."""
+    return _along(ops.LOG_SOFTMAX, x, dim)
+
+
+def cumsum(x: Any, dim: int = -1) -> Tensor:
+    """Cumulative sum along ``dim`` (the last axis when omitted, as in the language)."""
+    return _along(ops.CUMSUM, x, dim)
+
+
+def cumprod(x: Any, dim: int = -1) -> Tensor:
+    """Cumulative product along ``dim``; its gradient is exact where elements are 0."""
+    return _along(ops.CUMPROD, x, dim)
+
+
+def flip(x: Any, dims: Any = -1) -> Tensor:
+    """The elements in reverse order along each of ``dims`` (an int or a tuple)."""
     x = as_tensor(x)
-    return x - logsumexp(x, dim, keepdim=True)
+    axes = _dims(dims, x.ndim)
+    if axes is None:  # a 0-d tensor
+        return apply(ops.FLIP, (x.reshape(1),), ((-1,),)).reshape(())
+    return apply(ops.FLIP, (x,), (axes,))
+
+
+def _arg(pick: Any, x: Any, dim: Any, keepdim: bool) -> Tensor:
+    """The index (int64, no gradient) that ``pick`` chooses, over all elements or along ``dim``."""
+    v = np.asarray(as_tensor(x)._value)
+    if v.dtype.kind == "c":
+        raise RuntimeError(f"{pick.__name__}(): complex tensors are not supported")
+    if dim is None:
+        index = np.asarray(pick(v), dtype=np.int64)
+        return wrap(np.reshape(index, (1,) * v.ndim) if keepdim else index)
+    if v.ndim == 0:
+        _dims(dim, 0)
+        return wrap(np.zeros((), dtype=np.int64))
+    return wrap(np.asarray(pick(v, axis=wrap_dim(dim, v.ndim), keepdims=bool(keepdim)), dtype=np.int64))
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
+    return _arg(np.argmax, x, dim, keepdim)
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
+    return _arg(np.argmin, x, dim, keepdim)
+
+
+def _spread(
+    prim: Any, x: Any, dim: Any, unbiased: Any, keepdim: bool, correction: Any, axis: Any, keepdims: Any
+) -> Tensor:
+    if isinstance(dim, bool):  # torch.var(x, False): the unbiased flag
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{prim.name}: give correction or unbiased, not both")
+    c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
+    x = as_tensor(x)
+    dim = axis if dim is None else dim
+    keepdim = bool(keepdims) if keepdims is not None else keepdim
+    return apply(prim, (x,), (_dims(dim, x.ndim), bool(keepdim), c))
+
+
+def var(
+    x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:  # fmt: skip
+    """Variance over ``dim`` (all elements when omitted), divided by n - correction (default 1)."""
+    return _spread(ops.VAR, x, dim, unbiased, keepdim, correction, axis, keepdims)
+
+
+def std(
+    x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:  # fmt: skip
+    """Standard deviation over ``dim`` (all elements when omitted), with n - correction (default 1)."""
+    return _spread(ops.STD, x, dim, unbiased, keepdim, correction, axis, keepdims)
 
 
 def dot(a: Any, b: Any) -> Tensor:

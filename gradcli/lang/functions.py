@@ -37,6 +37,7 @@ class BuiltinFunction:
     doc: str = ""
     elementwise: tuple[int, ...] = ()  # the arities at which it acts element by element
     reduces: bool = False  # name(x) over every element, name(x, axis) along one
+    along: bool = False  # name(x) along the last axis, name(x, axis) along another; same shape
 
     def arity_text(self) -> str:
         a = self.arities
@@ -90,6 +91,47 @@ def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] 
     )
 
 
+def _along(prim: Any, derivative: str, sympy_last: Callable[..., Any]) -> BuiltinFunction:
+    """``name(x)`` along the last axis, or ``name(x, axis)``; the result has the shape of ``x``."""
+
+    def apply(gc: Any, x: Any, axis: Any = None) -> Any:
+        return getattr(gc, prim.name)(x, -1 if axis is None else _axis(axis))
+
+    def sympy(sp: Any, x: Any, axis: Any = None) -> Any:
+        arr = np.asarray(x, dtype=object)
+        if arr.ndim == 0:
+            return sympy_last(sp, arr.reshape(1))[0]
+        k = -1 if axis is None else _axis(axis)
+        return np.apply_along_axis(lambda v: sympy_last(sp, v), k, arr)
+
+    return BuiltinFunction(
+        prim.name, (1, 2), apply, derivative, sympy, prim, prim.doc + "; name(x, axis) along another", along=True
+    )
+
+
+def _sym_softmax(sp: Any, v: Any) -> Any:
+    e = [sp.exp(item) for item in v]
+    total = sum(e, sp.Integer(0))
+    return np.array([item / total for item in e], dtype=object)
+
+
+def _sym_log_softmax(sp: Any, v: Any) -> Any:
+    lse = sp.log(sum((sp.exp(item) for item in v), sp.Integer(0)))
+    return np.array([item - lse for item in v], dtype=object)
+
+
+def _sym_cumsum(sp: Any, v: Any) -> Any:
+    return np.cumsum(np.asarray(v, dtype=object))
+
+
+def _sym_cumprod(sp: Any, v: Any) -> Any:
+    return np.cumprod(np.asarray(v, dtype=object))
+
+
+def _sym_flip(sp: Any, v: Any) -> Any:
+    return np.asarray(v, dtype=object)[::-1]
+
+
 def _axis(value: Any) -> int:
     number = float(value.item() if hasattr(value, "item") else value)
     if number != int(number):
@@ -127,6 +169,16 @@ def _sym_norm(sp: Any, x: Any) -> Any:
 
 def _sym_logsumexp(sp: Any, x: Any) -> Any:
     return sp.log(sum((sp.exp(v) for v in _flat(x)), sp.Integer(0)))
+
+
+def _sym_var(sp: Any, x: Any) -> Any:
+    items = _flat(x)
+    m = sum(items, sp.Integer(0)) / len(items)
+    return sum(((v - m) ** 2 for v in items), sp.Integer(0)) / (len(items) - 1)
+
+
+def _sym_std(sp: Any, x: Any) -> Any:
+    return sp.sqrt(_sym_var(sp, x))
 
 
 def _sym_extreme(kind: str) -> Callable[..., Any]:
@@ -181,6 +233,20 @@ def _build() -> dict[str, BuiltinFunction]:
     table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
     table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
     table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
+    table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
+    table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
+    for name in ("argmax", "argmin"):
+        table[name] = BuiltinFunction(
+            name, (1, 2), lambda gc, x, axis=None, _n=name: getattr(gc, _n)(x, None if axis is None else _axis(axis)),
+            "not differentiable (an index)", None, None,
+            f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
+            f"{name}(x, axis) along an axis", reduces=True,
+        )  # fmt: skip
+    table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
+    table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
+    table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)
+    table["cumprod"] = _along(ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod)
+    table["flip"] = _along(ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip)
     table["dot"] = BuiltinFunction(
         "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,

@@ -355,6 +355,15 @@ class _BatchedRun(_Run):
         batch = function.primitive.batch if function.primitive is not None else "loop"
         if batch == "product":  # dot: each point's own product
             return _Batched(self._matmul(*args))
+        if function.along:  # softmax, cumsum, flip: along one of a point's own axes (the last by default)
+            x, *axis = args
+            axis = self._shared(axis)
+            if not isinstance(x, _Batched):
+                return plain(node, [x, *axis])
+            k = self.integer(axis[0], node) if axis else -1
+            if x.t.ndim == 1:  # one number per point: along its one element
+                return _Batched(function.apply(gc, x.t.reshape(self.n, 1), -1 if k in (0, -1) else k).reshape(self.n))
+            return _Batched(function.apply(gc, x.t, k + 1 if k >= 0 else k))
         if function.reduces or batch == "reduce":
             x, *axis = args
             axis = self._shared(axis)
@@ -362,6 +371,8 @@ class _BatchedRun(_Run):
                 return plain(node, [x, *axis])
             if not axis:  # over a point's own elements: the primitive along the flattened last axis
                 t = x.t.reshape(self.n, int(np.prod(x.t.shape[1:])))
+                if batch == "loop":  # var, std: with their correction, through the library
+                    return _Batched(function.apply(gc, t, -1))
                 return _Batched(function.primitive(t, (-1,), False))
             k = self.integer(axis[0], node)
             return _Batched(function.apply(gc, x.t, k + 1 if k >= 0 else k))

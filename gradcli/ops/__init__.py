@@ -4,6 +4,7 @@ Importing this package declares every primitive; ``PRIMITIVES`` maps names to
 rows. Nothing here knows about tensors or graphs.
 """
 
+from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX, STD, VAR
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
 from .linalg import DOT, MATMUL, MM, MV, matmul_primitive
@@ -39,4 +40,11 @@ __all__ = [
     "RESHAPE",
     "SCATTER",
     "STACK",
+    "CUMPROD",
+    "CUMSUM",
+    "FLIP",
+    "LOG_SOFTMAX",
+    "SOFTMAX",
+    "STD",
+    "VAR",
 ]

@@ -345,6 +345,43 @@ def softmax_weighted(v, w):
     return gc.sum(gc.exp(v - gc.logsumexp(v)) * w)
 
 
+@program("sum(softmax(v) * w) + sum(cumsum(v) * flip(w))", {"v": [0.5, 1.5, -0.3], "w": [1.0, 2.0, 3.0]}, "vector")
+def along_vector(v, w):
+    return gc.sum(gc.softmax(v, -1) * w) + gc.sum(gc.cumsum(v, -1) * gc.flip(w, (-1,)))
+
+
+@program("sum(log_softmax(A, 0) * A) + sum(flip(cumsum(A), 0)^2)", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]]}, "axis")
+def along_axis(A):
+    return gc.sum(gc.log_softmax(A, 0) * A) + gc.sum(gc.flip(gc.cumsum(A, -1), (0,)) ** 2)
+
+
+@program(
+    "sum(cumprod(v) * w) + sum(cumprod(A, 0))",
+    {"v": [0.5, 0.0, 2.0], "w": [1.0, 2.0, 3.0], "A": [[1.0, 2.0], [3.0, 0.5]]},
+    "axis",
+)
+def cumulative_products(v, w, A):
+    return gc.sum(gc.cumprod(v, -1) * w) + gc.sum(gc.cumprod(A, 0))
+
+
+@program(
+    "var(v) * std(v) + sum(std(A, 0)) + var(A)",
+    {"v": [0.5, 1.5, -0.3], "A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]]},
+    "axis",
+)
+def spreads(v, A):
+    return gc.var(v) * gc.std(v) + gc.sum(gc.std(A, 0)) + gc.var(A)
+
+
+@program(
+    "x * argmax(v) + sum(argmin(A, 1) * v[:2])",
+    {"x": 1.5, "v": [0.5, 2.5, -0.3], "A": [[1.0, -2.0], [0.5, 3.0]]},
+    "axis",
+)
+def arg_extremes(x, v, A):
+    return x * gc.argmax(v) + gc.sum(gc.argmin(A, 1) * v[:2])
+
+
 @program("sum(where(v > 0, v^2, -v))", {"v": [1.0, -2.0, 0.5]}, "where", "vector")
 def where_vector(v):
     return gc.sum(gc.where(v > 0, v**2, -v))
