@@ -55,6 +55,11 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "diag",
+    "outer",
+    "trace",
+    "tril",
+    "triu",
     "amax",
     "amin",
     "as_tensor",

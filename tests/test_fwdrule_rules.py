@@ -46,6 +46,9 @@ KINDS = {
     "min": "reduce",
     "logsumexp": "reduce",
     "norm": "reduce",
+    "trace": "linear",
+    "tril": "linear",
+    "triu": "linear",
 }
 
 

@@ -39,6 +39,11 @@ _METHODS = (
     "clone",
     "to",
     "conj",
+    "outer",
+    "trace",
+    "diag",
+    "tril",
+    "triu",
 )
 
 
