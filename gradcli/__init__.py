@@ -55,6 +55,8 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "inv",
+    "inverse",
     "diag",
     "outer",
     "trace",

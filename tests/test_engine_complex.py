@@ -76,6 +76,7 @@ TORCH_CASES.update(
         "mean": (lambda z: (z * z).mean(1), lambda z: (z * z).mean(1), [cz(2, 3)]),
         "prod": (lambda z: z.prod(1), lambda z: z.prod(1), [cz(2, 3)]),
         "norm": (lambda z: gc.norm(z, dim=1), lambda z: torch.linalg.vector_norm(z, dim=1), [cz(2, 3)]),
+        "inv": (lambda z: gc.inv(z * z), lambda z: torch.linalg.inv(z * z), [cz(2, 2)]),
         "trace": (lambda z: gc.trace(z * z), lambda z: torch.trace(z * z), [cz(3, 3)]),
         "tril": (lambda z: gc.tril(z * z, -1), lambda z: torch.tril(z * z, -1), [cz(3, 3)]),
         "triu": (lambda z: gc.triu(z * z), lambda z: torch.triu(z * z), [cz(2, 3)]),

@@ -47,6 +47,7 @@ KINDS = {
     "logsumexp": "reduce",
     "norm": "reduce",
     "trace": "linear",
+    "inv": "loop",
     "tril": "linear",
     "triu": "linear",
 }

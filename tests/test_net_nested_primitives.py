@@ -258,6 +258,7 @@ TORCH: dict[str, Callable[..., Any]] = {
     "stack": lambda torch, xs, axis: torch.stack(xs, axis),
     "cat": lambda torch, xs, axis: torch.cat(xs, axis),
     "trace": lambda torch, x: torch.trace(x),
+    "inv": lambda torch, x: torch.linalg.inv(x),
     "tril": lambda torch, x, k: torch.tril(x, k),
     "triu": lambda torch, x, k: torch.triu(x, k),
 }

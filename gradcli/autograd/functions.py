@@ -204,6 +204,20 @@ def triu(x: Any, diagonal: int = 0) -> Tensor:
     return apply(ops.TRIU, (x,), (int(diagonal),))
 
 
+def inv(x: Any) -> Tensor:
+    """Inverse of a square matrix (LinalgInvExBackward0); ``inverse`` is the same."""
+    x = _matrix("inv", as_tensor(x))
+    if x.shape[0] != x.shape[1]:
+        raise RuntimeError(f"inv: A must be a square matrix, got shape {tuple(x.shape)}")
+    try:
+        return apply(ops.INV, (x,))
+    except np.linalg.LinAlgError:
+        raise RuntimeError("inv: the matrix is singular (not invertible)") from None
+
+
+inverse = inv
+
+
 def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
     try:
         return apply(prim, (a, b))

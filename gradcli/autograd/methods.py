@@ -44,6 +44,7 @@ _METHODS = (
     "diag",
     "tril",
     "triu",
+    "inverse",
 )
 
 

@@ -255,6 +255,10 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
         lambda sp, x: np.diag(_objects(x)), None,
         "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A",
     )  # fmt: skip
+    table["inv"] = BuiltinFunction(
+        "inv", (1,), lambda gc, x: gc.inv(x), "d/dx = -inv(x)^T g inv(x)^T",
+        ops.INV.sympy, ops.INV, ops.INV.doc,
+    )  # fmt: skip
     for name, prim, np_fn in (("tril", ops.TRIL, np.tril), ("triu", ops.TRIU, np.triu)):
         table[name] = BuiltinFunction(
             name, (1, 2), _triangle(name), f"d/dx = 1 {prim.formulas[0][2:]}",

@@ -216,3 +216,29 @@ def _triangle(name, np_fn, keep):
 
 TRIL = _triangle("tril", np.tril, "on and below the diagonal")
 TRIU = _triangle("triu", np.triu, "on and above the diagonal")
+
+
+# --- inverse ------------------------------------------------------------------------------------------
+
+
+def _inv_rule(g, out, x):
+    """d inv(A) = -inv(A) dA inv(A): the gradient -inv(A)^T g inv(A)^T (from the output, as PyTorch)."""
+    t = np.swapaxes(out, -1, -2)
+    return -(t @ g @ t)
+
+
+INV = primitive(
+    "inv",
+    1,
+    np.linalg.inv,
+    (_inv_rule,),
+    saves="output",
+    torch="linalg_inv_ex",
+    label="inv",
+    formulas=("-{out}^T g {out}^T",),
+    jvp=lambda ts, out, x: -(out @ ts[0] @ out),
+    batch="loop",
+    sympy=lambda sp, x: np.array(sp.Matrix(np.asarray(x, dtype=object).tolist()).inv().tolist(), dtype=object),
+    domain=((0.5, 1.5),),
+    doc="inverse of a square matrix",
+)

@@ -401,3 +401,9 @@ def matrix_structure(A, B, v):
         + gc.sum(gc.outer(gc.diag(A), v) ** 2)
         + gc.sum(gc.diag(v) * gc.transpose(B, 0, 1))
     )
+
+
+@program("sum(inv(A) @ v) + trace(inv(A @ A))", {"A": [[2.0, 0.5, -0.3], [0.4, 1.5, 0.2], [0.1, -0.6, 1.8]], "v": [0.5, -1.0, 2.0]},
+         "matrix")  # fmt: skip
+def matrix_inverse(A, v):
+    return gc.sum(gc.inverse(A) @ v) + gc.trace(gc.inverse(A @ A))
