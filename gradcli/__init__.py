@@ -55,6 +55,13 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "inv",
+    "inverse",
+    "diag",
+    "outer",
+    "trace",
+    "tril",
+    "triu",
     "amax",
     "amin",
     "argmax",

@@ -52,7 +52,7 @@ BAD = [
     (["eval", "__import__(x)", "--at", "x=1"], "unknown function '__import__'"),
     (["eval", "eval(x)", "--at", "x=1"], "unknown function 'eval'"),
     (["eval", "exec(x)", "--at", "x=1"], "unknown function 'exec'"),
-    (["eval", "x.__class__", "--at", "x=1"], "unexpected character '.'"),
+    (["eval", "x.__class__", "--at", "x=1"], "expected 'T' after '.'"),
     (["eval", "open(x)", "--at", "x=1"], "unknown function 'open'"),
     (["eval", "lambda: 1"], "unexpected"),
     (["eval", "`ls`"], "unexpected character '`'"),

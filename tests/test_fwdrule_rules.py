@@ -53,6 +53,10 @@ KINDS = {
     "cumprod": "loop",
     "var": "loop",
     "std": "loop",
+    "trace": "linear",
+    "inv": "loop",
+    "tril": "linear",
+    "triu": "linear",
 }
 
 

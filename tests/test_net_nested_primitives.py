@@ -281,6 +281,10 @@ TORCH: dict[str, Callable[..., Any]] = {
     "index_put": _index_put,
     "stack": lambda torch, xs, axis: torch.stack(xs, axis),
     "cat": lambda torch, xs, axis: torch.cat(xs, axis),
+    "trace": lambda torch, x: torch.trace(x),
+    "inv": lambda torch, x: torch.linalg.inv(x),
+    "tril": lambda torch, x, k: torch.tril(x, k),
+    "triu": lambda torch, x, k: torch.triu(x, k),
 }
 # conj, real and imag are identities (or zero) on the real draws here; they are compared with PyTorch
 # on complex inputs in tests/test_engine_complex.py.

@@ -39,6 +39,10 @@ def cases():
                 values = {"a": [0.1, 0.5, 0.9], "b": [0.3, 0.3, 0.2], "c": [0.6, 0.4, 0.7]}
             elif name in ("max", "min") and arity == 1:
                 values = {"a": MATRIX}
+            elif name == "inv":
+                values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
+            elif name in ("trace", "diag", "transpose", "tril", "triu"):  # matrices; tril(a, k)
+                values = {"a": MATRIX, "b": 1.0} if arity == 2 else {"a": MATRIX}
             else:
                 values = dict(zip("abc", [VECTOR, OTHER, [0.9, 0.1, 0.4]][:arity]))
             yield pytest.param(name, arity, values, None, id=f"{name}/{arity}")

@@ -238,6 +238,69 @@ def mv(a: Any, x: Any) -> Tensor:
     return _checked_product(ops.MV, a, x)
 
 
+def outer(a: Any, b: Any) -> Tensor:
+    """Outer product of two vectors, ``a[:, None] * b`` (PyTorch records MulBackward0 too)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"outer: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return mul(reshape(a, (a.shape[0], 1)), b)
+
+
+def _matrix(name: str, x: Tensor) -> Tensor:
+    if x.ndim != 2:
+        raise RuntimeError(f"{name}: expected a matrix, got {x.ndim}D tensor")
+    return x
+
+
+def trace(x: Any) -> Tensor:
+    """Sum of the diagonal of a matrix (TraceBackward0)."""
+    return apply(ops.TRACE, (_matrix("trace", as_tensor(x)),))
+
+
+def diag(x: Any) -> Tensor:
+    """``diag(v)``: the matrix with ``v`` on its diagonal; ``diag(A)``: the diagonal of ``A``.
+
+    Composed from rows: the diagonal is ``A[i, i]`` (its gradient scattered back), the matrix
+    ``v[:, None] * I``."""
+    x = as_tensor(x)
+    if x.ndim == 1:
+        return mul(reshape(x, (x.shape[0], 1)), np.eye(x.shape[0], dtype=x.dtype))
+    if x.ndim == 2:
+        i = np.arange(np.min(x.shape))
+        return x[i, i]
+    raise RuntimeError(f"diag: expected a 1D or 2D tensor, got {x.ndim}D tensor")
+
+
+def tril(x: Any, diagonal: int = 0) -> Tensor:
+    """The lower triangle of a matrix (of each matrix in a batch), the rest 0."""
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got {x.ndim}")
+    return apply(ops.TRIL, (x,), (int(diagonal),))
+
+
+def triu(x: Any, diagonal: int = 0) -> Tensor:
+    """The upper triangle of a matrix (of each matrix in a batch), the rest 0."""
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got {x.ndim}")
+    return apply(ops.TRIU, (x,), (int(diagonal),))
+
+
+def inv(x: Any) -> Tensor:
+    """Inverse of a square matrix (LinalgInvExBackward0); ``inverse`` is the same."""
+    x = _matrix("inv", as_tensor(x))
+    if x.shape[0] != x.shape[1]:
+        raise RuntimeError(f"inv: A must be a square matrix, got shape {tuple(x.shape)}")
+    try:
+        return apply(ops.INV, (x,))
+    except np.linalg.LinAlgError:
+        raise RuntimeError("inv: the matrix is singular (not invertible)") from None
+
+
+inverse = inv
+
+
 def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
     try:
         return apply(prim, (a, b))
@@ -346,8 +409,13 @@ def permute(x: Any, *dims: Any) -> Tensor:
     return apply(ops.PERMUTE, (x,), (axes,))
 
 
-def transpose(x: Any, dim0: int, dim1: int) -> Tensor:
+def transpose(x: Any, dim0: int | None = None, dim1: int | None = None) -> Tensor:
+    """``dim0`` and ``dim1`` swapped; without them the last two (a vector is its own transpose)."""
     x = as_tensor(x)
+    if dim0 is None and dim1 is None:
+        if x.ndim < 2:
+            return x
+        dim0, dim1 = -2, -1
     axes = list(range(x.ndim))
     dim0, dim1 = wrap_dim(dim0, x.ndim), wrap_dim(dim1, x.ndim)
     if x.ndim == 0:

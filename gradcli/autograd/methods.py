@@ -46,6 +46,12 @@ _METHODS = (
     "clone",
     "to",
     "conj",
+    "outer",
+    "trace",
+    "diag",
+    "tril",
+    "triu",
+    "inverse",
 )
 
 

@@ -252,6 +252,7 @@ def _build() -> dict[str, BuiltinFunction]:
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
         "inner product of two vectors",
     )  # fmt: skip
+    _matrices(table)
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -267,6 +268,68 @@ def _build() -> dict[str, BuiltinFunction]:
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return dict(sorted(table.items()))
+
+
+def _objects(x: Any) -> Any:
+    return np.asarray(x, dtype=object)
+
+
+def _transpose(gc: Any, x: Any) -> Any:
+    """The last two axes swapped (a vector or a number is its own transpose): ``x.T``."""
+    return gc.transpose(x)
+
+
+def _sym_transpose(sp: Any, x: Any) -> Any:
+    return x if np.ndim(x) < 2 else np.swapaxes(_objects(x), -2, -1)
+
+
+def _triangle(name: str) -> Callable[..., Any]:
+    def apply(gc: Any, x: Any, k: Any = 0) -> Any:
+        return getattr(gc, name)(x, _offset(k))
+
+    return apply
+
+
+def _sym_triangle(np_fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda sp, x, k=0: np_fn(_objects(x), _offset(k))
+
+
+def _offset(value: Any) -> int:
+    number = float(value.item() if hasattr(value, "item") else value)
+    if number != int(number):
+        raise ValueError(f"a diagonal offset must be a whole number, got {number:g}")
+    return int(number)
+
+
+def _matrices(table: dict[str, BuiltinFunction]) -> None:
+    """transpose (x.T), outer, trace, diag, tril, triu."""
+    table["transpose"] = BuiltinFunction(
+        "transpose", (1,), _transpose, "d/dx: the gradient transposed back",
+        _sym_transpose, ops.PERMUTE, "the last two axes swapped (x.T); a vector is its own transpose",
+    )  # fmt: skip
+    table["outer"] = BuiltinFunction(
+        "outer", (2,), lambda gc, a, b: gc.outer(a, b), "d/da_i = sum_j g_ij b_j; d/db_j = sum_i a_i g_ij",
+        lambda sp, a, b: np.multiply.outer(_objects(a), _objects(b)), None,
+        "outer product of two vectors: a_i * b_j",
+    )  # fmt: skip
+    table["trace"] = BuiltinFunction(
+        "trace", (1,), lambda gc, x: gc.trace(x), "d/dx = I (1 on the diagonal)",
+        ops.TRACE.sympy, ops.TRACE, ops.TRACE.doc,
+    )  # fmt: skip
+    table["diag"] = BuiltinFunction(
+        "diag", (1,), lambda gc, x: gc.diag(x), "d/dx = 1 at the diagonal positions, else 0",
+        lambda sp, x: np.diag(_objects(x)), None,
+        "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A",
+    )  # fmt: skip
+    table["inv"] = BuiltinFunction(
+        "inv", (1,), lambda gc, x: gc.inv(x), "d/dx = -inv(x)^T g inv(x)^T",
+        ops.INV.sympy, ops.INV, ops.INV.doc,
+    )  # fmt: skip
+    for name, prim, np_fn in (("tril", ops.TRIL, np.tril), ("triu", ops.TRIU, np.triu)):
+        table[name] = BuiltinFunction(
+            name, (1, 2), _triangle(name), f"d/dx = 1 {prim.formulas[0][2:]}",
+            _sym_triangle(np_fn), prim, prim.doc + f"; {name}(x, k) from the k-th diagonal",
+        )  # fmt: skip
 
 
 #: The comparisons' primitives by operator symbol (from the operator table); ``a < b`` and

@@ -19,7 +19,7 @@ KEYWORDS = frozenset({"if", "else"})
 OPENERS = {"(": ")", "[": "]"}
 CLOSERS = {")": "(", "]": "["}
 
-PUNCTUATION = frozenset(["=", ",", ":", ";", "(", ")", "[", "]"])
+PUNCTUATION = frozenset(["=", ",", ":", ";", "(", ")", "[", "]", "."])  # "." only in x.T
 #: The operators' spellings come from the operator table; the rest is punctuation.
 OPERATORS = frozenset(symbols()) | PUNCTUATION
 

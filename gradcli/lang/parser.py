@@ -7,7 +7,7 @@ ops/operators.py holds every operator's power and associativity), loosest first:
     * / % @                 products (% the remainder, with the sign of the divisor)
     - +                     unary sign: -x^2 is -(x^2)
     ^ **                    power, right-associative: 2^3^2 is 512
-    f(...) x[...]           calls and indexing
+    f(...) x[...] x.T       calls, indexing and the transpose
 
 Nesting is bounded (``MAX_DEPTH``) so that no input can exhaust Python's
 stack; chains of the same operator (``x+x+...``) are read in a loop and cost
@@ -176,7 +176,7 @@ class Parser:
                     if power >= COMPARE_POWER:
                         break
                     left = self.compare(left)
-                elif op == "(" or op == "[":
+                elif op == "(" or op == "[" or op == ".":
                     if power >= POSTFIX_POWER:
                         break
                     left = self.postfix(left)
@@ -237,6 +237,7 @@ class Parser:
                     after_kind == "op"
                     and after_text != "("
                     and after_text != "["
+                    and after_text != "."
                     and BINARY.get(after_text, 0) <= right_power
                 )
             ):
@@ -269,6 +270,12 @@ class Parser:
     def postfix(self, target: ast.SyntaxNode) -> ast.SyntaxNode:
         named = self.tokens[self.pos - 1].kind == "name"  # "f(" and not "(f)(" or "x[0]("
         token = self.advance()
+        if token.text == ".":  # x.T, the only attribute: the transpose, read as transpose(x)
+            attribute = self.token
+            if attribute.kind != "name" or attribute.text != "T":
+                raise self.error(f"expected 'T' after '.' at {self.where(token.offset)} (x.T is the transpose)")
+            self.advance()
+            return ast.Call(target.start, attribute.end, "transpose", (target,), target.start)
         if token.text == "(":
             if not (named and isinstance(target, ast.Name)):
                 raise self.error("only functions can be called: put an operator before '('", token.offset)

@@ -169,3 +169,76 @@ def matmul_primitive(a_ndim: int, b_ndim: int):
     if a_ndim == 2 and b_ndim == 1:
         return MV
     return MATMUL
+
+
+# --- matrix structure: trace, tril, triu (diag is composed: indexing and a product) ---------------------------------------------------
+
+
+def _trace_rule(g, out, x):
+    n = x.shape[-1]
+    return np.reshape(g, np.shape(g) + (1, 1)) * np.eye(x.shape[-2], n)
+
+
+TRACE = primitive(
+    "trace",
+    1,
+    lambda x: np.trace(x, axis1=-2, axis2=-1),
+    (_trace_rule,),
+    saves="meta",
+    label="trace",
+    formulas=("I",),
+    jvp=lambda ts, out, x: TRACE(ts[0]),  # the forward takes leading batch axes
+    batch="linear",
+    sympy=lambda sp, x: sum(np.diagonal(np.asarray(x, dtype=object)), sp.Integer(0)),
+    doc="sum of the diagonal of a matrix",
+)
+
+
+def _triangle(name, np_fn, keep):
+    # linear and its own adjoint: the rules apply the primitive itself (the forward takes
+    # leading batch axes), so they record on tensors for higher derivatives
+    prim = primitive(
+        name,
+        1,
+        lambda x, k: np_fn(x, k),
+        (lambda g, out, x, k: prim(g, k),),
+        saves="meta",
+        nparams=1,
+        label=name,
+        formulas=(f"1 {keep}, else 0",),
+        jvp=lambda ts, out, x, k: prim(ts[0], k),
+        batch="linear",
+        sympy=lambda sp, x, k: np_fn(np.asarray(x, dtype=object), k),
+        doc=f"the matrix with the entries {keep} kept, the others 0",
+    )
+    return prim
+
+
+TRIL = _triangle("tril", np.tril, "on and below the diagonal")
+TRIU = _triangle("triu", np.triu, "on and above the diagonal")
+
+
+# --- inverse ------------------------------------------------------------------------------------------
+
+
+def _inv_rule(g, out, x):
+    """d inv(A) = -inv(A) dA inv(A): the gradient -inv(A)^T g inv(A)^T (from the output, as PyTorch)."""
+    t = np.swapaxes(out, -1, -2)
+    return -(t @ g @ t)
+
+
+INV = primitive(
+    "inv",
+    1,
+    np.linalg.inv,
+    (_inv_rule,),
+    saves="output",
+    torch="linalg_inv_ex",
+    label="inv",
+    formulas=("-{out}^T g {out}^T",),
+    jvp=lambda ts, out, x: -(out @ ts[0] @ out),
+    batch="loop",
+    sympy=lambda sp, x: np.array(sp.Matrix(np.asarray(x, dtype=object).tolist()).inv().tolist(), dtype=object),
+    domain=((0.5, 1.5),),
+    doc="inverse of a square matrix",
+)

@@ -448,3 +448,24 @@ def vector_output(v, x):
 @program("A @ v", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "outputs", "matrix")
 def matvec_output(A, v):
     return A @ v
+
+
+@program(
+    "trace(A @ A.T) + sum(tril(A) * triu(B, -1)) + sum(outer(diag(A), v)^2) + sum(diag(v) * transpose(B))",
+    {"A": [[1.0, 2.0, -0.5], [0.3, -1.0, 2.0], [1.5, 0.2, 0.7]], "B": [[0.4, -1.2, 2.0], [1.1, 0.6, -0.3], [0.9, 1.7, 0.5]],
+     "v": [0.5, -1.0, 2.0]},
+    "matrix",
+)  # fmt: skip
+def matrix_structure(A, B, v):
+    return (
+        gc.trace(A @ A.T)
+        + gc.sum(gc.tril(A) * gc.triu(B, -1))
+        + gc.sum(gc.outer(gc.diag(A), v) ** 2)
+        + gc.sum(gc.diag(v) * gc.transpose(B, 0, 1))
+    )
+
+
+@program("sum(inv(A) @ v) + trace(inv(A @ A))", {"A": [[2.0, 0.5, -0.3], [0.4, 1.5, 0.2], [0.1, -0.6, 1.8]], "v": [0.5, -1.0, 2.0]},
+         "matrix")  # fmt: skip
+def matrix_inverse(A, v):
+    return gc.sum(gc.inverse(A) @ v) + gc.trace(gc.inverse(A @ A))
