@@ -169,3 +169,17 @@ def test_transpose_without_dims_swaps_the_last_two_as_the_language_does():
     assert gc.transpose(x).shape == (1, 3, 2) and gc.transpose(x).tolist() == np.swapaxes(x.numpy(), 1, 2).tolist()
     assert gc.transpose(gc.tensor([1.0, 2.0])).tolist() == [1.0, 2.0]
     assert gc.transpose(x, 0, 2).shape == (3, 2, 1)
+
+
+def test_functions_that_grow_their_input_are_held_to_the_element_limit():
+    """outer and diag(v) make n^2 elements from n: refused before they allocate, as every broadcast is."""
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "GRADCLI_MAX_ELEMENTS": "10"}
+    for expr, at, what in [("sum(outer(x,y))", "x=[1,2,3,4],y=[1,2,3,4]", "outer(a, b)"),
+                           ("sum(diag(x))", "x=[1,2,3,4]", "diag(v)")]:  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "gradcli", "eval", expr, "--at", at],
+                              capture_output=True, text=True, env=env)  # fmt: skip
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.startswith(f"error: {what} would have shape (4, 4): 16 elements"), done.stderr

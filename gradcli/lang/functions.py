@@ -301,6 +301,25 @@ def _offset(value: Any) -> int:
     return int(number)
 
 
+def _limited(shape: tuple[int, ...], what: str) -> None:
+    """The element limit, checked before a function that grows its input (n -> n^2) allocates."""
+    from .evaluate import limit_size  # evaluate imports this table
+
+    limit_size(shape, what)
+
+
+def _outer(gc: Any, a: Any, b: Any) -> Any:
+    _limited((int(np.size(getattr(a, "array", a))), int(np.size(getattr(b, "array", b)))), "outer(a, b)")
+    return gc.outer(a, b)
+
+
+def _diag(gc: Any, x: Any) -> Any:
+    if np.ndim(getattr(x, "array", x)) <= 1:
+        n = int(np.size(getattr(x, "array", x)))
+        _limited((n, n), "diag(v)")
+    return gc.diag(x)
+
+
 def _matrices(table: dict[str, BuiltinFunction]) -> None:
     """transpose (x.T), outer, trace, diag, tril, triu."""
     table["transpose"] = BuiltinFunction(
@@ -308,7 +327,7 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
         _sym_transpose, ops.PERMUTE, "the last two axes swapped (x.T); a vector is its own transpose",
     )  # fmt: skip
     table["outer"] = BuiltinFunction(
-        "outer", (2,), lambda gc, a, b: gc.outer(a, b), "d/da_i = sum_j g_ij b_j; d/db_j = sum_i a_i g_ij",
+        "outer", (2,), _outer, "d/da_i = sum_j g_ij b_j; d/db_j = sum_i a_i g_ij",
         lambda sp, a, b: np.multiply.outer(_objects(a), _objects(b)), None,
         "outer product of two vectors: a_i * b_j",
     )  # fmt: skip
@@ -317,7 +336,7 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
         ops.TRACE.sympy, ops.TRACE, ops.TRACE.doc,
     )  # fmt: skip
     table["diag"] = BuiltinFunction(
-        "diag", (1,), lambda gc, x: gc.diag(x), "d/dx = 1 at the diagonal positions, else 0",
+        "diag", (1,), _diag, "d/dx = 1 at the diagonal positions, else 0",
         lambda sp, x: np.diag(_objects(x)), None,
         "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A",
     )  # fmt: skip
