@@ -28,11 +28,12 @@ from .functions import COMPARISONS, FUNCTIONS, indicator
 class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
     """``detach(e)``: the value of ``e``, whose derivative is 0."""
 
-    @classmethod
-    def eval(cls, arg: Any) -> Any:
+    def _at_number(cls, arg: Any) -> Any:
         if arg.is_Number:  # a constant has no gradient to stop (and log(detach(1)) is log(1) = 0)
             return arg
         return None
+
+    eval = classmethod(_at_number)  # SymPy's hook, called as the node is made
 
     def fdiff(self, argindex: int = 1) -> Any:
         return sp.Integer(0)

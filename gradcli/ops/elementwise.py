@@ -512,12 +512,12 @@ def _sympy_rounding(sp, name):
         return type(name, (sp.floor if name == "floor" else sp.ceiling,), {"fdiff": fdiff})
     to_int = round if name == "round" else math.trunc  # round: Python's, half to even like NumPy's
 
-    def eval(cls, arg):
+    def at_number(cls, arg):  # SymPy's ``eval`` hook: a number rounds at once
         if arg.is_Number:
             return sp.Integer(to_int(float(arg)))
         return None
 
-    return type(name, (sp.Function,), {"fdiff": fdiff, "eval": classmethod(eval)})
+    return type(name, (sp.Function,), {"fdiff": fdiff, "eval": classmethod(at_number)})
 
 
 def rounding(name, forward, what):
