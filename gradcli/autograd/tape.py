@@ -40,10 +40,9 @@ def nested_recording() -> Iterator[list[Any]]:
     an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
     ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
     outer = _record.trace
-    _record.trace = entries = []
-    try:
-        yield entries
-    finally:
-        _record.trace = outer
-        if outer is not None:
-            outer.extend(entries)
+    with recording() as entries:
+        try:
+            yield entries
+        finally:
+            if outer is not None:
+                outer.extend(entries)

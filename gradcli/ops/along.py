@@ -192,19 +192,20 @@ VAR = primitive(
 )
 
 
-def _std_rule(g, out, x, axis, keepdims, correction):
-    # PyTorch's std_backward: var_backward(grad / (2 * std)), 0 where std is 0
+def _std_weight(out, x, axis, keepdims, correction):
+    """d std / d x: (x - mean) / ((n - correction) * std), 0 where std is 0 (PyTorch's std_backward)."""
     ko = _kept(out, x, axis, keepdims)
-    kg = _kept(g, x, axis, keepdims, np.ndim(g) - np.ndim(out))
-    scale = np.where(ko == 0, 0.0, kg / np.where(ko == 0, 1.0, ko * (_n(x, axis) - correction)))
-    return scale * _centred(x, axis)
+    return ko, np.where(ko == 0, 0.0, _centred(x, axis) / np.where(ko == 0, 1.0, ko * (_n(x, axis) - correction)))
+
+
+def _std_rule(g, out, x, axis, keepdims, correction):
+    ko, w = _std_weight(out, x, axis, keepdims, correction)
+    return np.where(ko == 0, 0.0, _kept(g, x, axis, keepdims, np.ndim(g) - np.ndim(out)) * w)
 
 
 def _std_jvp(tangents, out, x, axis, keepdims, correction):
     axes = tuple(range(-np.ndim(x), 0)) if axis is None else axis
-    ko = _kept(out, x, axis, keepdims)
-    w = np.where(ko == 0, 0.0, _centred(x, axis) / np.where(ko == 0, 1.0, ko * (_n(x, axis) - correction)))
-    return np.sum(tangents[0] * w, axis=axes, keepdims=keepdims)
+    return np.sum(tangents[0] * _std_weight(out, x, axis, keepdims, correction)[1], axis=axes, keepdims=keepdims)
 
 
 STD = primitive(
