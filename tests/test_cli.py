@@ -222,14 +222,20 @@ def test_ops_lists_every_function_from_the_table():
     assert names["sin"] == {
         "name": "sin",
         "arity": 1,
+        "group": "elementwise",
         "derivative": "d/dx = cos(x)",
+        "derivatives": {"x": "cos(x)"},
+        "differentiates": "x",
+        "sympy": True,
+        "complex_analytic": True,
         "doc": "sine",
         "backward": "SinBackward0",
     }
     assert names["log"]["arity"] == [1, 2]
     assert set(doc["operators"]) >= {"+", "-", "*", "/", "^", "@", "<"}
     text = run("ops").stdout
-    assert text.splitlines()[0].split() == ["function", "arity", "derivative", "what", "it", "computes"]
+    header = ["function", "group", "arity", "gradient", "SymPy", "derivative", "what", "it", "computes"]
+    assert text.splitlines()[0].split() == header
 
 
 def test_every_command_has_help_with_an_example():

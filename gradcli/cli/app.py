@@ -168,9 +168,14 @@ def check_command(
 
 
 @app.command("ops")
-def ops_command(json: bool = JSON) -> None:
-    """The functions of the language, their arities and derivative rules.
+def ops_command(
+    name: str = typer.Argument(
+        None, metavar="[NAME]", help="one function (or operator, as %) in full", show_default=False
+    ),
+    json: bool = JSON,
+) -> None:
+    """The functions of the language by group: arity, which inputs get a gradient, derivatives, SymPy.
 
-    Example: gradcli ops --json
+    Example: gradcli ops clamp
     """
-    commands.list_functions(json)
+    commands.list_functions(name, json)

@@ -194,29 +194,46 @@ def _sympy_text(expr: Any, printer: Any) -> str:
     return printer(expr)
 
 
-def list_functions(as_json: bool) -> None:
+def list_functions(name: str | None, as_json: bool) -> None:
+    """``gradcli ops``: every function by group; ``gradcli ops NAME``: one in full."""
     with reported():
+        from ..lang.catalog import arity_text, catalog, describe, lookup
         from ..lang.functions import FUNCTIONS
         from ..ops.operators import COMPARISONS, INFIX
 
-        entries = []
-        for f in FUNCTIONS.values():
-            entry = {
-                "name": f.name,
-                "arity": f.arities[0] if len(f.arities) == 1 else list(f.arities),
-                "derivative": f.derivative,
-                "doc": f.doc,
-            }
-            if f.primitive is not None:
-                entry["backward"] = f.primitive.node_name()
-            entries.append(entry)
-        operators = [{"name": op, "arity": 2, "kind": "operator"} for op, row in INFIX.items() if op == row.symbol]
-        operators += [{"name": op, "arity": 2, "kind": "operator"} for op in sorted(COMPARISONS)]
-        if as_json:
-            output.print_json({"ops": entries, "operators": [o["name"] for o in operators]})
+        if name is not None:
+            _show_function(describe(lookup(name)), as_json)
             return
-        rows = [(e["name"], str(e["arity"]), e["derivative"], e["doc"]) for e in entries]
-        output.print_table(["function", "arity", "derivative", "what it computes"], rows)
+        entries = catalog()
+        if as_json:
+            operators = [op for op, row in INFIX.items() if op == row.symbol] + sorted(COMPARISONS)
+            output.print_json({"ops": entries, "operators": operators})
+            return
+        sections: dict[str, list[list[str]]] = {}
+        for e in entries:
+            row = [e["name"], arity_text(FUNCTIONS[e["name"]]), e["differentiates"], "yes" if e["sympy"] else "none"]
+            sections.setdefault(e["group"], []).append([*row, e["derivative"], e["doc"]])
+        if output.rich_wanted():  # on a terminal the list leaves the doc to `gradcli ops NAME`
+            sections = {group: [r[:-1] for r in rows] for group, rows in sections.items()}
+            header = ["function", "arity", "gradient", "SymPy", "derivative"]
+        else:
+            header = ["function", "arity", "gradient", "SymPy", "derivative", "what it computes"]
+        output.print_sections(header, list(sections.items()))
+
+
+def _show_function(entry: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        output.print_json(entry)
+        return
+    rows = [("function", entry["name"]), ("what it computes", entry["doc"]), ("group", entry["group"])]
+    rows += [("arity", str(entry["arity"]).strip("[]")), ("gradient", entry["differentiates"])]
+    rows += [(f"d/d{k}", v) for k, v in entry["derivatives"].items()] or [("derivative", entry["derivative"])]
+    sympy = "yes" if entry["sympy"] else "none (gradcli diff and check's sympy method cannot use it)"
+    analytic = "yes" if entry["complex_analytic"] else "no (check's complex step is not used through it)"
+    rows += [("SymPy", sympy), ("complex-analytic", analytic)]
+    if "backward" in entry:
+        rows.append(("backward", entry["backward"]))
+    output.print_rows(rows)
 
 
 def draw(

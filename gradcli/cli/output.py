@@ -88,8 +88,8 @@ def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, deta
         table = Table(show_header=False)
         table.add_column(style="bold cyan", no_wrap=True)
         table.add_column(overflow="fold")
-        for label, text in rows:
-            table.add_row(partial(label) if label.startswith("d/d") else label, text)
+        for label, text in rows:  # Text: "[lo, hi]" in a doc is text, not rich markup
+            table.add_row(Text(partial(label) if label.startswith("d/d") else label), Text(text))
         console.print(table)
         return
     width = max((len(label) for label, _ in rows), default=0)
@@ -103,12 +103,13 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
     if rich_wanted() and table_fits([header, *rows]):
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title=title, title_justify="left")
         for name in header:
             table.add_column(name, overflow="fold")
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*(Text(str(c)) for c in r))
         Console().print(table)
         return
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
@@ -116,6 +117,40 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+MIN_WRAPPED = 24  # the narrowest the last, wrapped column of a sectioned table may be
+
+
+def print_sections(header: Sequence[str], sections: Sequence[tuple[str, Sequence[Sequence[str]]]]) -> None:
+    """Rows in titled sections. On a terminal: one rich table, a heading row per section, the
+    last column wrapped to the width (words longer than it folded); every cell is text, never
+    rich markup. Elsewhere (a pipe, NO_COLOR, a terminal too narrow): aligned plain columns
+    with the section's title as the second one, every row complete on its line."""
+    if rich_wanted():
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(highlight=False)
+        fixed = [[row[:-1] for _, rows in sections for row in rows]]
+        widths = [
+            max(len(w) for cell in col for w in (str(cell).split() or [""])) for col in zip(header[:-1], *fixed[0])
+        ]
+        if sum(w + 3 for w in widths) + 4 + MIN_WRAPPED <= console.width:
+            table = Table(header_style="bold")
+            for name in header[:-1]:
+                table.add_column(name)
+            table.add_column(header[-1], overflow="fold", ratio=1)
+            for title, rows in sections:
+                table.add_row(Text(title, style="bold magenta"), *([""] * (len(header) - 1)))
+                for k, row in enumerate(rows):
+                    table.add_row(*(Text(str(c)) for c in row), end_section=k == len(rows) - 1)
+            console.print(table)
+            return
+    print_table(
+        [header[0], "group", *header[1:]], [[row[0], title, *row[1:]] for title, rows in sections for row in rows]
+    )
 
 
 def warn(message: str) -> None:

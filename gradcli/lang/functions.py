@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ class BuiltinFunction:
     elementwise: tuple[int, ...] = ()  # the arities at which it acts element by element
     reduces: bool = False  # name(x) over every element, name(x, axis) along one
     along: bool = False  # name(x) along the last axis, name(x, axis) along another; same shape
+    group: str = ""  # one of ops.core.GROUPS; "" takes the primitive's
+    analytic: bool = True  # False: piecewise though no recorded primitive says so (argmax's index)
 
     def arity_text(self) -> str:
         a = self.arities
@@ -87,8 +89,9 @@ def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] 
         return getattr(gc, prim.name)(x, dim=None if axis is None else _axis(axis))
 
     return BuiltinFunction(
-        prim.name, (1, 2), apply, derivative, sympy_full, prim, prim.doc + "; name(x, axis) along an axis", reduces=True
-    )
+        prim.name, (1, 2), apply, derivative, sympy_full, prim, prim.doc + "; name(x, axis) along an axis", reduces=True,
+        group="reductions",
+    )  # fmt: skip
 
 
 def _along(prim: Any, derivative: str, sympy_last: Callable[..., Any]) -> BuiltinFunction:
@@ -105,8 +108,9 @@ def _along(prim: Any, derivative: str, sympy_last: Callable[..., Any]) -> Builti
         return np.apply_along_axis(lambda v: sympy_last(sp, v), k, arr)
 
     return BuiltinFunction(
-        prim.name, (1, 2), apply, derivative, sympy, prim, prim.doc + "; name(x, axis) along another", along=True
-    )
+        prim.name, (1, 2), apply, derivative, sympy, prim, prim.doc + "; name(x, axis) along another", along=True,
+        group="along an axis",
+    )  # fmt: skip
 
 
 def _sym_softmax(sp: Any, v: Any) -> Any:
@@ -214,18 +218,20 @@ def _build() -> dict[str, BuiltinFunction]:
         if prim.public and prim.elementwise:
             table[prim.name] = _from_primitive(prim)
     table["log"] = BuiltinFunction(
-        "log", (1, 2), _log, "d/dx = 1/x; log(x, b): d/dx = 1/(x*log(b))",
+        "log", (1, 2), _log, "d/dx = 1/x; log(x, b): d/dx = 1/(x*log(b)), d/db = -log(x)/(b*log(b)^2)",
         lambda sp, x, base=None: sp.log(x) if base is None else sp.log(x) / sp.log(base), ops.LOG,
         "natural logarithm; log(x, b) to base b", elementwise=(1, 2),
     )  # fmt: skip
     table["max"] = BuiltinFunction(
         "max", (1, 2), _extreme("max", "maximum"),
-        "max(x): 1 at the largest element (ties share it); max(a, b): 1 to the larger (ties: 1/2 each)",
+        "max(x): d/dx = 1 at the largest element (ties share it); "
+        "max(a, b): d/da = 1 where a > b, d/db = 1 where b > a (ties: 1/2 each)",
         _sym_extreme("max"), ops.AMAX, "max(x): largest element; max(a, b): elementwise", elementwise=(2,),
     )  # fmt: skip
     table["min"] = BuiltinFunction(
         "min", (1, 2), _extreme("min", "minimum"),
-        "min(x): 1 at the smallest element (ties share it); min(a, b): 1 to the smaller (ties: 1/2 each)",
+        "min(x): d/dx = 1 at the smallest element (ties share it); "
+        "min(a, b): d/da = 1 where a < b, d/db = 1 where b < a (ties: 1/2 each)",
         _sym_extreme("min"), ops.AMIN, "min(x): smallest element; min(a, b): elementwise", elementwise=(2,),
     )  # fmt: skip
     table["sum"] = _reduction(ops.SUM, "d/dx_i = 1", _sym_sum)
@@ -240,7 +246,7 @@ def _build() -> dict[str, BuiltinFunction]:
             name, (1, 2), lambda gc, x, axis=None, _n=name: getattr(gc, _n)(x, None if axis is None else _axis(axis)),
             "not differentiable (an index)", None, None,
             f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
-            f"{name}(x, axis) along an axis", reduces=True,
+            f"{name}(x, axis) along an axis", reduces=True, group="reductions", analytic=False,
         )  # fmt: skip
     table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
     table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
@@ -260,14 +266,28 @@ def _build() -> dict[str, BuiltinFunction]:
             prim.doc + " (1 if true, else 0)", elementwise=(2,),
         )  # fmt: skip
     table["detach"] = BuiltinFunction(
-        "detach", (1,), lambda gc, x: gc.detach(x), "0: the value passes, the gradient stops",
-        None, None, "the value of x, with no gradient through it", elementwise=(1,),
+        "detach", (1,), lambda gc, x: gc.detach(x), "not differentiable: the value passes, the gradient stops",
+        _sym_detach, None, "the value of x, with no gradient through it", elementwise=(1,), group="elementwise",
     )  # fmt: skip
     table["clamp"] = BuiltinFunction(
         "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo < hi; d/dhi = 1 where x > hi, hi < lo or x < lo = hi",
         lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
-    return dict(sorted(table.items()))
+    return {name: _grouped(f) for name, f in sorted(table.items())}
+
+
+def _grouped(f: BuiltinFunction) -> BuiltinFunction:
+    """``f`` with its group and analyticity filled in from its primitive where it names none of its own."""
+    prim = f.primitive
+    if prim is None:
+        return f
+    return replace(f, group=f.group or prim.group, analytic=f.analytic and prim.analytic)
+
+
+def _sym_detach(sp: Any, x: Any) -> Any:
+    from .symbolic import stop_gradient  # symbolic reads this table
+
+    return stop_gradient(x)
 
 
 def _objects(x: Any) -> Any:
@@ -325,11 +345,12 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
     table["transpose"] = BuiltinFunction(
         "transpose", (1,), _transpose, "d/dx: the gradient transposed back",
         _sym_transpose, ops.PERMUTE, "the last two axes swapped (x.T); a vector is its own transpose",
+        group="matrices",
     )  # fmt: skip
     table["outer"] = BuiltinFunction(
         "outer", (2,), _outer, "d/da_i = sum_j g_ij b_j; d/db_j = sum_i a_i g_ij",
         lambda sp, a, b: np.multiply.outer(_objects(a), _objects(b)), None,
-        "outer product of two vectors: a_i * b_j",
+        "outer product of two vectors: a_i * b_j", group="matrices",
     )  # fmt: skip
     table["trace"] = BuiltinFunction(
         "trace", (1,), lambda gc, x: gc.trace(x), "d/dx = I (1 on the diagonal)",
@@ -338,7 +359,7 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
     table["diag"] = BuiltinFunction(
         "diag", (1,), _diag, "d/dx = 1 at the diagonal positions, else 0",
         lambda sp, x: np.diag(_objects(x)), None,
-        "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A",
+        "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A", group="matrices",
     )  # fmt: skip
     table["inv"] = BuiltinFunction(
         "inv", (1,), lambda gc, x: gc.inv(x), "d/dx = -inv(x)^T g inv(x)^T",

@@ -12,6 +12,9 @@ import numpy as np
 from .core import primitive
 from .reduce import _logsumexp
 
+#: The group the rows of this module are listed in (``gradcli ops``, the README).
+GROUP = "along an axis"
+
 
 def _softmax(x, axis):
     m = np.max(x, axis=axis, keepdims=True)
@@ -184,6 +187,7 @@ VAR = primitive(
     saves="both",
     nparams=3,
     analytic=False,
+    group="reductions",
     formulas=("2*({0} - mean)/(n - 1)",),
     doc="variance sum((x - mean)^2) / (n - 1)",
     jvp=_var_jvp,
@@ -216,6 +220,7 @@ STD = primitive(
     saves="both",
     nparams=3,
     analytic=False,
+    group="reductions",
     formulas=("({0} - mean)/((n - 1)*std)",),
     doc="standard deviation sqrt(var(x)); gradient 0 where it is 0",
     jvp=_std_jvp,

@@ -41,6 +41,7 @@ names one of ``BATCH``:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,10 @@ SAVES = ("inputs", "output", "both", "meta", "nothing")
 
 #: How a primitive takes a batch of points (see the module docstring).
 BATCH = ("elementwise", "linear", "reduce", "product", "loop")
+
+#: The groups ``gradcli ops`` and the README list the functions in, in that order. A row
+#: names its own; one that does not takes its module's ``GROUP`` (see ``primitive``).
+GROUPS = ("elementwise", "rounding", "comparisons", "reductions", "along an axis", "matrices", "indexing")
 
 
 class Meta:
@@ -108,6 +113,7 @@ class Primitive:
     domain: tuple[tuple[float, float], ...] = ()  # per input, an interval where it is smooth (tests, checks)
     arg_names: tuple[str, ...] = ()  # how docs name the inputs (default x; a, b; c, a, b)
     doc: str = ""
+    group: str = ""  # one of GROUPS: where gradcli ops and the README list it
     # per input, which inputs its reverse rule reads (empty: every input). A node saves an
     # input only when the rule of some other input that requires grad reads it, so `3 * d`
     # does not keep `d` (PyTorch's test_no_unnecessary_save).
@@ -203,8 +209,19 @@ def register(prim: Primitive) -> Primitive:
 def primitive(
     name: str, arity: int, forward: Callable[..., Any], vjp: Sequence[Rule | None], **facts: Any
 ) -> Primitive:
-    """Declare and register a primitive."""
+    """Declare and register a primitive. Without ``group=`` it takes the ``GROUP`` of the
+    module that declares it (``ops/linalg.py``: "matrices"), so a row is grouped where it lives."""
+    if "group" not in facts:
+        facts["group"] = _declaring_module_group()
     return register(Primitive(name, arity, forward, tuple(vjp), **facts))
+
+
+def _declaring_module_group() -> str:
+    """The ``GROUP`` of the first module outside this one on the call stack ("" if it has none)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("GROUP", "") if frame is not None else ""
 
 
 def set_binding(fn: Callable[[Primitive, Sequence[Any], Sequence[Any]], Any]) -> None:

@@ -17,6 +17,9 @@ from .core import Primitive, primitive
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
+#: The group the rows of this module are listed in (``gradcli ops``, the README).
+GROUP = "elementwise"
+
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -178,6 +181,7 @@ REMAINDER = binary(
     lambda sp, a, b: _sympy_mod(sp)(a, b),
     label="%",
     analytic=False,  # a step at every multiple of b: the complex step does not apply
+    group="rounding",
     domain=((2.2, 2.8), (1.0, 1.05)),  # away from the jumps: a / b stays between 2 and 3
     numpy=(np.remainder,),
     torch="remainder",
@@ -529,6 +533,7 @@ def rounding(name, forward, what):
         lambda sp, x: _sympy_rounding(sp, name)(x),
         saves="meta",  # (its dtype: a complex input is refused)
         analytic=False,
+        group="rounding",
         # off the jumps, where finite differences see the derivative 0
         domain=((-0.4, 0.4),) if name == "round" else ((0.2, 0.8),),
         doc=f"{what}; derivative 0 (PyTorch's)",
@@ -781,6 +786,7 @@ def comparison(name, op, ufunc, symbol, sym):
         label=symbol,
         saves="nothing",
         analytic=False,
+        group="comparisons",
         numpy=(ufunc,),
         doc=f"a {symbol} b",
     )

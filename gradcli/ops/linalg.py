@@ -11,6 +11,9 @@ import numpy as np
 from .core import primitive
 from .shape import lift
 
+#: The group the rows of this module are listed in (``gradcli ops``, the README).
+GROUP = "matrices"
+
 
 def _col(g):
     """``g[..., None]``: a trailing axis to broadcast against a vector."""

@@ -12,6 +12,9 @@ from .core import primitive
 from .elementwise import REAL
 from .shape import batch_ndim
 
+#: The group the rows of this module are listed in (``gradcli ops``, the README).
+GROUP = "reductions"
+
 
 def _keep(v, x_shape, axis, keepdims, nbatch=0):
     """``v`` (reduced) reshaped so it broadcasts against ``batch + x_shape``."""

@@ -11,6 +11,9 @@ import numpy as np
 
 from .core import primitive
 
+#: The group the rows of this module are listed in (``gradcli ops``, the README).
+GROUP = "indexing"
+
 
 def batch_ndim(g, out) -> int:
     return np.ndim(g) - out.ndim
