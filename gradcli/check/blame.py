@@ -71,8 +71,11 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
         checked += 1
         if not np.isfinite(numeric) or not np.isfinite(backward):
             continue
-        if not error <= 1e-2 * abs(numeric) + 1e-300:
-            continue  # not converged (a jump such as atan2's cut, sign at 0): it proves nothing
+        # not converged (a jump such as atan2's cut, sign at 0): it proves nothing. Against the
+        # larger of the two, so that a derivative of 0 (floor, round) measured to 1e-13 still
+        # judges a backward that gives 7
+        if not error <= 1e-2 * max(abs(numeric), abs(backward)) + 1e-300:
+            continue
         if abs(backward - numeric) > TOLERANCE * max(abs(numeric), 1.0) + 10.0 * error:
             with np.errstate(all="ignore"):
                 if _confirmed(_directional(_forward(node, values), values, u, v), backward):

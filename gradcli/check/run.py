@@ -27,6 +27,7 @@ from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
 from ..errors import UsageError
+from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
@@ -43,20 +44,23 @@ from .numeric import (
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, _n, check_table
 
 LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
+INSTEAD = "central differences (with their kink search) check the gradient instead"
 METHODS = ("sympy", "finite_difference", "complex_step")
 ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "finite_difference",
            "complex": "complex_step", "complex_step": "complex_step", "cs": "complex_step"}  # fmt: skip
 
 
-def not_analytic(tape: Sequence[Any]) -> str | None:
+def not_analytic(tape: Sequence[Any], program: Program | None = None) -> str | None:
     """Why the complex step cannot be trusted on this recording, or None when every operation
-    is complex-analytic (and so smooth wherever it is finite: no kinks)."""
+    is complex-analytic (and so smooth wherever it is finite: no kinks). ``program``'s own
+    calls count too: ``argmax`` records no node, its index has no gradient."""
     for node, _, _ in tape:
         if isinstance(node, OpNode) and not node.prim.analytic:
             return f"{node.prim.name} ({node.name()}) is not complex-analytic"
         if isinstance(node, FunctionNode):
             return f"the custom Function {node.function.__name__} may not be complex-analytic"
-    return None
+    name = not_analytic_call(program.tree) if program is not None and program.tree is not None else None
+    return None if name is None else f"{name}() is not complex-analytic"
 
 
 def method_names(text: Sequence[str] | None) -> list[str]:
@@ -224,8 +228,10 @@ def check(
     finite = bool(np.isfinite(recorded.f0).all())
     # a composition of complex-analytic operations is differentiable wherever it is finite: no
     # kinks to look for, and finite differences run only when asked for
-    smooth = not_analytic(recorded.tape) is None and not program.escapes
+    smooth = not_analytic(recorded.tape, program) is None and not program.escapes
     chosen = method_names(methods)
+    if "complex_step" in chosen and "finite_difference" not in chosen and not_analytic(recorded.tape, program):
+        chosen.insert(chosen.index("complex_step"), "finite_difference")  # the complex step's stand-in
     fd: Estimate | None = None
     if finite and recorded.x0.size and ("finite_difference" in chosen or not smooth):
         fd = finite_differences(recorded.evaluate, recorded.x0, recorded.f0, recorded.dtype)
@@ -469,8 +475,10 @@ def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol
             "complex_step", None, reason=f"skipped: {program.origin} leaves gradcli's operations "
             f"({', '.join(program.escapes)}), which a complex step cannot follow",
         )  # fmt: skip
-    reason = not_analytic(recorded.tape)
-    if reason is None and program.function is not None:  # called with complex tensors, not replayed
+    reason = not_analytic(recorded.tape, program)
+    if reason is not None:
+        return MethodCheck("complex_step", None, reason=f"skipped: {reason}: {INSTEAD}")
+    if program.function is not None:  # called with complex tensors, not replayed
         reason = next((f"{node.prim.name} ({node.name()}) of complex values is not complex-analytic"
                        for node, _, _ in recorded.tape
                        if isinstance(node, OpNode) and node.prim.continuation is not None), None)  # fmt: skip

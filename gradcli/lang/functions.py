@@ -20,6 +20,7 @@ from .. import ops
 from ..autograd import record
 from ..ops import PRIMITIVES, Primitive
 from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
+from .ast import Call
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
 
@@ -282,6 +283,15 @@ def _grouped(f: BuiltinFunction) -> BuiltinFunction:
     if prim is None:
         return f
     return replace(f, group=f.group or prim.group, analytic=f.analytic and prim.analytic)
+
+
+def not_analytic_call(tree: Any) -> str | None:
+    """The first function called in ``tree`` (a parsed program) that is not complex-analytic
+    though no recorded node may say so: ``argmax`` gives an index without a gradient."""
+    for node in tree.nodes():
+        if isinstance(node, Call) and node.function in FUNCTIONS and not FUNCTIONS[node.function].analytic:
+            return node.function
+    return None
 
 
 def _sym_detach(sp: Any, x: Any) -> Any:
