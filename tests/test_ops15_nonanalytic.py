@@ -196,3 +196,34 @@ def test_a_zero_derivative_is_judged_by_blame():
         object.__setattr__(ops.FLOOR, "vjp", old)
     assert found is not None and found.op == "floor" and checked >= 1
     assert np.isclose(found.numeric, 0.0)
+
+
+# --- which rows say they are not complex-analytic ----------------------------------------------------
+
+PIECEWISE = ["floor", "ceil", "round", "trunc", "remainder", "abs", "sign", "relu", "leaky_relu", "elu", "maximum",
+             "minimum", "clamp", "clamp_tensor", "max", "min", "sort", "topk", "argmax", "argmin", "lt", "eq"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PIECEWISE)
+def test_piecewise_rows_are_not_complex_analytic(name):
+    """abs-like rows (issue 15): their primitive and their language function both say so; sort and
+    topk once they are in the table."""
+    if name not in ops.PRIMITIVES and name not in FUNCTIONS:
+        pytest.skip(f"{name} is not in the table yet")
+    if name in ops.PRIMITIVES:
+        assert ops.PRIMITIVES[name].analytic is False
+    if name in FUNCTIONS:
+        assert FUNCTIONS[name].analytic is False
+
+
+def test_gelu_is_complex_analytic_and_the_complex_step_would_be_exact():
+    """gelu is x (1 + erf(x / sqrt 2)) / 2, erf entire: it stays analytic (unlike relu, elu).
+    The complex step (with mpmath's complex erf) gives its derivative to rounding."""
+    mpmath = pytest.importorskip("mpmath")
+    assert ops.GELU.analytic is True and FUNCTIONS["gelu"].analytic is True
+    x, h = 0.3, 1e-30
+    with mpmath.workdps(50):
+        z = mpmath.mpc(x, h)
+        step = float(mpmath.im(z * (1 + mpmath.erf(z / mpmath.sqrt(2))) / 2) / h)
+    rule = float(ops.GELU.vjp[0](1.0, None, np.float64(x)))
+    assert step == pytest.approx(rule, rel=1e-14)
