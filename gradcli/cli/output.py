@@ -133,10 +133,8 @@ def print_sections(header: Sequence[str], sections: Sequence[tuple[str, Sequence
         from rich.text import Text
 
         console = Console(highlight=False)
-        fixed = [[row[:-1] for _, rows in sections for row in rows]]
-        widths = [
-            max(len(w) for cell in col for w in (str(cell).split() or [""])) for col in zip(header[:-1], *fixed[0])
-        ]
+        fixed = [row[:-1] for _, rows in sections for row in rows]  # the columns that do not wrap
+        widths = [max(len(w) for cell in col for w in (str(cell).split() or [""])) for col in zip(header[:-1], *fixed)]
         if sum(w + 3 for w in widths) + 4 + MIN_WRAPPED <= console.width:
             table = Table(header_style="bold")
             for name in header[:-1]:
