@@ -47,9 +47,21 @@ NON_LEAF_GRAD_WARNING = (
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
+# PyTorch words it differently on each path (2.13): setting .requires_grad, requires_grad_(), a factory's requires_grad=True
+REQUIRES_GRAD_DTYPE = "only Tensors of floating point and complex dtype can require gradients"
+REQUIRES_GRAD_DTYPE_METHOD = "only Tensors of floating point dtype can require gradients"
+REQUIRES_GRAD_DTYPE_FACTORY = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+def check_can_require_grad(value: Any, message: str = REQUIRES_GRAD_DTYPE_FACTORY) -> None:
+    """Integer and boolean tensors never require grad."""
+    if getattr(value, "dtype", _REAL).kind not in "fc":
+        raise RuntimeError(message)
+
 
 def as_value(data: Any, dtype: Any = None) -> Any:
-    """A fresh NumPy array for ``data``: float64 unless told, float32 kept, bools kept."""
+    """A fresh NumPy array for ``data``: float64 for Python floats unless told, float32 kept, bools kept,
+    integers kept as integers (Python ints int64, as PyTorch: such tensors never require grad)."""
     if isinstance(data, Tensor):
         data = data._value
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
@@ -58,9 +70,7 @@ def as_value(data: Any, dtype: Any = None) -> Any:
         value = np.array(data, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"cannot make a tensor from {type(data).__name__}: {exc}") from None
-    if dtype is None and value.dtype.kind in "iu":
-        value = value.astype(np.float64)
-    if value.dtype.kind not in "fcb":
+    if value.dtype.kind not in "fcbiu":
         raise TypeError(f"cannot make a tensor of dtype {value.dtype}; use numbers")
     if value.dtype.kind == "c":
         global complex_seen
@@ -150,6 +160,7 @@ class Tensor:
         if name is not None:
             self.name = name
         if requires_grad:
+            check_can_require_grad(self._value)
             self.requires_grad_(True)
 
     _wrap = staticmethod(wrap)
@@ -175,13 +186,15 @@ class Tensor:
         elif edge is None:
             kind = np.asarray(self._value).dtype.kind
             if kind not in "fc":
-                raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+                raise RuntimeError(REQUIRES_GRAD_DTYPE)
             if kind == "c":
                 global complex_seen
                 complex_seen = True
             self._edge = _node.AccumulateGrad(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self._edge is None:
+            check_can_require_grad(self._value, REQUIRES_GRAD_DTYPE_METHOD)
         self.requires_grad = requires_grad
         return self
 
