@@ -72,7 +72,7 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The backward node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
-    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "__weakref__")
+    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "_hooks", "__weakref__")
     function: type
     user_defined = True
 
@@ -84,6 +84,7 @@ class FunctionNode(Node):
         self.n_outputs = n_outputs
         self.shapes = shapes
         self._retain: dict[int, Any] | None = None
+        self._hooks = None
 
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, ...]:
         if self.ctx._saved is FREED:

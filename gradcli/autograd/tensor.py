@@ -224,6 +224,15 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
         self._grad = value
 
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` each time the gradient of this tensor is computed; it may return a
+        replacement. Returns a handle whose ``.remove()`` removes the hook."""
+        return _hooks.register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """``hook(leaf)`` after the gradient was accumulated into this leaf's ``.grad``."""
+        return _hooks.register_post_accumulate(self, hook)
+
     def retain_grad(self) -> None:
         """Keep this non-leaf's ``.grad`` after backward (leaves keep theirs anyway)."""
         edge = self._edge
@@ -509,6 +518,7 @@ class Tensor:
 # isort: off
 from .. import ops as _ops  # noqa: E402
 from . import node as _node  # noqa: E402
+from . import hooks as _hooks  # noqa: E402
 from . import engine as _engine  # noqa: E402
 from . import record as _record  # noqa: E402
 from . import numpy_compat as _numpy_compat  # noqa: E402
