@@ -47,6 +47,12 @@ NON_LEAF_GRAD_WARNING = (
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
+DEEPCOPY_NON_LEAF = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.  "
+    "If you were attempting to deepcopy a module, this may be because of a torch.nn.utils.weight_norm usage, "
+    "see https://github.com/pytorch/pytorch/pull/103001"
+)
+
 # PyTorch words it differently on each path (2.13): setting .requires_grad, requires_grad_(), a factory's requires_grad=True
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point and complex dtype can require gradients"
 REQUIRES_GRAD_DTYPE_METHOD = "only Tensors of floating point dtype can require gradients"
@@ -224,6 +230,10 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` each time the gradient of this tensor is computed; it may return a
         replacement. Returns a handle whose ``.remove()`` removes the hook."""
@@ -329,7 +339,9 @@ class Tensor:
         return np.asarray(self._value).tolist()
 
     def numpy(self) -> np.ndarray:
-        if self._edge is not None:
+        """The NumPy array, shared (not copied); refused on a tensor that requires grad, except
+        under ``no_grad`` (as PyTorch)."""
+        if self._edge is not None and _grad_mode.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self._materialize()
         return self._value
@@ -337,6 +349,22 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
+
+    def __reduce__(self) -> Any:
+        """Pickles as its value, dtype and requires_grad (and name): a computed tensor comes back a
+        leaf that requires grad, ``.grad`` and the graph are not kept (PyTorch does the same)."""
+        value = np.array(self._value, copy=True)
+        return (_unpickle, (value, self.requires_grad, self.name))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A leaf's copy with its own ``.grad``; a computed tensor is refused, as in PyTorch."""
+        if not self.is_leaf:
+            raise RuntimeError(DEEPCOPY_NON_LEAF)
+        t = _unpickle(np.array(self._value, copy=True), self.requires_grad, self.name)
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
 
     def __repr__(self) -> str:
         grad_fn = self.grad_fn
@@ -511,6 +539,16 @@ class Tensor:
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _numpy_compat.array_function(func, args, kwargs)
+
+
+def _unpickle(value: Any, requires_grad: bool, name: str | None) -> Tensor:
+    mark_complex(value)
+    t = wrap(value[()] if value.ndim == 0 else value)
+    if name is not None:
+        t.name = name
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 # Late imports: these modules build on Tensor. The order matters (node before the
