@@ -144,7 +144,24 @@ FUNCTION = [
     ("x.grad", [2.0, 2.0]),
 ]
 
+
+def backward_inputs_program(lib):
+    """backward(inputs=...): the chosen leaf's hooks and post-accumulate hooks run, the other's do not."""
+    log = []
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 4.0], requires_grad=True)
+    x.register_hook(lambda g: (log.append(("x hook", g.tolist())), g * 2)[1])
+    x.register_post_accumulate_grad_hook(lambda p: log.append(("x post accumulate", p.grad.tolist())))
+    w.register_post_accumulate_grad_hook(lambda p: log.append(("w post accumulate", p.grad.tolist())))
+    (x * w).sum().backward(inputs=[x])
+    log.append(("grads", x.grad.tolist(), w.grad))
+    return log
+
+
+BACKWARD_INPUTS = [("x hook", [3.0, 4.0]), ("x post accumulate", [6.0, 8.0]), ("grads", [6.0, 8.0], None)]
+
 PROGRAMS = [
+    (backward_inputs_program, BACKWARD_INPUTS),
     (order_program, ORDER),
     (grad_program, GRAD),
     (remove_program, REMOVE),

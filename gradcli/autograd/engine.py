@@ -435,7 +435,11 @@ def backward(
         slot = targets[_input_key(t)]
         if found[slot] is not None and slot not in stored:
             stored.add(slot)
-            _store_grad(t, found[slot], False, create_graph)
+            edge = t._edge
+            if _hooks.seen and edge.__class__ is AccumulateGrad and edge._hooks is not None:
+                _accumulate_hooked(edge, edge._hooks, found[slot], create_graph)  # as its AccumulateGrad would
+            else:
+                _store_grad(t, found[slot], False, create_graph)
 
 
 def _targets(inputs: list[Any], tensors_only: bool) -> dict[Any, int]:
