@@ -160,7 +160,25 @@ def backward_inputs_program(lib):
 
 BACKWARD_INPUTS = [("x hook", [3.0, 4.0]), ("x post accumulate", [6.0, 8.0]), ("grads", [6.0, 8.0], None)]
 
+
+def inplace_program(lib):
+    """A hook registered before an in-place change sees the gradient of the old value; after, of the new."""
+    log = []
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    y.register_hook(lambda g: log.append(("before", g.tolist())))
+    y.mul_(3)
+    y.register_hook(lambda g: log.append(("after", g.tolist())))
+    (y * y).sum().backward()
+    log.append(("grads", x.grad.tolist(), y.grad.tolist()))
+    return log
+
+
+INPLACE = [("after", [6.0, 12.0]), ("before", [18.0, 36.0]), ("grads", [18.0, 36.0], [6.0, 12.0])]
+
 PROGRAMS = [
+    (inplace_program, INPLACE),
     (backward_inputs_program, BACKWARD_INPUTS),
     (order_program, ORDER),
     (grad_program, GRAD),
