@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 
 _FACTORIES = (
     "arange",
+    "bool",
     "complex64",
     "complex128",
     "double",
@@ -41,6 +42,11 @@ _FACTORIES = (
     "float64",
     "from_numpy",
     "full",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "long",
     "full_like",
     "linspace",
     "manual_seed",
@@ -51,6 +57,7 @@ _FACTORIES = (
     "randn",
     "randn_like",
     "tensor",
+    "uint8",
     "zeros",
     "zeros_like",
 )

@@ -289,8 +289,9 @@ def test_numpy_item_and_conversions():
 
 
 def test_float32_is_kept_and_float64_is_the_default():
-    assert gc.tensor(1).dtype == np.float64
-    assert gc.tensor([1, 2]).dtype == np.float64
+    assert gc.tensor(1.0).dtype == np.float64
+    assert gc.tensor([1, 2.0]).dtype == np.float64
+    assert gc.tensor([1, 2]).dtype == np.int64  # Python ints stay integers, as in PyTorch (issue 15)
     x = gc.tensor([1.0, 2.0], dtype=gc.float32, requires_grad=True)
     y = (x * 2.5 + 1).sin().sum()
     assert y.dtype == np.float32

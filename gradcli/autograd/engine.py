@@ -25,6 +25,7 @@ from ..ops import COPY as COPY_PRIM
 from ..ops import REAL as REAL_PRIM
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
+from . import hooks as _hooks
 from . import tensor as _tensor_mod
 from .node import AccumulateGrad, OutputRef, edge_node
 from .tensor import Tensor, wrap
@@ -239,11 +240,18 @@ class _Schedule:
     consumers still to deliver (a node runs when that reaches 0: Kahn's order), pruned to the
     nodes that lead to a captured one (``needed``; ``None``: every node runs)."""
 
-    __slots__ = ("pending", "needed", "ready")
+    __slots__ = ("pending", "needed", "ready", "skip")
 
     def __init__(self, roots: list[Any], capture: dict[Any, int] | None) -> None:
         self.pending = reachable_counts(roots)
-        self.needed = _needed(self.pending, roots, set(capture)) if capture is not None else None
+        self.needed = needed = _needed(self.pending, roots, set(capture)) if capture is not None else None
+        # captured nodes that lead to no other captured node take their gradient and do not run
+        # (as in PyTorch: their node hooks do not fire, their rules cost nothing)
+        self.skip = (
+            None
+            if needed is None
+            else {t for t in capture if not any(e is not None and edge_node(e) in needed for e in t.next)}
+        )
         self.ready = [n for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
 
 
@@ -267,25 +275,41 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
 
 def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch):
     """The loop: each ready node takes its gradient, applies its rule, hands the results on."""
-    pending, needed, ready = schedule.pending, schedule.needed, schedule.ready
+    pending, needed, ready, skip = schedule.pending, schedule.needed, schedule.ready, schedule.skip
     captured: list[Any] = [None] * (len(capture) if capture else 0)
     pop = grads.pop
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
+    hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
+    hooks = None
     while ready:
         node = ready.pop()
         g = pop(node, None)
+        if hooked:
+            hooks = node._hooks
+            if hooks is not None and g is not None:
+                g = _hooks.run_tensor_hooks(hooks, g, getattr(node, "n_outputs", 1) > 1, create_graph)
+                owned.discard(node)  # the hooks saw this buffer: never written to in place
         if capture is not None and g is not None and node in capture:
             captured[capture[node]] = g
         if node.__class__ is AccumulateGrad:
             if capture is None and g is not None:
-                _accumulate(node, g, node in owned, create_graph)
+                if hooks is None:
+                    _accumulate(node, g, node in owned, create_graph)
+                else:
+                    _accumulate_hooked(node, hooks, g, create_graph)
             owned.discard(node)
             continue
-        if g is not None and (needed is None or node in needed):
+        if g is not None and (needed is None or (node in needed and node not in skip)):
             owned.discard(node)
             if node._retain is not None:
                 _retain_grad(node, g, create_graph)
-            in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+            if hooks is None:
+                in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+            else:
+                multi = getattr(node, "n_outputs", 1) > 1
+                g = _hooks.run_pre_hooks(hooks, g, multi, create_graph)
+                in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+                in_grads = _hooks.run_post_hooks(hooks, in_grads, g, multi, create_graph)
             if anomaly:
                 in_grads = tuple(in_grads)
                 _anomaly.backward_check(node, g, in_grads)
@@ -357,6 +381,16 @@ def _accumulate(node: AccumulateGrad, g: Any, owned: bool, create: bool) -> None
         _store_grad(leaf, g, owned, create)
 
 
+def _accumulate_hooked(node: AccumulateGrad, hooks: Any, g: Any, create: bool) -> None:
+    """A leaf's gradient with hooks: the node's pre-hooks, accumulation, then the post-accumulate
+    hooks and the node's hooks (the leaf's tensor hooks already ran)."""
+    g = _hooks.run_pre_hooks(hooks, g, False, create)
+    leaf = node.variable()
+    if leaf is not None:
+        _store_grad(leaf, g, False, create)
+        _hooks.run_post_accumulate(hooks, leaf, g, create)
+
+
 def _retain_grad(node: Any, g: Any, create: bool) -> None:
     for tensor, index in node.retained_tensors():
         gi = g if index is None else g[index]
@@ -401,7 +435,11 @@ def backward(
         slot = targets[_input_key(t)]
         if found[slot] is not None and slot not in stored:
             stored.add(slot)
-            _store_grad(t, found[slot], False, create_graph)
+            edge = t._edge
+            if _hooks.seen and edge.__class__ is AccumulateGrad and edge._hooks is not None:
+                _accumulate_hooked(edge, edge._hooks, found[slot], create_graph)  # as its AccumulateGrad would
+            else:
+                _store_grad(t, found[slot], False, create_graph)
 
 
 def _targets(inputs: list[Any], tensors_only: bool) -> dict[Any, int]:

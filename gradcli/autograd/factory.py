@@ -6,13 +6,21 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor, mark_complex, wrap
+from .tensor import Tensor, check_can_require_grad, mark_complex, wrap
 
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 double = float64
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
+# integer and boolean tensors (comparisons, index arrays, ``tensor([1, 2])``, ``arange(3)``): never require grad
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+long = int64
+uint8 = np.dtype(np.uint8)
+bool = np.dtype(np.bool_)  # noqa: A001  (torch.bool)
 
 _generator: np.random.Generator | None = None  # made on first use: numpy.random costs ~15 ms to import
 
@@ -31,11 +39,14 @@ def manual_seed(seed: int) -> None:
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
-    """A new tensor holding a copy of ``data`` (float64 unless ``dtype`` says otherwise).
+    """A new tensor holding a copy of ``data``: float64 when it holds a float, int64 for Python
+    ints, bool for bools (as PyTorch, with float64 for its default float), unless ``dtype`` says otherwise.
 
     >>> import gradcli as gc
     >>> gc.tensor([1, 2, 3.5])
     tensor([1.0000, 2.0000, 3.5000])
+    >>> gc.tensor([1, 2]).dtype
+    dtype('int64')
     """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
 
@@ -44,6 +55,7 @@ def _made(value: np.ndarray, requires_grad: bool) -> Tensor:
     mark_complex(value)
     t = wrap(value[()] if value.ndim == 0 else value)
     if requires_grad:
+        check_can_require_grad(value)
         t.requires_grad_(True)
     return t
 
@@ -87,10 +99,14 @@ def full_like(t: Any, fill_value: Any, requires_grad: bool = False, dtype: Any =
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, requires_grad: bool = False, dtype: Any = None) -> Tensor:
-    """``arange(4.0)`` is ``tensor([0., 1., 2., 3.])``, as in seed 004."""
+    """``arange(4.0)`` is ``tensor([0., 1., 2., 3.])``, as in seed 004; ``arange(3)`` (integer
+    arguments only) is int64, as PyTorch's."""
     if end is None:
         start, end = 0, start
-    return _made(np.arange(start, end, step, dtype=dtype or float64), requires_grad)
+    if dtype is None:
+        integral = all(isinstance(a, (int, np.integer)) for a in (start, end, step))
+        dtype = int64 if integral else float64
+    return _made(np.arange(start, end, step, dtype=dtype), requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, requires_grad: bool = False, dtype: Any = None) -> Tensor:

@@ -72,7 +72,7 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The backward node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
-    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "__weakref__")
+    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "_hooks", "__weakref__")
     function: type
     user_defined = True
 
@@ -84,6 +84,7 @@ class FunctionNode(Node):
         self.n_outputs = n_outputs
         self.shapes = shapes
         self._retain: dict[int, Any] | None = None
+        self._hooks = None
 
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, ...]:
         if self.ctx._saved is FREED:
@@ -240,3 +241,51 @@ class Function:
             for result in results:
                 _record.trace.append((node, result, args))
         return tuple(results) if many else results[0]
+
+
+ONCE_DIFFERENTIABLE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class DelayedError(Function):
+    """What a ``once_differentiable`` backward's results hang from under ``create_graph``:
+    differentiating them again raises PyTorch's error."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *values: Any) -> Any:
+        return values if len(values) > 1 else values[0]
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise RuntimeError(ONCE_DIFFERENTIABLE)
+
+
+# PyTorch's node for it is named "Error"
+DelayedError._node_class = type("Error", (FunctionNode,), {"__slots__": (), "function": DelayedError})
+
+
+def once_differentiable(fn: Any) -> Any:
+    """Decorate a ``Function``'s ``backward`` that is not itself differentiable (written with NumPy,
+    say): it runs without recording; under ``create_graph`` with gradients that require grad, its
+    results require grad, and differentiating them raises instead of silently giving 0."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx: FunctionCtx, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _grad_mode.enabled or not any(isinstance(a, Tensor) and a._edge is not None for a in args):
+            return outputs
+        many = isinstance(outputs, tuple)
+        items = outputs if many else (outputs,)
+        leaves = []
+        for o in items:
+            if isinstance(o, Tensor) and o.dtype.kind in "fc":
+                o = o.detach()
+                o.requires_grad_(True)
+            leaves.append(o)
+        wrapped = DelayedError.apply(*leaves)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        results = tuple(w if isinstance(o, Tensor) else o for w, o in zip(wrapped, leaves))
+        return results if many else results[0]
+
+    return wrapper

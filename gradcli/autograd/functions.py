@@ -9,6 +9,7 @@ written here, each a few lines over a primitive.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import PRIMITIVES
+from ..ops.shape import PickIndex
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
 from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
@@ -89,9 +91,29 @@ def _extreme(prim: Any, pair: Any, arg: Any, x: Any, dim: Any, keepdim: bool) ->
     if dim is None:
         return _reduce(prim, x, None, False, None, None)
     x = as_tensor(x)
-    values = _reduce(prim, x, dim, keepdim, None, None)
-    indices = arg(np.asarray(x._value), axis=int(dim), keepdims=keepdim)
-    return MinMax(values, wrap(indices))
+    v = np.asarray(x._value)
+    if v.ndim == 0 or v.size == 0 or v.dtype.kind == "c":
+        values = _reduce(prim, x, dim, keepdim, None, None)
+        indices = arg(v, axis=int(dim), keepdims=keepdim)
+        return MinMax(values, wrap(np.asarray(indices, dtype=np.int64)))
+    axis = wrap_dim(dim, v.ndim)
+    indices = np.asarray(arg(v, axis=axis, keepdims=keepdim), dtype=np.int64)
+    # the values are the elements at the indices returned: the gradient goes to that one element
+    # (PyTorch's rule for max(dim); max(x) and amax share it among ties)
+    picked = indices if keepdim else np.expand_dims(indices, axis)
+    grid = list(np.indices(picked.shape, sparse=True))
+    grid[axis] = picked
+    if not keepdim:
+        grid = [np.squeeze(g, axis) for g in grid]
+    index = PickIndex(grid)
+    index.op = "max" if prim is ops.AMAX else "min"
+    values = apply(ops.GETITEM, (x,), (index,))
+    return (_MAX if prim is ops.AMAX else _MIN)(values, wrap(indices))
+
+
+# what max(x, dim) / min(x, dim) return, named as PyTorch's torch.return_types.max / min
+_MAX = namedtuple("max", ["values", "indices"])
+_MIN = namedtuple("min", ["values", "indices"])
 
 
 def max(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..ops import CONJ as _CONJ
 from ..ops import Meta, Primitive, unbroadcast
+from . import hooks as _hooks
 from . import tensor as _tensor_mod
 from .tensor import Tensor, storage_root
 
@@ -62,9 +63,18 @@ class Node:
     __slots__ = ()
     next: tuple[Any, ...] = ()
     user_defined = False  # its backward is user code (a custom Function)
+    _hooks: Any = None  # a hooks.NodeHooks once a hook is registered on the node or its tensors
 
     def name(self) -> str:
         return type(self).__name__
+
+    def register_hook(self, fn: Any) -> Any:
+        """``fn(grad_inputs, grad_outputs)`` after the node runs; may return new ``grad_inputs``."""
+        return _hooks.register_node_hook(self, fn)
+
+    def register_prehook(self, fn: Any) -> Any:
+        """``fn(grad_outputs)`` before the node runs; may return new ``grad_outputs``."""
+        return _hooks.register_node_prehook(self, fn)
 
     @property
     def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
@@ -94,10 +104,11 @@ class AccumulateGrad(Node):
     Holds the leaf weakly (the leaf holds its AccumulateGrad), so no cycle.
     """
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("variable", "_hooks", "__weakref__")
 
     def __init__(self, leaf: Tensor) -> None:
         self.variable = weakref.ref(leaf)
+        self._hooks = None
 
 
 _NONES = tuple((None,) * n for n in range(8))

@@ -57,7 +57,8 @@ def _is_bool(value: Any) -> bool:
 
 def _from_bools(out: Any, values: Any) -> bool:
     """NumPy computes on booleans in float16 (``exp``, ``atan2``) or int8 (``b ** 2``); PyTorch in
-    float: true when ``out`` got such a dtype from booleans (not from a float16 input)."""
+    float: true when ``out`` got such a dtype from booleans (not from a float16 input, nor with an
+    integer tensor: ``k * mask`` stays integer, as in PyTorch)."""
     kind = getattr(out, "dtype", _HALF).kind
     if not (kind in "iu" or getattr(out, "dtype", None) == _HALF):
         return False
@@ -65,7 +66,7 @@ def _from_bools(out: Any, values: Any) -> bool:
     for v in values:
         if _is_bool(v):
             found = True
-        elif getattr(v, "dtype", None) == _HALF:
+        elif getattr(v, "dtype", None) == _HALF or (v.__class__ is not int and getattr(v, "dtype", _HALF).kind in "iu"):
             return False
     return found
 

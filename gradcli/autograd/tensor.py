@@ -47,9 +47,27 @@ NON_LEAF_GRAD_WARNING = (
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
+DEEPCOPY_NON_LEAF = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.  "
+    "If you were attempting to deepcopy a module, this may be because of a torch.nn.utils.weight_norm usage, "
+    "see https://github.com/pytorch/pytorch/pull/103001"
+)
+
+# PyTorch words it differently on each path (2.13): setting .requires_grad, requires_grad_(), a factory's requires_grad=True
+REQUIRES_GRAD_DTYPE = "only Tensors of floating point and complex dtype can require gradients"
+REQUIRES_GRAD_DTYPE_METHOD = "only Tensors of floating point dtype can require gradients"
+REQUIRES_GRAD_DTYPE_FACTORY = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+def check_can_require_grad(value: Any, message: str = REQUIRES_GRAD_DTYPE_FACTORY) -> None:
+    """Integer and boolean tensors never require grad."""
+    if getattr(value, "dtype", _REAL).kind not in "fc":
+        raise RuntimeError(message)
+
 
 def as_value(data: Any, dtype: Any = None) -> Any:
-    """A fresh NumPy array for ``data``: float64 unless told, float32 kept, bools kept."""
+    """A fresh NumPy array for ``data``: float64 for Python floats unless told, float32 kept, bools kept,
+    integers kept as integers (Python ints int64, as PyTorch: such tensors never require grad)."""
     if isinstance(data, Tensor):
         data = data._value
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
@@ -58,9 +76,7 @@ def as_value(data: Any, dtype: Any = None) -> Any:
         value = np.array(data, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"cannot make a tensor from {type(data).__name__}: {exc}") from None
-    if dtype is None and value.dtype.kind in "iu":
-        value = value.astype(np.float64)
-    if value.dtype.kind not in "fcb":
+    if value.dtype.kind not in "fcbiu":
         raise TypeError(f"cannot make a tensor of dtype {value.dtype}; use numbers")
     if value.dtype.kind == "c":
         global complex_seen
@@ -150,6 +166,7 @@ class Tensor:
         if name is not None:
             self.name = name
         if requires_grad:
+            check_can_require_grad(self._value)
             self.requires_grad_(True)
 
     _wrap = staticmethod(wrap)
@@ -175,13 +192,15 @@ class Tensor:
         elif edge is None:
             kind = np.asarray(self._value).dtype.kind
             if kind not in "fc":
-                raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+                raise RuntimeError(REQUIRES_GRAD_DTYPE)
             if kind == "c":
                 global complex_seen
                 complex_seen = True
             self._edge = _node.AccumulateGrad(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self._edge is None:
+            check_can_require_grad(self._value, REQUIRES_GRAD_DTYPE_METHOD)
         self.requires_grad = requires_grad
         return self
 
@@ -210,6 +229,19 @@ class Tensor:
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` each time the gradient of this tensor is computed; it may return a
+        replacement. Returns a handle whose ``.remove()`` removes the hook."""
+        return _hooks.register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """``hook(leaf)`` after the gradient was accumulated into this leaf's ``.grad``."""
+        return _hooks.register_post_accumulate(self, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf's ``.grad`` after backward (leaves keep theirs anyway)."""
@@ -307,7 +339,9 @@ class Tensor:
         return np.asarray(self._value).tolist()
 
     def numpy(self) -> np.ndarray:
-        if self._edge is not None:
+        """The NumPy array, shared (not copied); refused on a tensor that requires grad, except
+        under ``no_grad`` (as PyTorch)."""
+        if self._edge is not None and _grad_mode.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self._materialize()
         return self._value
@@ -315,6 +349,22 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
+
+    def __reduce__(self) -> Any:
+        """Pickles as its value, dtype and requires_grad (and name): a computed tensor comes back a
+        leaf that requires grad, ``.grad`` and the graph are not kept (PyTorch does the same)."""
+        value = np.array(self._value, copy=True)
+        return (_unpickle, (value, self.requires_grad, self.name))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A leaf's copy with its own ``.grad``; a computed tensor is refused, as in PyTorch."""
+        if not self.is_leaf:
+            raise RuntimeError(DEEPCOPY_NON_LEAF)
+        t = _unpickle(np.array(self._value, copy=True), self.requires_grad, self.name)
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
 
     def __repr__(self) -> str:
         grad_fn = self.grad_fn
@@ -491,11 +541,22 @@ class Tensor:
         return _numpy_compat.array_function(func, args, kwargs)
 
 
+def _unpickle(value: Any, requires_grad: bool, name: str | None) -> Tensor:
+    mark_complex(value)
+    t = wrap(value[()] if value.ndim == 0 else value)
+    if name is not None:
+        t.name = name
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 # Late imports: these modules build on Tensor. The order matters (node before the
 # modules that import it), so the sorter leaves this block alone.
 # isort: off
 from .. import ops as _ops  # noqa: E402
 from . import node as _node  # noqa: E402
+from . import hooks as _hooks  # noqa: E402
 from . import engine as _engine  # noqa: E402
 from . import record as _record  # noqa: E402
 from . import numpy_compat as _numpy_compat  # noqa: E402

@@ -124,10 +124,19 @@ def _batched(index: tuple, nbatch: int) -> tuple:
     return (slice(None),) * nbatch + index if nbatch else index
 
 
+class PickIndex(tuple):
+    """The index that picks ``max(x, dim)``'s values (the positions of its indices): read as any index,
+    named as PyTorch names the node (``op``: "max" or "min" gives MaxBackward0)."""
+
+    op = "index"
+
+
 def _index_kind(consts, params):
     (index,) = params
     if not isinstance(index, tuple):
         return ("index", 0)
+    if index.__class__ is PickIndex:
+        return (index.op, 0)
     if len(index) == 1 and isinstance(index[0], (int, np.integer)):
         return ("select", 0)
     if is_basic_index(index) and all(isinstance(i, slice) for i in index):
