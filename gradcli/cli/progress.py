@@ -1,0 +1,112 @@
+"""Feedback on long work: a spinner (or a bar, when the amount is known) on stderr.
+
+``with working("running SymPy"):`` around anything that may take more than about
+half a second. It shows only when stderr is a terminal (never in a pipe, a file,
+with ``--json`` or ``TERM=dumb``), and only once the work has run for ``DELAY``
+seconds, so a quick command never flashes. It is transient: the line is erased
+when the work ends, before the result is printed. Rich is imported by the
+display's own thread, only when the display is due: a command that ends sooner
+never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+DELAY = 0.5  # seconds of work before anything is shown
+
+
+def shown(quiet: bool = False) -> bool:
+    """Whether feedback may be shown: stderr is a terminal that can redraw a line, and not ``quiet``."""
+    if quiet or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError, OSError):  # closed or replaced stderr
+        return False
+
+
+class Work:
+    """What a ``working`` block can say while it runs: ``advance`` a known amount, ``say`` a new text."""
+
+    def __init__(self, what: str, total: int | None, delay: float) -> None:
+        self.what = what
+        self.total = total
+        self.done = 0
+        self._delay = delay
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._progress: Any = None
+        self._task: Any = None
+        self._thread: threading.Thread | None = None
+
+    def advance(self, amount: int = 1) -> None:
+        self.done += amount
+        if self._progress is not None:
+            with self._lock:
+                if self._progress is not None:
+                    self._progress.update(self._task, completed=self.done)
+
+    def say(self, what: str) -> None:
+        self.what = what
+        if self._progress is not None:
+            with self._lock:
+                if self._progress is not None:
+                    self._progress.update(self._task, description=what)
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._show_when_due, name="gradcli-working", daemon=True)
+        self._thread.start()
+
+    def _show_when_due(self) -> None:
+        if self._ended.wait(self._delay):
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
+        if self.total is not None:
+            columns += [BarColumn(), MofNCompleteColumn()]
+        columns.append(TimeElapsedColumn())
+        with self._lock:
+            if self._ended.is_set():
+                return
+            console = Console(file=sys.stderr, highlight=False)
+            # no redirection: rich would otherwise send what the command prints on stdout to stderr
+            progress = Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._task = progress.add_task(self.what, total=self.total, completed=self.done)
+            progress.start()
+            self._progress = progress
+
+    def _stop(self) -> None:
+        self._ended.set()
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()  # transient: the line is erased
+                self._progress = None
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+
+@contextmanager
+def working(what: str, *, total: int | None = None, quiet: bool = False, delay: float = DELAY) -> Iterator[Work]:
+    """Show ``what`` with a spinner on stderr while the block runs, if it runs longer than ``delay``.
+
+    ``total``: a bar counting to it (``work.advance(n)`` in the block). ``quiet`` (``--json``):
+    nothing. Nothing either when stderr is not a terminal. Start the block after anything
+    written to stdout and end it before writing more: the line is redrawn where the cursor is.
+    """
+    work = Work(what, total, delay)
+    if not shown(quiet):
+        yield work
+        return
+    work._start()
+    try:
+        yield work
+    finally:
+        work._stop()
