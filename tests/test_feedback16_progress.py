@@ -202,3 +202,19 @@ def test_a_quick_block_does_not_import_rich():
         [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "TERM": "xterm"}
     )
     assert done.stdout == "False\n", done.stderr
+
+
+def test_a_warning_during_the_spinner_is_written_whole_above_it(monkeypatch):
+    from gradcli.cli.progress import working
+
+    monkeypatch.setenv("TERM", "xterm")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with working("busy", delay=0.05):
+        time.sleep(0.4)
+        sys.stderr.write("warning: something\n")
+        time.sleep(0.2)
+    assert sys.stderr is terminal  # given back
+    text = terminal.getvalue()
+    assert "\x1b[2Kwarning: something\n" in text  # on a line of its own, the spinner's erased first
+    assert text.endswith("\x1b[2K")  # and the spinner's line erased at the end

@@ -77,8 +77,9 @@ class Work:
             if self._ended.is_set():
                 return
             console = Console(file=sys.stderr, highlight=False)
-            # no redirection: rich would otherwise send what the command prints on stdout to stderr
-            progress = Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False)
+            # stderr written meanwhile (a warning) goes above the line, whole; stdout is left alone
+            # (redirected, rich would print the command's results on stderr)
+            progress = Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=True)
             self._task = progress.add_task(self.what, total=self.total, completed=self.done)
             progress.start()
             self._progress = progress
