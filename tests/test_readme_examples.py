@@ -134,6 +134,36 @@ def test_readme_example(example: Example, workdir: Path):
         )
 
 
+#: the exit-code table's rows: | code | when | `gradcli ...` [without Graphviz] → `what it says[ ...]` |
+TABLE_ROW = re.compile(r"^\| (\d+) \|.*\| `(gradcli [^`]*)`( without Graphviz)? → `([^`]*)` \|$", re.MULTILINE)
+TABLE = TABLE_ROW.findall(README.read_text(encoding="utf-8"))
+
+
+def test_the_exit_code_table_has_an_example_for_each_code_but_70():
+    assert sorted(int(code) for code, *_ in TABLE) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("code,command,no_graphviz,said", TABLE, ids=[f"exit{row[0]}" for row in TABLE])
+def test_exit_code_table_example(code: str, command: str, no_graphviz: str, said: str, workdir: Path):
+    """Each example of the exit-code table exits with its row's code and says what the row quotes
+    (up to the row's closing '...')."""
+    if no_graphviz:  # the PATH a machine without Graphviz has: gradcli's own folder and no dot
+        env = {**os.environ, "PATH": str(BIN)}
+        env.pop("GRADCLI_DEBUG", None)
+        done = subprocess.run(
+            ["/bin/bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=300
+        )
+    else:
+        done = run(command, workdir)
+    start = said.removesuffix("...").rstrip()
+    lines = (done.stdout + done.stderr).splitlines()
+    assert done.returncode == int(code), f"README.md's exit-code table: `{command}` exits {done.returncode}, not {code}"
+    assert any(line.startswith(start) for line in lines), (
+        f"README.md's exit-code table: `{command}` printed, exactly:\n{done.stdout}{done.stderr}"
+        f"hint: the row quotes `{said}`; quote one of the lines above instead"
+    )
+
+
 def test_the_harness_reads_a_block_and_its_ellipsis():
     text = "intro\n```console\n$ gradcli a   # note\nx = 1\n\n$ gradcli b; echo $?\n...\n2\n```\n$ not this\n"
     found = console_examples(text)
