@@ -117,16 +117,20 @@ def test_a_quick_command_never_flashes_a_spinner():
 
 
 @posix_only
-def test_many_points_written_to_a_pipe_show_a_bar_on_the_terminal(tmp_path):
-    rows = 200_000
+def test_many_points_written_to_a_pipe_show_a_count_on_the_terminal(tmp_path):
+    rows = 50_000  # with a 50-element gradient: 2.5 million numbers, over a second of work
     points = tmp_path / "points.csv"
-    points.write_text("x,y\n" + "0.5,2\n" * rows)
-    code, out, terminal = run_with_terminal_stderr(["eval", "x * y", "--points", str(points)])
+    points.write_text("x\n" + "0.5\n" * rows)
+    vector = "v=[" + ",".join(str(i) for i in range(50)) + "]"
+    code, out, terminal = run_with_terminal_stderr(["eval", "sum(x*v)", "--points", str(points), "--at", vector])
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == rows + 1 and lines[0] == "x,y,value,grad_x,grad_y" and lines[-1] == "0.5,2,1.0,2.0,0.5"
+    assert len(lines) == rows + 1 and lines[-1] == "0.5," + ",".join(
+        [str(0.5 * sum(range(50))), "1225.0"] + ["0.5"] * 50
+    )
     shown = CONTROL.sub("", terminal)
     assert "evaluating" in shown or "writing rows" in shown, shown[:300]
+    assert terminal.endswith("\x1b[2K")  # erased at the end
 
 
 # --- the helper itself, in-process -------------------------------------------------------------------------
@@ -171,18 +175,26 @@ def test_working_is_quiet_when_asked_or_on_a_dumb_terminal(monkeypatch):
     assert terminal.getvalue() == ""
 
 
-def test_a_bar_counts_to_its_total(monkeypatch):
+def test_a_count_goes_to_its_total_and_finish_ends_the_display_early(monkeypatch):
     from gradcli.cli.progress import working
 
     monkeypatch.setenv("TERM", "xterm")
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    with working("writing rows", total=10, delay=0.01) as work:
+    with working("reading", delay=0.01) as work:
+        time.sleep(0.2)
+        work.count(10, "writing rows")
         for _ in range(10):
             time.sleep(0.05)
             work.advance()
-    assert work.done == 10
-    assert "writing rows" in terminal.getvalue() and "10/10" in terminal.getvalue()
+        assert work.text() == "writing rows: 10 of 10"
+        time.sleep(0.2)
+        work.finish()
+        shown = terminal.getvalue()
+        time.sleep(0.3)
+        assert terminal.getvalue() == shown  # nothing more once finished
+    assert "reading" in shown and "writing rows: 10 of 10" in shown and shown.endswith("\x1b[2K")
+    assert terminal.getvalue() == shown
 
 
 def test_a_quick_block_does_not_import_rich():

@@ -86,24 +86,27 @@ def _evaluate_points(
     from ..lang.values import read_points_with_rows
     from .progress import working
 
+    # one display for the whole run: reading, evaluating, then a count of the rows written to a file or
+    # a pipe (on a terminal's stdout the rows themselves show progress, and the display ends first)
     with working(f"evaluating the points of {_shown_path(path)}", quiet=as_json) as work:
         columns, row_texts = read_points_with_rows(path)
         work.say(f"evaluating {len(next(iter(columns.values()), ())):,} points")
         names, result = evaluate_points(program, columns, values, wrt or None, seed)
-    if result.warning:
-        output.warn(result.warning)
-    n = len(result.value)
-    arrays = [result.value, *(result.gradient[name] for name in names)]
-    if not as_json:
-        header = [*columns, *element_labels("value", result.value.shape[1:])]
-        for name in names:
-            header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
-        sys.stdout.write(",".join(header) + "\n")
-    # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
-    block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
-    keys = [f'"{name}": ' for name in names]
-    # a bar while the rows go to a file or a pipe (on the terminal, the rows themselves show progress)
-    with working("writing rows", total=n, quiet=as_json or sys.stdout.isatty()) as work:
+        n = len(result.value)
+        if sys.stdout.isatty():
+            work.finish()
+        work.count(n, "writing rows")
+        if result.warning:
+            output.warn(result.warning)
+        arrays = [result.value, *(result.gradient[name] for name in names)]
+        if not as_json:
+            header = [*columns, *element_labels("value", result.value.shape[1:])]
+            for name in names:
+                header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
+            sys.stdout.write(",".join(header) + "\n")
+        # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
+        block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
+        keys = [f'"{name}": ' for name in names]
         for start in range(0, n, block):
             stop = min(n, start + block)
             texts = [_element_texts(a[start:stop]) for a in arrays]

@@ -1,4 +1,4 @@
-"""Feedback on long work: a spinner (or a bar, when the amount is known) on stderr.
+"""Feedback on long work: a spinner on stderr (with a count, when the amount is known).
 
 ``with working("running SymPy"):`` around anything that may take more than about
 half a second. It shows only when stderr is a terminal (never in a pipe, a file,
@@ -32,7 +32,8 @@ def shown(quiet: bool = False) -> bool:
 
 
 class Work:
-    """What a ``working`` block can say while it runs: ``advance`` a known amount, ``say`` a new text."""
+    """What a ``working`` block can say while it runs: ``say`` a new text, ``count`` to a known
+    amount and ``advance`` towards it, or ``finish`` early (before writing to a terminal's stdout)."""
 
     def __init__(self, what: str, total: int | None, delay: float) -> None:
         self.what = what
@@ -45,19 +46,37 @@ class Work:
         self._task: Any = None
         self._thread: threading.Thread | None = None
 
-    def advance(self, amount: int = 1) -> None:
-        self.done += amount
-        if self._progress is not None:
-            with self._lock:
-                if self._progress is not None:
-                    self._progress.update(self._task, completed=self.done)
+    def text(self) -> str:
+        return self.what if self.total is None else f"{self.what}: {self.done:,} of {self.total:,}"
 
     def say(self, what: str) -> None:
         self.what = what
+        self._show()
+
+    def count(self, total: int, what: str | None = None) -> None:
+        self.total, self.done = total, 0
+        self.say(self.what if what is None else what)
+
+    def advance(self, amount: int = 1) -> None:
+        self.done += amount
+        self._show()
+
+    def finish(self) -> None:
+        """End the display now (it is erased); the rest of the block runs without it."""
+        self._ended.set()
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()  # transient: the line is erased
+                self._progress = None
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+    def _show(self) -> None:
         if self._progress is not None:
             with self._lock:
                 if self._progress is not None:
-                    self._progress.update(self._task, description=what)
+                    self._progress.update(self._task, description=self.text())
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._show_when_due, name="gradcli-working", daemon=True)
@@ -67,40 +86,30 @@ class Work:
         if self._ended.wait(self._delay):
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
-        if self.total is not None:
-            columns += [BarColumn(), MofNCompleteColumn()]
-        columns.append(TimeElapsedColumn())
         with self._lock:
             if self._ended.is_set():
                 return
             console = Console(file=sys.stderr, highlight=False)
             # stderr written meanwhile (a warning) goes above the line, whole; stdout is left alone
             # (redirected, rich would print the command's results on stderr)
-            progress = Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=True)
-            self._task = progress.add_task(self.what, total=self.total, completed=self.done)
+            progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                console=console, transient=True, redirect_stdout=False, redirect_stderr=True,
+            )  # fmt: skip
+            self._task = progress.add_task(self.text())
             progress.start()
             self._progress = progress
-
-    def _stop(self) -> None:
-        self._ended.set()
-        with self._lock:
-            if self._progress is not None:
-                self._progress.stop()  # transient: the line is erased
-                self._progress = None
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
 
 
 @contextmanager
 def working(what: str, *, total: int | None = None, quiet: bool = False, delay: float = DELAY) -> Iterator[Work]:
     """Show ``what`` with a spinner on stderr while the block runs, if it runs longer than ``delay``.
 
-    ``total``: a bar counting to it (``work.advance(n)`` in the block). ``quiet`` (``--json``):
-    nothing. Nothing either when stderr is not a terminal. Start the block after anything
-    written to stdout and end it before writing more: the line is redrawn where the cursor is.
+    ``total``: the amount of work, counted as ``work.advance(n)`` says (``12,000 of 50,000``).
+    ``quiet`` (``--json``): nothing. Nothing either when stderr is not a terminal. Nothing may be
+    written to a terminal's stdout while it shows: ``work.finish()`` first.
     """
     work = Work(what, total, delay)
     if not shown(quiet):
@@ -110,4 +119,4 @@ def working(what: str, *, total: int | None = None, quiet: bool = False, delay: 
     try:
         yield work
     finally:
-        work._stop()
+        work.finish()
