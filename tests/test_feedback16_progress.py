@@ -8,6 +8,7 @@ import io
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -230,3 +231,17 @@ def test_a_warning_during_the_spinner_is_written_whole_above_it(monkeypatch):
     text = terminal.getvalue()
     assert "\x1b[2Kwarning: something\n" in text  # on a line of its own, the spinner's erased first
     assert text.endswith("\x1b[2K")  # and the spinner's line erased at the end
+
+
+@posix_only
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+def test_graphviz_drawing_a_large_graph_shows_a_spinner(tmp_path):
+    large = " + ".join(f"sin({i}*x + y)*exp(x*{i})" for i in range(1, 60))  # 532 nodes: dot takes seconds
+    picture = tmp_path / "g.svg"
+    code, out, terminal = run_with_terminal_stderr(
+        ["graph", large, "--at", "x=0.1,y=0.2", "--max-nodes", "2000", "-o", str(picture)]
+    )
+    assert code == 0 and out == ""
+    assert "Graphviz is drawing 532 nodes" in terminal
+    assert last_line(terminal) == f"wrote {picture} (532 nodes)"
+    assert picture.read_text().lstrip().startswith("<?xml")
