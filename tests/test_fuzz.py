@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gradcli.cli import expression_after_dashes
-from gradcli.cli.app import app
+from gradcli.cli.app import app, command_names
 from gradcli.errors import GradcliError, SyntaxProblem, UsageError
 from gradcli.lang.parser import parse
 from gradcli.lang.values import assignments
@@ -413,7 +413,7 @@ def test_check(args):
 
 
 @fuzz(40)
-@given(st.sampled_from(["eval", "diff", "graph", "jacobian", "hessian", "check", "ops"]), expressions)
+@given(st.sampled_from(command_names()), expressions)
 def test_expressions_from_a_file_and_from_stdin(tmp_path_factory, command, text):
     path = tmp_path_factory.getbasetemp() / "program.gc"
     path.write_text(text, encoding="utf-8")
@@ -431,7 +431,7 @@ def test_expressions_from_a_file_and_from_stdin(tmp_path_factory, command, text)
 
 @fuzz(40)
 @given(
-    st.sampled_from(["eval", "diff", "graph", "jacobian", "hessian", "check", "ops"]),
+    st.sampled_from(command_names()),
     st.lists(
         st.sampled_from(
             [

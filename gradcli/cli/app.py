@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import commands
+from .commands import SYMPY_SECONDS
 
 app = typer.Typer(
     name="gradcli",
@@ -25,6 +26,13 @@ JSON = typer.Option(False, "--json", help="one JSON document on stdout")
 FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
 PYTHON = typer.Option(
     None, "--python", metavar="FILE:FUNC", help="differentiate the Python function FUNC of FILE (any path)"
+)
+#: one SymPy time limit for every command that runs SymPy (diff: exit 2; check: SymPy is skipped, the others judge)
+SYMPY_TIMEOUT = typer.Option(
+    SYMPY_SECONDS,
+    "--sympy-timeout",
+    metavar="SECONDS",
+    help="give up on SymPy after this long: diff exits 2, check reports SymPy as skipped",
 )
 
 
@@ -54,9 +62,7 @@ def diff_command(
     json: bool = JSON,
     file: str = FILE,
     latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
-    sympy_timeout: float = typer.Option(
-        30.0, "--sympy-timeout", metavar="SECONDS", help="give up (exit 2) if SymPy takes longer than this"
-    ),
+    sympy_timeout: float = SYMPY_TIMEOUT,
 ) -> None:
     """Symbolic derivative of EXPR (SymPy), simplified.
 
@@ -151,9 +157,7 @@ def check_command(
     atol: float = typer.Option(None, "--atol", metavar="A", help="absolute tolerance (default: from the dtype)"),
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="check v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
-    sympy_timeout: float = typer.Option(
-        10.0, "--sympy-timeout", metavar="SECONDS", help="give up on SymPy (reported as skipped) after this long"
-    ),
+    sympy_timeout: float = SYMPY_TIMEOUT,
 ) -> None:
     """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
@@ -179,3 +183,9 @@ def ops_command(
     Example: gradcli ops clamp
     """
     commands.list_functions(name, json)
+
+
+def command_names() -> list[str]:
+    """Every registered command, in the order ``gradcli --help`` lists them: what tests loop over
+    (a command added here is checked everywhere, with no list of names to keep up to date)."""
+    return [info.name or info.callback.__name__.replace("_", "-") for info in app.registered_commands]

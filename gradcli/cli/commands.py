@@ -10,6 +10,10 @@ import numpy as np
 
 from . import output, reported
 
+#: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
+#: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
+SYMPY_SECONDS = 10.0
+
 
 def _point_text(values: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {output.array(v)}" for k, v in values.items())
@@ -67,6 +71,12 @@ def _source_text(program: Any, expression: str | None) -> str:
     return printable(expression or program.origin)
 
 
+def _shown_path(path: str) -> str:
+    from ..errors import printable
+
+    return printable(path if len(path) <= 40 else "..." + path[-37:])
+
+
 def _evaluate_points(
     program: Any, path: str, values: dict[str, Any], wrt: list[str], as_json: bool, seed: str | None = None
 ) -> None:
@@ -74,37 +84,46 @@ def _evaluate_points(
     from ..lang.points import evaluate_points
     from ..lang.program import element_labels
     from ..lang.values import read_points_with_rows
+    from .progress import working
 
-    columns, row_texts = read_points_with_rows(path)
-    names, result = evaluate_points(program, columns, values, wrt or None, seed)
-    if result.warning:
-        output.warn(result.warning)
-    n = len(result.value)
-    arrays = [result.value, *(result.gradient[name] for name in names)]
-    if not as_json:
-        header = [*columns, *element_labels("value", result.value.shape[1:])]
-        for name in names:
-            header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
-        sys.stdout.write(",".join(header) + "\n")
-    # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
-    block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
-    keys = [f'"{name}": ' for name in names]
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        texts = [_element_texts(a[start:stop]) for a in arrays]
-        if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
-            value_json, *grads_json = [_nested(t, a.shape[1:], stop - start) for t, a in zip(texts, arrays)]
-            lines = (
-                '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
-                for i, v in enumerate(value_json)
-            )
-        else:
-            if row_texts is not None:
-                point_texts = [row_texts[start:stop]]
+    # one display for the whole run: reading, evaluating, then a count of the rows written to a file or
+    # a pipe (on a terminal's stdout the rows themselves show progress, and the display ends first)
+    with working(f"evaluating the points of {_shown_path(path)}", quiet=as_json) as work:
+        columns, row_texts = read_points_with_rows(path)
+        work.say(f"evaluating {len(next(iter(columns.values()), ())):,} points")
+        names, result = evaluate_points(program, columns, values, wrt or None, seed)
+        n = len(result.value)
+        if sys.stdout.isatty():
+            work.finish()
+        work.count(n, "writing rows")
+        if result.warning:
+            output.warn(result.warning)
+        arrays = [result.value, *(result.gradient[name] for name in names)]
+        if not as_json:
+            header = [*columns, *element_labels("value", result.value.shape[1:])]
+            for name in names:
+                header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
+            sys.stdout.write(",".join(header) + "\n")
+        # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
+        block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
+        keys = [f'"{name}": ' for name in names]
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            texts = [_element_texts(a[start:stop]) for a in arrays]
+            if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
+                value_json, *grads_json = [_nested(t, a.shape[1:], stop - start) for t, a in zip(texts, arrays)]
+                lines = (
+                    '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
+                    for i, v in enumerate(value_json)
+                )
             else:
-                point_texts = [_texts(c[start:stop]) for c in columns.values()]
-            lines = (",".join(r) for r in zip(*point_texts, *(t for element in texts for t in element)))
-        sys.stdout.write("\n".join(lines) + "\n")
+                if row_texts is not None:
+                    point_texts = [row_texts[start:stop]]
+                else:
+                    point_texts = [_texts(c[start:stop]) for c in columns.values()]
+                lines = (",".join(r) for r in zip(*point_texts, *(t for element in texts for t in element)))
+            sys.stdout.write("\n".join(lines) + "\n")
+            work.advance(stop - start)
 
 
 POINTS_CELLS = 2_000_000  # numbers formatted at once by --points
@@ -148,7 +167,7 @@ def differentiate(
     wrt: list[str],
     as_json: bool,
     latex: bool,
-    timeout: float = 30.0,
+    timeout: float = SYMPY_SECONDS,
 ) -> None:
     with reported():
         import sympy as sp
@@ -158,14 +177,19 @@ def differentiate(
         from ..lang.program import load, symbolic_derivatives
         from ..lang.symbolic import warning_text
         from ..lang.values import assignments, names_list
+        from .progress import working
 
-        if not timeout > 0:
-            raise UsageError(f"--sympy-timeout must be a number of seconds > 0, not {timeout!r}")
+        _check_sympy_timeout(timeout)
         program = load(expression, file)
         values = assignments(at)
         shapes = {name: np.shape(v) for name, v in values.items()}
         try:
-            with time_limit(timeout), warnings.catch_warnings(record=True) as caught:
+            # the display outermost: the time limit is over before the display stops
+            with (
+                working("running SymPy", quiet=as_json),
+                time_limit(timeout),
+                warnings.catch_warnings(record=True) as caught,
+            ):
                 warnings.simplefilter("always")
                 derivatives = symbolic_derivatives(program, names_list(wrt) or None, shapes)
                 text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
@@ -186,6 +210,14 @@ def differentiate(
             output.print_json(document)
             return
         output.print_rows([(f"d/d{name}", t) for name, t in text.items()], heading=_source_text(program, expression))
+
+
+def _check_sympy_timeout(seconds: float) -> None:
+    """``--sympy-timeout`` is a finite number of seconds > 0 (the same words from every command)."""
+    from ..errors import UsageError
+
+    if not (seconds > 0 and np.isfinite(seconds)):
+        raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {seconds}")
 
 
 def _sympy_text(expr: Any, printer: Any) -> str:
@@ -258,7 +290,7 @@ def draw(
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
         from ..render.layout import checked_limit, time_limit
-        from ..render.output import format_for, show, write
+        from ..render.output import BINARY, format_for, show, write
 
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
@@ -287,8 +319,10 @@ def draw(
         found = None
         if blame:  # before build: building with gradients frees what the nodes saved
             from ..check.blame import blame_nodes
+            from .progress import working
 
-            found, _ = blame_nodes(trace)
+            with working("checking every node's derivative (--blame)", quiet=fmt == "json"):
+                found, _ = blame_nodes(trace)
         graph = build(
             outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
             highlight=names_list(highlight, "--highlight"), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
@@ -304,7 +338,11 @@ def draw(
             output.warn(f"non-finite value: {evaluation.nonfinite}")
         with time_limit(layout_timeout):
             if path is not None:
-                write(graph, path, fmt)
+                from .progress import working
+
+                what = f"Graphviz is drawing {len(graph.nodes)} nodes"
+                with working(what, quiet=fmt not in BINARY):  # the picture formats are laid out by dot
+                    write(graph, path, fmt)
                 sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
             else:
                 show(graph, fmt, rich=output.rich_wanted())
@@ -358,7 +396,10 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         program = load(expression, file, python)
         values = assignments(at)
-        result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
+        from .progress import working
+
+        with working("computing the Jacobian", quiet=as_json):
+            result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
@@ -382,7 +423,10 @@ def hessian(
 
         program = load(expression, file, python)
         values = assignments(at)
-        result = program_hessian(program, values, names_list(wrt) or None, as_json)
+        from .progress import working
+
+        with working("computing the Hessian", quiet=as_json):
+            result = program_hessian(program, values, names_list(wrt) or None, as_json)
         unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
         if unseen:
             output.warn(unseen)
@@ -415,7 +459,7 @@ def check(
     atol: float | None,
     seed: str | None,
     blame: bool,
-    sympy_timeout: float = 10.0,
+    sympy_timeout: float = SYMPY_SECONDS,
     python: str | None = None,
 ) -> None:
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
@@ -425,8 +469,7 @@ def check(
         from ..lang.program import load
         from ..lang.values import assignments, names_list
 
-        if not (sympy_timeout > 0 and np.isfinite(sympy_timeout)):
-            raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {sympy_timeout}")
+        _check_sympy_timeout(sympy_timeout)
         for name, value in (("--rtol", rtol), ("--atol", atol)):
             if value is not None and not (value >= 0 and np.isfinite(value)):
                 raise UsageError(f"{name} must be a finite number >= 0, got {value}")
@@ -436,9 +479,14 @@ def check(
         locate = None
         if blame:
             from ..render.build import locate_blamed as locate
-        result = run_check(
-            program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout, locate
-        )
+        from .progress import working
+
+        what = "checking the gradient and every node's derivative (--blame)" if blame else "checking the gradient"
+        with working(what, quiet=as_json):
+            result = run_check(
+                program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout,
+                locate,
+            )  # fmt: skip
         for said in result.warnings:
             output.warn(said)
         if as_json:
