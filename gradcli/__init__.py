@@ -55,6 +55,8 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "sort",
+    "topk",
     "inv",
     "inverse",
     "diag",

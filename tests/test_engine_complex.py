@@ -144,6 +144,8 @@ NOT_COMPLEX = {
     "ceil",
     "round",
     "trunc",
+    "sort",
+    "topk",
 }
 
 

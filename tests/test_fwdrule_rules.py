@@ -55,6 +55,8 @@ KINDS = {
     "std": "loop",
     "trace": "linear",
     "inv": "loop",
+    "sort": "linear",
+    "topk": "linear",
     "tril": "linear",
     "triu": "linear",
 }

@@ -9,6 +9,7 @@ written here, each a few lines over a primitive.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import PRIMITIVES
+from ..ops import order as ops_order
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
 from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
@@ -181,6 +183,49 @@ def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
 def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Index of the smallest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
     return _arg(np.argmin, x, dim, keepdim)
+
+
+SortResult = namedtuple("sort", ["values", "indices"])
+TopkResult = namedtuple("topk", ["values", "indices"])
+
+
+def _ordered(name: str, x: Any) -> Tensor:
+    x = as_tensor(x)
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): complex tensors are not supported")
+    return x
+
+
+def sort(x: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """(values, indices) sorted along ``dim`` (SortBackward0): the values differentiable, the
+    indices int64 without gradient; equal elements keep their order (NaN is the largest)."""
+    x = _ordered("sort", x)
+    if x.ndim == 0:
+        _dims(dim, 0)
+        values = apply(ops.SORT, (x.reshape(1),), (-1, np.zeros(1, np.int64))).reshape(())
+        return SortResult(values, wrap(np.zeros((), np.int64)))
+    axis = wrap_dim(dim, x.ndim) - x.ndim
+    index = ops_order.order(x._value, axis, bool(descending)).astype(np.int64)
+    return SortResult(apply(ops.SORT, (x,), (axis, index)), wrap(index))
+
+
+def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    """(values, indices) of the ``k`` largest (``largest=False``: smallest) elements along ``dim``
+    (TopkBackward0), in order; the gradient goes to the positions the indices name."""
+    x = _ordered("topk", x)
+    n = x.shape[wrap_dim(dim, x.ndim)] if x.ndim else 1
+    k = int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {n}")
+    if x.ndim == 0:
+        _dims(dim, 0)
+        index = np.zeros(k, np.int64)
+        values = apply(ops.TOPK, (x.reshape(1),), (-1, index)).reshape(() if k else (0,))
+        return TopkResult(values, wrap(index.reshape(() if k else (0,))))
+    axis = wrap_dim(dim, x.ndim) - x.ndim
+    full = ops_order.order(x._value, axis, bool(largest)).astype(np.int64)
+    index = np.ascontiguousarray(np.take(full, np.arange(k), axis=axis))
+    return TopkResult(apply(ops.TOPK, (x,), (axis, index)), wrap(index))
 
 
 def _spread(

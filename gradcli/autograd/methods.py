@@ -52,6 +52,8 @@ _METHODS = (
     "tril",
     "triu",
     "inverse",
+    "sort",
+    "topk",
 )
 
 

@@ -253,6 +253,7 @@ def _build() -> dict[str, BuiltinFunction]:
         "inner product of two vectors",
     )  # fmt: skip
     _matrices(table)
+    _ordering(table)
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -349,6 +350,35 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
             name, (1, 2), _triangle(name), f"d/dx = 1 {prim.formulas[0][2:]}",
             _sym_triangle(np_fn), prim, prim.doc + f"; {name}(x, k) from the k-th diagonal",
         )  # fmt: skip
+
+
+def _sort(gc: Any, x: Any, axis: Any = None) -> Any:
+    return gc.sort(x, -1 if axis is None else _axis(axis)).values
+
+
+def _topk(gc: Any, x: Any, k: Any, axis: Any = None) -> Any:
+    return gc.topk(x, _count(k), -1 if axis is None else _axis(axis)).values
+
+
+def _count(value: Any) -> int:
+    number = float(value.item() if hasattr(value, "item") else value)
+    if number != int(number) or number < 0:
+        raise ValueError(f"k must be a whole number >= 0, got {number:g}")
+    return int(number)
+
+
+def _ordering(table: dict[str, BuiltinFunction]) -> None:
+    """sort and topk: the values (the indices are gc.sort's and gc.topk's), no SymPy form."""
+    table["sort"] = BuiltinFunction(
+        "sort", (1, 2), _sort, "d/dx: 1 at the position each value came from (ties: the one sorted there)",
+        None, ops.SORT, "sort(x): the values in ascending order along the last axis; sort(x, axis) along another"
+        " (no SymPy form)",
+    )  # fmt: skip
+    table["topk"] = BuiltinFunction(
+        "topk", (2, 3), _topk, "d/dx: 1 at the position each value came from",
+        None, ops.TOPK, "topk(x, k): the k largest values along the last axis, largest first; topk(x, k, axis)"
+        " along another (no SymPy form)",
+    )  # fmt: skip
 
 
 #: The comparisons' primitives by operator symbol (from the operator table); ``a < b`` and

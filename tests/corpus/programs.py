@@ -469,3 +469,9 @@ def matrix_structure(A, B, v):
          "matrix")  # fmt: skip
 def matrix_inverse(A, v):
     return gc.sum(gc.inverse(A) @ v) + gc.trace(gc.inverse(A @ A))
+
+
+@program("sum(sort(v) * w) + sum(topk(v, 2)^2) + sum(sort(A, 0) * A)",
+         {"v": [0.5, -1.0, 2.0], "w": [1.0, 2.0, 3.0], "A": [[1.0, -2.0], [0.5, 3.0]]}, "vector")  # fmt: skip
+def sort_topk(v, w, A):
+    return gc.sum(gc.sort(v).values * w) + gc.sum(gc.topk(v, 2).values ** 2) + gc.sum(gc.sort(A, 0).values * A)
