@@ -28,6 +28,7 @@ from .autograd import (
 )
 from .autograd import factory as _factory
 from .autograd import functions as _functions
+from .autograd import linalg as linalg
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,8 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "det",
+    "solve",
     "sort",
     "topk",
     "inv",

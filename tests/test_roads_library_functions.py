@@ -43,6 +43,10 @@ def cases():
                 values = {"a": MATRIX, "b": 0.0} if arity == 2 else {"a": VECTOR}
             elif name == "topk":  # topk(a, k)
                 values = {"a": VECTOR, "b": 2.0} if arity == 2 else {"a": MATRIX, "b": 1.0, "c": 0.0}
+            elif name == "det":
+                values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
+            elif name == "solve":
+                values = {"a": [[0.9, 0.2], [0.4, 1.1]], "b": [0.5, -1.0]}
             elif name == "inv":
                 values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
             elif name in ("trace", "diag", "transpose", "tril", "triu"):  # matrices; tril(a, k)

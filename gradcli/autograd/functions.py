@@ -346,6 +346,40 @@ def inv(x: Any) -> Tensor:
 inverse = inv
 
 
+def _square(name: str, x: Any) -> Tensor:
+    x = as_tensor(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {tuple(x.shape)[-2:]} matrices")
+    return x
+
+
+def det(A: Any) -> Tensor:
+    """Determinant of a square matrix (of each in a batch) (LinalgDetBackward0); its gradient is the
+    cofactor matrix, right at singular matrices too."""
+    return apply(ops.DET, (_square("linalg.det", A),))
+
+
+def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:
+    """``X`` with ``A @ X = B`` (``left=False``: ``X @ A = B``), B a vector or a matrix, with
+    gradients to both (LinalgSolveExBackward0)."""
+    A, B = _square("linalg.solve", A), as_tensor(B)
+    if not left:
+        return transpose(solve(transpose(A), transpose(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if B.ndim == 0 or B.shape[-1 if vector else -2] != A.shape[-1]:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({tuple(A.shape)} and {tuple(B.shape)})"
+        )
+    try:
+        return apply(ops.SOLVE, (A, B), (bool(vector),))
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.") from None
+    except ValueError:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({tuple(A.shape)} and {tuple(B.shape)})"
+        ) from None
+
+
 def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
     try:
         return apply(prim, (a, b))

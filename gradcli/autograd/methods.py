@@ -54,6 +54,7 @@ _METHODS = (
     "inverse",
     "sort",
     "topk",
+    "det",
 )
 
 

@@ -254,6 +254,7 @@ def _build() -> dict[str, BuiltinFunction]:
     )  # fmt: skip
     _matrices(table)
     _ordering(table)
+    _solving(table)
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -378,6 +379,22 @@ def _ordering(table: dict[str, BuiltinFunction]) -> None:
         "topk", (2, 3), _topk, "d/dx: 1 at the position each value came from",
         None, ops.TOPK, "topk(x, k): the k largest values along the last axis, largest first; topk(x, k, axis)"
         " along another (no SymPy form)",
+    )  # fmt: skip
+
+
+def _sym_solve(sp: Any, a: Any, b: Any) -> Any:
+    return ops.SOLVE.sympy(sp, a, b, np.ndim(b) == 1)
+
+
+def _solving(table: dict[str, BuiltinFunction]) -> None:
+    """det and solve."""
+    table["det"] = BuiltinFunction(
+        "det", (1,), lambda gc, x: gc.det(x), "d/dx = the cofactor matrix of x (det(x) inv(x)^T where x is invertible)",
+        ops.DET.sympy, ops.DET, ops.DET.doc,
+    )  # fmt: skip
+    table["solve"] = BuiltinFunction(
+        "solve", (2,), lambda gc, a, b: gc.solve(a, b), "d/db = inv(A)^T g; d/dA = -(inv(A)^T g) x^T",
+        _sym_solve, ops.SOLVE, "solve(A, b): x with A @ x = b (b a vector or a matrix)",
     )  # fmt: skip
 
 
