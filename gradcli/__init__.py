@@ -29,6 +29,8 @@ from .autograd import (
 from .autograd import factory as _factory
 from .autograd import functions as _functions
 from .autograd import linalg as linalg
+from .autograd.contract import einsum as einsum
+from .autograd.contract import tensordot as tensordot
 
 __version__ = "0.1.0"
 

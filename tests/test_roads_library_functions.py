@@ -43,6 +43,8 @@ def cases():
                 values = {"a": MATRIX, "b": 0.0} if arity == 2 else {"a": VECTOR}
             elif name == "topk":  # topk(a, k)
                 values = {"a": VECTOR, "b": 2.0} if arity == 2 else {"a": MATRIX, "b": 1.0, "c": 0.0}
+            elif name == "reshape":  # reshape(a, [3, 2])
+                values = {"a": MATRIX, "b": [3.0, 2.0]}
             elif name == "det":
                 values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
             elif name == "solve":

@@ -430,7 +430,7 @@ def detach(x: Any) -> Tensor:
 
 
 def _shape_args(shape: Any) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, np.ndarray, Tensor)):  # a tensor: the language's [2, 3]
         shape = shape[0]
     return tuple(int(s) for s in shape)
 

@@ -255,6 +255,7 @@ def _build() -> dict[str, BuiltinFunction]:
     _matrices(table)
     _ordering(table)
     _solving(table)
+    table["reshape"] = _reshape_function()
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -395,6 +396,27 @@ def _solving(table: dict[str, BuiltinFunction]) -> None:
     table["solve"] = BuiltinFunction(
         "solve", (2,), lambda gc, a, b: gc.solve(a, b), "d/db = inv(A)^T g; d/dA = -(inv(A)^T g) x^T",
         _sym_solve, ops.SOLVE, "solve(A, b): x with A @ x = b (b a vector or a matrix)",
+    )  # fmt: skip
+
+
+def _sizes(shape: Any) -> tuple[int, ...]:
+    """A shape literal ``[2, 3]`` (or one number) as whole sizes, -1 for the one to infer."""
+    values = np.asarray(getattr(shape, "_value", shape), dtype=object).reshape(-1)
+    sizes = []
+    for value in values:
+        number = float(value)
+        if number != int(number) or number < -1:
+            raise ValueError(f"a size must be a whole number >= 0 (or -1 once), got {number:g}")
+        sizes.append(int(number))
+    return tuple(sizes)
+
+
+def _reshape_function() -> BuiltinFunction:
+    """reshape(x, [2, 3]): the same values in another shape; -1 once for the size to infer."""
+    return BuiltinFunction(
+        "reshape", (2,), lambda gc, x, shape: gc.reshape(x, _sizes(shape)), "d/dx: the gradient reshaped back",
+        lambda sp, x, shape: np.reshape(_objects(x), _sizes(shape)), ops.RESHAPE,
+        "reshape(x, [2, 3]): the same values in another shape (-1 once: the size to infer)",
     )  # fmt: skip
 
 

@@ -481,3 +481,9 @@ def sort_topk(v, w, A):
          {"A": [[2.0, 0.5, -0.3], [0.4, 1.5, 0.2], [0.1, -0.6, 1.8]], "v": [0.5, -1.0, 2.0]}, "matrix")  # fmt: skip
 def det_solve(A, v):
     return gc.det(A) + gc.sum(gc.linalg.solve(A, v) * v) + gc.sum(gc.linalg.solve(A @ A, A))
+
+
+@program("sum(reshape(v, [2, 3]) @ w) + sum(reshape(v, [-1, 2])^2)",
+         {"v": [0.5, -1.0, 2.0, 1.5, 0.25, -0.75], "w": [1.0, 2.0, 3.0]}, "matrix")  # fmt: skip
+def reshape_literal(v, w):
+    return gc.sum(gc.reshape(v, (2, 3)) @ w) + gc.sum(gc.reshape(v, (-1, 2)) ** 2)
