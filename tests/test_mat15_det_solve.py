@@ -131,3 +131,36 @@ def test_language_check_with_sympy():
     )
     assert result.exit_code == 0, result.output
     assert "sympy" in result.output and "OK" in result.output
+
+
+@needs_torch
+@pytest.mark.parametrize("singular", [False, True])
+def test_det_of_a_larger_matrix_second_derivative(singular):
+    """Above the minors' size: det(A) inv(A)^T recorded, the minors where A is singular."""
+    M = np.eye(6) * 2 + np.linspace(-0.5, 0.5, 36).reshape(6, 6)
+    if singular:
+        M[5] = M[0] + M[1]
+    A = gc.tensor(M, requires_grad=True)
+    (g,) = gc.grad(gc.det(A), [A], create_graph=True)
+    (h,) = gc.grad(gc.sum(g * g), [A])
+    T = torch.tensor(M, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.linalg.det(T), [T], create_graph=True)
+    (ht,) = torch.autograd.grad((gt * gt).sum(), [T])
+    np.testing.assert_allclose(g.detach().numpy(), gt.detach().numpy(), rtol=1e-9, atol=1e-12)
+    if not singular:
+        np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-9, atol=1e-11)
+        return
+    # at this singular A PyTorch's second derivative (its SVD route) is off; finite differences of
+    # the first derivative (which agrees with PyTorch) are the reference
+
+    def cofactor_norm(m):
+        a = gc.tensor(m, requires_grad=True)
+        (first,) = gc.grad(gc.det(a), [a])
+        return float(np.sum(first.numpy() ** 2))
+
+    step, fd = 1e-5, np.zeros_like(M)
+    for i, j in np.ndindex(*M.shape):
+        d = np.zeros_like(M)
+        d[i, j] = step
+        fd[i, j] = (cofactor_norm(M + d) - cofactor_norm(M - d)) / (2 * step)
+    np.testing.assert_allclose(h.numpy(), fd, rtol=1e-6, atol=1e-5)

@@ -282,11 +282,19 @@ MINORS_UP_TO = 4
 
 
 def cofactors(a):
-    """d det(A) / dA: the cofactor matrix; from rows on tensors (so it records), on arrays from the
-    minors (small) or the SVD (large)."""
-    if isinstance(a, np.ndarray) and np.shape(a)[-1] > MINORS_UP_TO:
+    """d det(A) / dA: the cofactor matrix. Small matrices: the minors' determinants. Larger: on arrays
+    the SVD; on tensors (recorded, for higher derivatives) det(A) inv(A)^T, the minors where A is
+    singular."""
+    if np.shape(a)[-1] <= MINORS_UP_TO:
+        return _minor_cofactors(a)
+    if isinstance(a, np.ndarray):
         return _svd_cofactors(a)
-    return _minor_cofactors(a)
+    try:
+        inverse = INV(a)
+    except np.linalg.LinAlgError:
+        return _minor_cofactors(a)
+    d = DET(a)
+    return np.reshape(d, np.shape(d) + (1, 1)) * np.swapaxes(inverse, -1, -2)
 
 
 def _det_rule(g, out, a):
