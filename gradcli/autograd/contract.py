@@ -127,7 +127,36 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     return _contract(xs, terms, out)
 
 
+def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], out: list[str]) -> Tensor | None:
+    """Two operands as one batched matrix product (no n^3 intermediate), or None where a label
+    broadcasts (size 1 on one side only): the general path takes those."""
+    size = dict(zip(la, a.shape))
+    for lab, n in zip(lb, b.shape):
+        if size.setdefault(lab, n) != n:
+            return None
+    own_a = [lab for lab in la if lab not in lb and lab not in out]
+    own_b = [lab for lab in lb if lab not in la and lab not in out]
+    if own_a:  # labels of one operand alone, not in the output: summed first
+        a, la = F.sum(a, tuple(la.index(lab) for lab in own_a)), [lab for lab in la if lab not in own_a]
+    if own_b:
+        b, lb = F.sum(b, tuple(lb.index(lab) for lab in own_b)), [lab for lab in lb if lab not in own_b]
+    batch = [lab for lab in out if lab in la and lab in lb]
+    inner = [lab for lab in la if lab in lb and lab not in out]
+    free_a = [lab for lab in la if lab not in lb]
+    free_b = [lab for lab in lb if lab not in la]
+    n = [int(np.prod([size[lab] for lab in group], dtype=np.int64)) for group in (batch, free_a, inner, free_b)]
+    left = F.reshape(F.permute(a, [la.index(lab) for lab in batch + free_a + inner]), (n[0], n[1], n[2]))
+    right = F.reshape(F.permute(b, [lb.index(lab) for lab in batch + inner + free_b]), (n[0], n[2], n[3]))
+    labels = batch + free_a + free_b
+    product = F.reshape(F.matmul(left, right), tuple(size[lab] for lab in labels))
+    return product if labels == out else F.permute(product, [labels.index(lab) for lab in out])
+
+
 def _contract(xs: Sequence[Tensor], terms: list[list[str]], out: list[str]) -> Tensor:
+    if len(xs) == 2 and xs[0].ndim and xs[1].ndim:
+        paired = _pair(xs[0], terms[0], xs[1], terms[1], out)
+        if paired is not None:
+            return paired
     summed = sorted({lab for t in terms for lab in t} - set(out))
     order = out + summed
     sizes: dict[str, int] = {}
