@@ -28,6 +28,9 @@ from .autograd import (
 )
 from .autograd import factory as _factory
 from .autograd import functions as _functions
+from .autograd import linalg as linalg
+from .autograd.contract import einsum as einsum
+from .autograd.contract import tensordot as tensordot
 
 __version__ = "0.1.0"
 
@@ -62,6 +65,10 @@ _FACTORIES = (
     "zeros_like",
 )
 _FUNCTIONS = (
+    "det",
+    "solve",
+    "sort",
+    "topk",
     "inv",
     "inverse",
     "diag",

@@ -80,6 +80,8 @@ TORCH_CASES.update(
         "cumsum": (lambda z: (z * z).cumsum(1), lambda z: (z * z).cumsum(1), [cz(2, 3)]),
         "cumprod": (lambda z: z.cumprod(1), lambda z: z.cumprod(1), [cz(2, 3)]),
         "flip": (lambda z: z.flip(0) * z, lambda z: z.flip(0) * z, [cz(2, 3)]),
+        "det": (lambda z: gc.det(z * z), lambda z: torch.linalg.det(z * z), [cz(3, 3)]),
+        "solve": (lambda a, b: gc.solve(a * a, b), lambda a, b: torch.linalg.solve(a * a, b), [cz(2, 2), cz(2)]),
         "inv": (lambda z: gc.inv(z * z), lambda z: torch.linalg.inv(z * z), [cz(2, 2)]),
         "trace": (lambda z: gc.trace(z * z), lambda z: torch.trace(z * z), [cz(3, 3)]),
         "tril": (lambda z: gc.tril(z * z, -1), lambda z: torch.tril(z * z, -1), [cz(3, 3)]),
@@ -144,6 +146,8 @@ NOT_COMPLEX = {
     "ceil",
     "round",
     "trunc",
+    "sort",
+    "topk",
 }
 
 

@@ -55,6 +55,10 @@ KINDS = {
     "std": "loop",
     "trace": "linear",
     "inv": "loop",
+    "det": "loop",
+    "solve": "loop",
+    "sort": "linear",
+    "topk": "linear",
     "tril": "linear",
     "triu": "linear",
 }

@@ -104,8 +104,8 @@ def test_reductions_and_one_argument_functions_never_enlarge(monkeypatch):
     monkeypatch.setenv("GRADCLI_MAX_ELEMENTS", "40")
     for function in FUNCTIONS.values():
         for arity in function.arities:
-            if function.name == "inv":  # a square matrix
-                text = "inv(x[:1])"
+            if function.name in ("inv", "det"):  # a square matrix
+                text = f"{function.name}(x[:1])"
             elif arity == 1:
                 text = f"{function.name}(x)"
             elif function.reduces:

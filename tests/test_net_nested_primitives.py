@@ -283,6 +283,10 @@ TORCH: dict[str, Callable[..., Any]] = {
     "cat": lambda torch, xs, axis: torch.cat(xs, axis),
     "trace": lambda torch, x: torch.trace(x),
     "inv": lambda torch, x: torch.linalg.inv(x),
+    "det": lambda torch, x: torch.linalg.det(x),
+    "solve": lambda torch, a, b, vector: torch.linalg.solve(a, b),
+    "sort": lambda torch, x, axis, index: torch.take_along_dim(x, torch.as_tensor(index), axis),
+    "topk": lambda torch, x, axis, index: torch.take_along_dim(x, torch.as_tensor(index), axis),
     "tril": lambda torch, x, k: torch.tril(x, k),
     "triu": lambda torch, x, k: torch.triu(x, k),
 }

@@ -39,6 +39,16 @@ def cases():
                 values = {"a": [0.1, 0.5, 0.9], "b": [0.3, 0.3, 0.2], "c": [0.6, 0.4, 0.7]}
             elif name in ("max", "min") and arity == 1:
                 values = {"a": MATRIX}
+            elif name == "sort":  # sort(a, axis)
+                values = {"a": MATRIX, "b": 0.0} if arity == 2 else {"a": VECTOR}
+            elif name == "topk":  # topk(a, k)
+                values = {"a": VECTOR, "b": 2.0} if arity == 2 else {"a": MATRIX, "b": 1.0, "c": 0.0}
+            elif name == "reshape":  # reshape(a, [3, 2])
+                values = {"a": MATRIX, "b": [3.0, 2.0]}
+            elif name == "det":
+                values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
+            elif name == "solve":
+                values = {"a": [[0.9, 0.2], [0.4, 1.1]], "b": [0.5, -1.0]}
             elif name == "inv":
                 values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
             elif name in ("trace", "diag", "transpose", "tril", "triu"):  # matrices; tril(a, k)
@@ -71,6 +81,8 @@ def test_gc_function_equals_the_language(name, arity, values, axis):
         got = function(*args, dim=axis)
     else:
         got = function(*args, axis)
+    if name in ("sort", "topk"):  # gc.sort and gc.topk give (values, indices), the language the values
+        got = got.values
     np.testing.assert_array_equal(np.asarray(got._value, dtype=np.float64), np.asarray(expected._value, np.float64))
     if wrt and expected.requires_grad:
         seed = np.linspace(0.5, 1.5, np.size(expected._value)).reshape(np.shape(expected._value))

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import PRIMITIVES
+from ..ops import order as ops_order
 from ..ops.shape import PickIndex
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
@@ -205,6 +206,49 @@ def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
     return _arg(np.argmin, x, dim, keepdim)
 
 
+SortResult = namedtuple("sort", ["values", "indices"])
+TopkResult = namedtuple("topk", ["values", "indices"])
+
+
+def _ordered(name: str, x: Any) -> Tensor:
+    x = as_tensor(x)
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): complex tensors are not supported")
+    return x
+
+
+def sort(x: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """(values, indices) sorted along ``dim`` (SortBackward0): the values differentiable, the
+    indices int64 without gradient; equal elements keep their order (NaN is the largest)."""
+    x = _ordered("sort", x)
+    if x.ndim == 0:
+        _dims(dim, 0)
+        values = apply(ops.SORT, (x.reshape(1),), (-1, np.zeros(1, np.int64))).reshape(())
+        return SortResult(values, wrap(np.zeros((), np.int64)))
+    axis = wrap_dim(dim, x.ndim) - x.ndim
+    index = ops_order.order(x._value, axis, bool(descending)).astype(np.int64)
+    return SortResult(apply(ops.SORT, (x,), (axis, index)), wrap(index))
+
+
+def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    """(values, indices) of the ``k`` largest (``largest=False``: smallest) elements along ``dim``
+    (TopkBackward0), in order; the gradient goes to the positions the indices name."""
+    x = _ordered("topk", x)
+    n = x.shape[wrap_dim(dim, x.ndim)] if x.ndim else 1
+    k = int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {n}")
+    if x.ndim == 0:
+        _dims(dim, 0)
+        index = np.zeros(k, np.int64)
+        values = apply(ops.TOPK, (x.reshape(1),), (-1, index)).reshape(() if k else (0,))
+        return TopkResult(values, wrap(index.reshape(() if k else (0,))))
+    axis = wrap_dim(dim, x.ndim) - x.ndim
+    full = ops_order.order(x._value, axis, bool(largest)).astype(np.int64)
+    index = np.ascontiguousarray(np.take(full, np.arange(k), axis=axis))
+    return TopkResult(apply(ops.TOPK, (x,), (axis, index)), wrap(index))
+
+
 def _spread(
     prim: Any, x: Any, dim: Any, unbiased: Any, keepdim: bool, correction: Any, axis: Any, keepdims: Any
 ) -> Tensor:
@@ -323,6 +367,40 @@ def inv(x: Any) -> Tensor:
 inverse = inv
 
 
+def _square(name: str, x: Any) -> Tensor:
+    x = as_tensor(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {tuple(x.shape)[-2:]} matrices")
+    return x
+
+
+def det(A: Any) -> Tensor:
+    """Determinant of a square matrix (of each in a batch) (LinalgDetBackward0); its gradient is the
+    cofactor matrix, right at singular matrices too."""
+    return apply(ops.DET, (_square("linalg.det", A),))
+
+
+def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:
+    """``X`` with ``A @ X = B`` (``left=False``: ``X @ A = B``), B a vector or a matrix, with
+    gradients to both (LinalgSolveExBackward0)."""
+    A, B = _square("linalg.solve", A), as_tensor(B)
+    if not left:
+        return transpose(solve(transpose(A), transpose(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if B.ndim == 0 or B.shape[-1 if vector else -2] != A.shape[-1]:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({tuple(A.shape)} and {tuple(B.shape)})"
+        )
+    try:
+        return apply(ops.SOLVE, (A, B), (bool(vector),))
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.") from None
+    except ValueError:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({tuple(A.shape)} and {tuple(B.shape)})"
+        ) from None
+
+
 def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
     try:
         return apply(prim, (a, b))
@@ -373,7 +451,7 @@ def detach(x: Any) -> Tensor:
 
 
 def _shape_args(shape: Any) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, np.ndarray, Tensor)):  # a tensor: the language's [2, 3]
         shape = shape[0]
     return tuple(int(s) for s in shape)
 

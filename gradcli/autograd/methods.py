@@ -52,6 +52,9 @@ _METHODS = (
     "tril",
     "triu",
     "inverse",
+    "sort",
+    "topk",
+    "det",
 )
 
 

@@ -260,6 +260,9 @@ def _build() -> dict[str, BuiltinFunction]:
         "inner product of two vectors",
     )  # fmt: skip
     _matrices(table)
+    _ordering(table)
+    _solving(table)
+    table["reshape"] = _reshape_function()
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -380,6 +383,72 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
             name, (1, 2), _triangle(name), f"d/dx = 1 {prim.formulas[0][2:]}",
             _sym_triangle(np_fn), prim, prim.doc + f"; {name}(x, k) from the k-th diagonal",
         )  # fmt: skip
+
+
+def _sort(gc: Any, x: Any, axis: Any = None) -> Any:
+    return gc.sort(x, -1 if axis is None else _axis(axis)).values
+
+
+def _topk(gc: Any, x: Any, k: Any, axis: Any = None) -> Any:
+    return gc.topk(x, _count(k), -1 if axis is None else _axis(axis)).values
+
+
+def _count(value: Any) -> int:
+    number = float(value.item() if hasattr(value, "item") else value)
+    if number != int(number) or number < 0:
+        raise ValueError(f"k must be a whole number >= 0, got {number:g}")
+    return int(number)
+
+
+def _ordering(table: dict[str, BuiltinFunction]) -> None:
+    """sort and topk: the values (the indices are gc.sort's and gc.topk's), no SymPy form."""
+    table["sort"] = BuiltinFunction(
+        "sort", (1, 2), _sort, "d/dx: 1 at the position each value came from (ties: the one sorted there)",
+        None, ops.SORT, "sort(x): the values in ascending order along the last axis; sort(x, axis) along another"
+        " (no SymPy form)",
+    )  # fmt: skip
+    table["topk"] = BuiltinFunction(
+        "topk", (2, 3), _topk, "d/dx: 1 at the position each value came from",
+        None, ops.TOPK, "topk(x, k): the k largest values along the last axis, largest first; topk(x, k, axis)"
+        " along another (no SymPy form)",
+    )  # fmt: skip
+
+
+def _sym_solve(sp: Any, a: Any, b: Any) -> Any:
+    return ops.SOLVE.sympy(sp, a, b, np.ndim(b) == 1)
+
+
+def _solving(table: dict[str, BuiltinFunction]) -> None:
+    """det and solve."""
+    table["det"] = BuiltinFunction(
+        "det", (1,), lambda gc, x: gc.det(x), "d/dx = the cofactor matrix of x (det(x) inv(x)^T where x is invertible)",
+        ops.DET.sympy, ops.DET, ops.DET.doc,
+    )  # fmt: skip
+    table["solve"] = BuiltinFunction(
+        "solve", (2,), lambda gc, a, b: gc.solve(a, b), "d/db = inv(A)^T g; d/dA = -(inv(A)^T g) x^T",
+        _sym_solve, ops.SOLVE, "solve(A, b): x with A @ x = b (b a vector or a matrix)",
+    )  # fmt: skip
+
+
+def _sizes(shape: Any) -> tuple[int, ...]:
+    """A shape literal ``[2, 3]`` (or one number) as whole sizes, -1 for the one to infer."""
+    values = np.asarray(getattr(shape, "_value", shape), dtype=object).reshape(-1)
+    sizes = []
+    for value in values:
+        number = float(value)
+        if number != int(number) or number < -1:
+            raise ValueError(f"a size must be a whole number >= 0 (or -1 once), got {number:g}")
+        sizes.append(int(number))
+    return tuple(sizes)
+
+
+def _reshape_function() -> BuiltinFunction:
+    """reshape(x, [2, 3]): the same values in another shape; -1 once for the size to infer."""
+    return BuiltinFunction(
+        "reshape", (2,), lambda gc, x, shape: gc.reshape(x, _sizes(shape)), "d/dx: the gradient reshaped back",
+        lambda sp, x, shape: np.reshape(_objects(x), _sizes(shape)), ops.RESHAPE,
+        "reshape(x, [2, 3]): the same values in another shape (-1 once: the size to infer)",
+    )  # fmt: skip
 
 
 #: The comparisons' primitives by operator symbol (from the operator table); ``a < b`` and

@@ -7,7 +7,8 @@ rows. Nothing here knows about tensors or graphs.
 from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX, STD, VAR
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
-from .linalg import DOT, INV, MATMUL, MM, MV, TRACE, TRIL, TRIU, matmul_primitive
+from .linalg import DET, DOT, INV, MATMUL, MM, MV, SOLVE, TRACE, TRIL, TRIU, matmul_primitive
+from .order import SORT, TOPK
 from .reduce import AMAX, AMIN, LOGSUMEXP, MEAN, NORM, PROD, SUM
 from .shape import CAT, EXPAND, GETITEM, INDEX_PUT, PERMUTE, RESHAPE, SCATTER, STACK, is_basic_index, unbroadcast
 
@@ -27,6 +28,8 @@ __all__ = [
     "MV",
     "TRACE",
     "INV",
+    "DET",
+    "SOLVE",
     "TRIL",
     "TRIU",
     "AMAX",
@@ -51,4 +54,6 @@ __all__ = [
     "SOFTMAX",
     "STD",
     "VAR",
+    "SORT",
+    "TOPK",
 ]

@@ -245,3 +245,138 @@ INV = primitive(
     domain=((0.5, 1.5),),
     doc="inverse of a square matrix",
 )
+
+
+# --- determinant -------------------------------------------------------------------------------------
+
+
+def _others_product(s):
+    """``prod(s_j for j != i)`` along the last axis, exact where some s_j are 0 (no division)."""
+    ones = np.ones(np.shape(s)[:-1] + (1,), dtype=np.result_type(s))
+    left = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    right = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, axis=-1)[..., :-1]], axis=-1), axis=-1), axis=-1)
+    return left * right
+
+
+def _svd_cofactors(a):
+    """The cofactor matrix (the adjugate transposed) by the SVD, as PyTorch's singular case: right
+    where ``a`` is singular, where det * inv(a)^T is not defined."""
+    u, s, vh = np.linalg.svd(a)
+    alpha = np.linalg.det(u) * np.linalg.det(vh)
+    if np.iscomplexobj(a):
+        u, vh = np.conj(u), np.conj(vh)
+    return np.reshape(alpha, np.shape(alpha) + (1, 1)) * ((u * _others_product(s)[..., None, :]) @ vh)
+
+
+def _minor_cofactors(a):
+    """The cofactor matrix from the determinants of the minors, built from rows (indexing and det),
+    so that it records on tensors: second derivatives, exact at singular matrices too."""
+    n = np.shape(a)[-1]
+    if n == 1:
+        return np.ones(np.shape(a))
+    keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
+    minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]  # (..., n, n, n-1, n-1)
+    sign = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    return DET(minors) * sign
+
+
+#: Up to this size the cofactors of an array are its minors' determinants (exact, cheap); above, the SVD.
+MINORS_UP_TO = 4
+
+
+def cofactors(a):
+    """d det(A) / dA: the cofactor matrix. Small matrices: the minors' determinants. Larger: on arrays
+    the SVD; on tensors (recorded, for higher derivatives) det(A) inv(A)^T, the minors where A is
+    singular."""
+    if np.shape(a)[-1] <= MINORS_UP_TO:
+        return _minor_cofactors(a)
+    if isinstance(a, np.ndarray):
+        return _svd_cofactors(a)
+    try:
+        inverse = INV(a)
+    except np.linalg.LinAlgError:
+        return _minor_cofactors(a)
+    d = DET(a)
+    return np.reshape(d, np.shape(d) + (1, 1)) * np.swapaxes(inverse, -1, -2)
+
+
+def _det_rule(g, out, a):
+    return np.reshape(g, np.shape(g) + (1, 1)) * cofactors(a)
+
+
+def _sympy_matrix(sp, x):
+    return sp.Matrix(np.asarray(x, dtype=object).tolist())
+
+
+DET = primitive(
+    "det",
+    1,
+    np.linalg.det,
+    (_det_rule,),
+    saves="inputs",
+    torch="linalg_det",
+    label="det",
+    formulas=("cofactors({0})",),
+    jvp=lambda ts, out, a: np.sum(ts[0] * cofactors(a), axis=(-2, -1)),
+    batch="loop",
+    sympy=lambda sp, x: _sympy_matrix(sp, x).det(),
+    domain=((0.5, 1.5),),
+    doc="determinant of a square matrix",
+)
+
+
+# --- solve -------------------------------------------------------------------------------------------
+
+
+def _solve(a, b, vector):
+    """``x`` with ``a @ x = b``; ``vector``: b's last axis is the vector (batch axes in front)."""
+    if vector:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _solve_db(g, out, a, b, vector):
+    """A^-T g (PyTorch's LinalgSolveExBackward0)."""
+    return SOLVE(np.swapaxes(a, -1, -2), g, vector)
+
+
+def _solve_da(g, out, a, b, vector):
+    """-(A^-T g) x^T."""
+    gb = SOLVE(np.swapaxes(a, -1, -2), g, vector)
+    if vector:
+        return -(gb[..., :, None] * out[..., None, :])
+    return -(gb @ np.swapaxes(out, -1, -2))
+
+
+def _solve_jvp(tangents, out, a, b, vector):
+    """dx = A^-1 (db - dA x)."""
+    ta, tb = tangents
+    rhs = 0.0 if tb is None else tb
+    if ta is not None:
+        rhs = rhs - ((ta @ out[..., None])[..., 0] if vector else ta @ out)
+    return SOLVE(a, rhs, vector)
+
+
+def _sympy_solve(sp, a, b, vector):
+    rhs = np.asarray(b, dtype=object)
+    x = _sympy_matrix(sp, a).LUsolve(sp.Matrix(rhs.reshape(rhs.shape[0], -1).tolist()))
+    return np.array(x.tolist(), dtype=object).reshape(rhs.shape)
+
+
+SOLVE = primitive(
+    "solve",
+    2,
+    _solve,
+    (_solve_da, _solve_db),
+    saves="both",
+    nparams=1,
+    torch="linalg_solve_ex",
+    label="solve",
+    arg_names=("A", "b"),
+    formulas=("-(A^-T g) {out}^T", "A^-T g"),
+    jvp=_solve_jvp,
+    batch="loop",
+    sympy=_sympy_solve,
+    domain=((0.5, 1.5), (-3.0, 3.0)),
+    doc="x with A @ x = b (b a vector or a matrix)",
+)

@@ -469,3 +469,21 @@ def matrix_structure(A, B, v):
          "matrix")  # fmt: skip
 def matrix_inverse(A, v):
     return gc.sum(gc.inverse(A) @ v) + gc.trace(gc.inverse(A @ A))
+
+
+@program("sum(sort(v) * w) + sum(topk(v, 2)^2) + sum(sort(A, 0) * A)",
+         {"v": [0.5, -1.0, 2.0], "w": [1.0, 2.0, 3.0], "A": [[1.0, -2.0], [0.5, 3.0]]}, "vector")  # fmt: skip
+def sort_topk(v, w, A):
+    return gc.sum(gc.sort(v).values * w) + gc.sum(gc.topk(v, 2).values ** 2) + gc.sum(gc.sort(A, 0).values * A)
+
+
+@program("det(A) + sum(solve(A, v) * v) + sum(solve(A @ A, A))",
+         {"A": [[2.0, 0.5, -0.3], [0.4, 1.5, 0.2], [0.1, -0.6, 1.8]], "v": [0.5, -1.0, 2.0]}, "matrix")  # fmt: skip
+def det_solve(A, v):
+    return gc.det(A) + gc.sum(gc.linalg.solve(A, v) * v) + gc.sum(gc.linalg.solve(A @ A, A))
+
+
+@program("sum(reshape(v, [2, 3]) @ w) + sum(reshape(v, [-1, 2])^2)",
+         {"v": [0.5, -1.0, 2.0, 1.5, 0.25, -0.75], "w": [1.0, 2.0, 3.0]}, "matrix")  # fmt: skip
+def reshape_literal(v, w):
+    return gc.sum(gc.reshape(v, (2, 3)) @ w) + gc.sum(gc.reshape(v, (-1, 2)) ** 2)

@@ -1,0 +1,177 @@
+"""``einsum`` and ``tensordot``: PyTorch's contractions, composed from differentiable rows.
+
+Both are written with rows that already have reverse and forward rules (permute, reshape,
+indexing, products, sum), so first and higher derivatives follow without rules of their own.
+``tensordot`` is one matrix product between two reshaped operands; ``einsum`` takes diagonals
+for repeated labels, lines every operand up on the same labels, multiplies (broadcasting) and
+sums the labels that are not in the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import functions as F
+from .tensor import Tensor
+
+
+def tensordot(a: Any, b: Any, dims: Any = 2) -> Tensor:
+    """Sum of products over ``dims``: the last ``dims`` axes of ``a`` with the first of ``b``, or the
+    axes the pair of lists ``([a axes], [b axes])`` names."""
+    a, b = F.as_tensor(a), F.as_tensor(b)
+    if isinstance(dims, (int, np.integer)):
+        n = int(dims)
+        if n < 0 or n > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims >= 0 and at most the dimensions of a and b, got {n}")
+        da, db = list(range(a.ndim - n, a.ndim)), list(range(n))
+    else:
+        da, db = ([int(d) for d in side] if isinstance(side, (list, tuple)) else [int(side)] for side in dims)
+        da = [F.wrap_dim(d, a.ndim) for d in da]
+        db = [F.wrap_dim(d, b.ndim) for d in db]
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+                f"and second has size {b.shape[j]} in dim {j}"
+            )
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
+    left = F.reshape(F.permute(a, free_a + da) if a.ndim else a, (-1, k))
+    right = F.reshape(F.permute(b, db + free_b) if b.ndim else b, (k, -1))
+    shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
+    return F.reshape(F.mm(left, right), shape)
+
+
+def _labels(term: str, ndim: int, where: str) -> list[str]:
+    """The labels of one operand, ``...`` spelled as one label per axis it covers (counted from the right)."""
+    if term.count("...") > 1 or "." in term.replace("...", ""):
+        raise RuntimeError(f"einsum(): invalid subscript {term!r} {where}")
+    head, dots, tail = term.partition("...")
+    for ch in head + tail:
+        if not ch.isalpha():
+            raise RuntimeError(f"einsum(): invalid subscript given at index of {ch!r}: letters only")
+    if not dots:
+        if len(term) != ndim:
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({len(term)}) does not match the "
+                f"number of dimensions ({ndim}) {where}"
+            )
+        return list(term)
+    covered = ndim - len(head) - len(tail)
+    if covered < 0:
+        raise RuntimeError(f"einsum(): the number of subscripts in the equation exceeds the dimensions {where}")
+    return list(head) + [f"...{covered - i}" for i in range(covered)] + list(tail)
+
+
+def _diagonals(x: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
+    """Repeated labels in one operand (``ii``): the diagonal, its label once, at the end."""
+    while len(set(labels)) != len(labels):
+        label = next(lab for lab in labels if labels.count(lab) > 1)
+        p, q = [i for i, lab in enumerate(labels) if lab == label][:2]
+        if x.shape[p] != x.shape[q]:
+            raise RuntimeError(f"einsum(): subscript {label} is repeated for operand but the sizes don't match")
+        rest = [i for i in range(x.ndim) if i not in (p, q)]
+        x = F.permute(x, rest + [p, q])
+        index = np.arange(x.shape[-1])
+        x = x[(Ellipsis, index, index)]
+        labels = [labels[i] for i in rest] + [label]
+    return x, labels
+
+
+def _output(equation: str, terms: list[list[str]]) -> list[str]:
+    """The output labels: as written after ``->``, else the labels seen once, sorted, after ``...``."""
+    dots = max((sum(1 for lab in t if lab.startswith("...")) for t in terms), default=0)
+    ellipsis = [f"...{dots - i}" for i in range(dots)]
+    if "->" not in equation:
+        counts: dict[str, int] = {}
+        for t in terms:
+            for lab in t:  # as written: ``ii`` is i twice (a trace), not once
+                if not lab.startswith("..."):
+                    counts[lab] = counts.get(lab, 0) + 1
+        return ellipsis + sorted(lab for lab, n in counts.items() if n == 1)
+    out = equation.split("->", 1)[1]
+    labels = _labels(out, len(out.replace("...", "")) + (dots if "..." in out else 0), "in the output")
+    seen = {lab for t in terms for lab in t}
+    for lab in labels:
+        if lab not in seen:
+            raise RuntimeError(
+                f"einsum(): output subscript {lab} does not appear in the equation for any input operand"
+            )
+        if labels.count(lab) > 1:
+            raise RuntimeError(f"einsum(): output subscript {lab} appears more than once in the output")
+    return labels
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """PyTorch's ``einsum``: ``"ij,jk->ik"``, ``...`` for the leading axes, the output implicit
+    (labels seen once, in alphabetical order) when there is no ``->``."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    xs = [F.as_tensor(x) for x in operands]
+    equation = equation.replace(" ", "")
+    inputs = equation.split("->", 1)[0].split(",")
+    if len(inputs) != len(xs):
+        raise RuntimeError(f"einsum(): {len(inputs)} operands in the equation, {len(xs)} given")
+    written = [_labels(term, x.ndim, f"for operand {i}") for i, (term, x) in enumerate(zip(inputs, xs))]
+    out = _output(equation, written)
+    terms = []
+    for i, labels in enumerate(written):
+        xs[i], labels = _diagonals(xs[i], labels)
+        terms.append(labels)
+    return _contract(xs, terms, out)
+
+
+def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], out: list[str]) -> Tensor | None:
+    """Two operands as one batched matrix product (no n^3 intermediate), or None where a label
+    broadcasts (size 1 on one side only): the general path takes those."""
+    size = dict(zip(la, a.shape))
+    for lab, n in zip(lb, b.shape):
+        if size.setdefault(lab, n) != n:
+            return None
+    own_a = [lab for lab in la if lab not in lb and lab not in out]
+    own_b = [lab for lab in lb if lab not in la and lab not in out]
+    if own_a:  # labels of one operand alone, not in the output: summed first
+        a, la = F.sum(a, tuple(la.index(lab) for lab in own_a)), [lab for lab in la if lab not in own_a]
+    if own_b:
+        b, lb = F.sum(b, tuple(lb.index(lab) for lab in own_b)), [lab for lab in lb if lab not in own_b]
+    batch = [lab for lab in out if lab in la and lab in lb]
+    inner = [lab for lab in la if lab in lb and lab not in out]
+    free_a = [lab for lab in la if lab not in lb]
+    free_b = [lab for lab in lb if lab not in la]
+    n = [int(np.prod([size[lab] for lab in group], dtype=np.int64)) for group in (batch, free_a, inner, free_b)]
+    left = F.reshape(F.permute(a, [la.index(lab) for lab in batch + free_a + inner]), (n[0], n[1], n[2]))
+    right = F.reshape(F.permute(b, [lb.index(lab) for lab in batch + inner + free_b]), (n[0], n[2], n[3]))
+    labels = batch + free_a + free_b
+    product = F.reshape(F.matmul(left, right), tuple(size[lab] for lab in labels))
+    return product if labels == out else F.permute(product, [labels.index(lab) for lab in out])
+
+
+def _contract(xs: Sequence[Tensor], terms: list[list[str]], out: list[str]) -> Tensor:
+    if len(xs) == 2 and xs[0].ndim and xs[1].ndim:
+        paired = _pair(xs[0], terms[0], xs[1], terms[1], out)
+        if paired is not None:
+            return paired
+    summed = sorted({lab for t in terms for lab in t} - set(out))
+    order = out + summed
+    sizes: dict[str, int] = {}
+    product = None
+    for x, labels in zip(xs, terms):
+        for lab, n in zip(labels, x.shape):
+            if sizes.get(lab, 1) not in (1, n) and n != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes for subscript {lab}")
+            sizes[lab] = max(sizes.get(lab, 1), n)
+        mine = [lab for lab in order if lab in labels]
+        if mine != labels:
+            x = F.permute(x, [labels.index(lab) for lab in mine])
+        aligned = F.reshape(x, tuple(x.shape[mine.index(lab)] if lab in mine else 1 for lab in order))
+        product = aligned if product is None else product * aligned
+    if summed:
+        product = F.sum(product, tuple(range(len(out), len(order))))
+    shape = tuple(sizes.get(lab, 1) for lab in out)
+    return product if tuple(product.shape) == shape else F.expand(product, shape)
