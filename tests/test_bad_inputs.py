@@ -44,7 +44,7 @@ BAD = [
     (["eval", "x", "-f", "/etc/hostname", "--at", "x=1"], "either as EXPR or with -f FILE, not both"),
     (["eval", "--at", "x=1"], "missing EXPR"),
     (["eval", "/no/such/module.py:f", "--at", "a=1"], "no such file"),
-    (["eval", "x", "--bogus"], "No such option"),
+    (["eval", "x", "--bogus"], "error: no such option: --bogus"),
     (["eval", "(" * 10_000 + "x" + ")" * 10_000, "--at", "x=1"], "nested too deeply"),
     (["eval", "x" + "^x" * 5_000, "--at", "x=1"], "nested too deeply"),
     # attempts to run code: all of them are just unknown names, functions or characters

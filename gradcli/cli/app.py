@@ -2,19 +2,172 @@
 
 from __future__ import annotations
 
-import typer
+import sys
+from typing import Any
 
-from . import commands
+import typer
+from typer.core import TyperGroup
+
+from . import commands, dash_expression, errors_as_json, json_requested, one_line, reported, say_error
+
+
+class GradcliGroup(TyperGroup):
+    """The command group, with click's own errors (an unknown option or command, a bad value)
+    said as gradcli's: one ``error:`` line with click's suggestion, no usage block, exit 2 (and
+    with ``--json`` also as JSON on stdout); an expression starting with '-' is taken as EXPR."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        from typer import _click
+        from typer.exceptions import Abort
+
+        args = self._expression_first(list(sys.argv[1:] if args is None else args))
+        errors_as_json(self._json_errors(args))
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _click.exceptions.ClickException as exc:
+            code = exc.exit_code
+            say_error(f"error: {click_message(exc)}", code)
+        except Abort:
+            code = 1
+            say_error("error: aborted", code)
+        finally:
+            errors_as_json(False)
+        if standalone_mode:
+            sys.exit(code if isinstance(code, int) else 0)
+        return code
+
+    def _command_of(self, args: list[str]) -> tuple[int, Any]:
+        """The position of the command's name in ``args`` and the command (None if unknown)."""
+        for i, arg in enumerate(args):
+            if not arg.startswith("-"):
+                return i, self.commands.get(arg)
+        return len(args), None
+
+    def _json_errors(self, args: list[str]) -> bool:
+        at, command = self._command_of(args)
+        if not json_requested(args):
+            return False
+        return command is None or any("--json" in p.opts for p in command.params)
+
+    def _expression_first(self, args: list[str]) -> list[str]:
+        """``eval "-x^2" --at x=3`` as ``eval --at x=3 -- "-x^2"``: a lone argument starting with '-'
+        that is no option of the command is its EXPR (a mistyped long option stays an error)."""
+        at, command = self._command_of(args)
+        if command is None or "--" in args or not any(p.param_type_name == "argument" for p in command.params):
+            return args
+        options = {"-h": False, "--help": False}
+        for p in command.params:
+            if p.param_type_name == "option":
+                for name in (*p.opts, *p.secondary_opts):
+                    options[name] = not p.is_flag
+        found, positional = [], False
+        rest = iter(enumerate(args[at + 1 :], at + 1))
+        for i, arg in rest:
+            if not arg.startswith("-") or arg == "-":
+                positional = True
+            elif dash_expression(arg, options):
+                found.append(i)
+            elif "=" not in arg and options.get(arg):
+                next(rest, None)  # the option's value, whatever it starts with
+        if len(found) != 1 or positional:
+            return args
+        return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
+
+
+def click_message(exc: Any) -> str:
+    """Click's message in gradcli's voice: one line, lower case, its suggestion kept."""
+    from typer import _click
+
+    if isinstance(exc, _click.exceptions.NoSuchOption):
+        text = f"no such option: {exc.option_name}"
+        if exc.possibilities:
+            import difflib
+
+            best = difflib.get_close_matches(exc.option_name, exc.possibilities, n=1, cutoff=0) or sorted(
+                exc.possibilities
+            )
+            text += f"; did you mean {best[0]}?"
+        return one_line(text)
+    text = one_line(exc.format_message()).rstrip(".")
+    text = text.replace(". Did you mean", "; did you mean")
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text
+
 
 app = typer.Typer(
     name="gradcli",
+    cls=GradcliGroup,
     help="Compute, check and see derivatives. Run `gradcli COMMAND --help` for a command's options and an example.",
-    add_completion=False,
-    no_args_is_help=True,
+    add_completion=True,
+    invoke_without_command=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version_text(verbose: bool) -> str:
+    """``gradcli X.Y.Z``; verbose: also Python's, NumPy's, SymPy's and Graphviz ``dot``'s versions."""
+    from .. import __version__
+
+    lines = [f"gradcli {__version__}"]
+    if verbose:
+        import platform
+        from importlib import metadata
+
+        lines.append(f"Python {platform.python_version()}")
+        for label, package in (("NumPy", "numpy"), ("SymPy", "sympy")):
+            try:
+                lines.append(f"{label} {metadata.version(package)}")
+            except metadata.PackageNotFoundError:
+                lines.append(f"{label} not installed")
+        lines.append(_dot_version())
+    return "\n".join(lines)
+
+
+def _dot_version() -> str:
+    """``Graphviz dot 2.43.0``, or that it is not found (it is needed only for pictures)."""
+    import re
+    import shutil
+    import subprocess
+
+    dot = shutil.which("dot")
+    if dot is None:
+        return "Graphviz dot not found (needed for png, svg and pdf graphs)"
+    try:
+        said = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return f"Graphviz dot at {dot} (its version could not be read)"
+    found = re.search(r"version\s+(\S+)", said.stderr + said.stdout)
+    return f"Graphviz dot {found[1] if found else '(unknown version)'}"
+
+
+@app.callback()
+def _entry(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", "-V", help="print gradcli's version and exit"),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="with --version: also Python's, NumPy's, SymPy's and Graphviz dot's versions"
+    ),
+) -> None:
+    if version:
+        typer.echo(_version_text(verbose))
+        raise typer.Exit(0)
+    if verbose:
+        say_error("error: --verbose goes with --version (gradcli --version --verbose)", 2)
+        raise typer.Exit(2)
+    if ctx.invoked_subcommand is None:  # `gradcli` alone: the help, which is not an error
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+
 
 EXPR = typer.Argument(
     None, metavar="EXPR", help="the expression, '-' for stdin, or path/to/file.py:func", show_default=False
@@ -174,3 +327,36 @@ def ops_command(json: bool = JSON) -> None:
     Example: gradcli ops --json
     """
     commands.list_functions(json)
+
+
+def _command_names(incomplete: str) -> list[str]:
+    return [name for name in typer.main.get_command(app).commands if name.startswith(incomplete)]  # type: ignore[attr-defined]
+
+
+@app.command("help")
+def help_command(
+    ctx: typer.Context,
+    command: str = typer.Argument(
+        None, metavar="COMMAND", help="the command to explain", show_default=False, autocompletion=_command_names
+    ),
+) -> None:
+    """The help of COMMAND (or of gradcli itself): its options and an example.
+
+    Example: gradcli help eval
+    """
+    group = ctx.parent.command if ctx.parent is not None else None
+    if group is None or ctx.parent is None:
+        return
+    if command is None:
+        typer.echo(ctx.parent.get_help())
+        return
+    found = group.get_command(ctx.parent, command)  # type: ignore[attr-defined]
+    if found is None:
+        with reported():
+            from ..errors import UsageError
+            from ..lang.evaluate import suggest
+
+            names = list(group.commands)  # type: ignore[attr-defined]
+            raise UsageError(f"no such command '{command}'{suggest(command, names)}")
+    with found.make_context(command, ["--help"], parent=ctx.parent, resilient_parsing=True) as inner:
+        typer.echo(found.get_help(inner))
