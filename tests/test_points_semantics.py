@@ -151,7 +151,7 @@ def test_shape_errors_are_eval_s_own_for_one_point(points_file):
     result = runner.invoke(app, ["eval", expression, "--points", str(points_file), "--at", at])
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("error: '@' at column 14: shapes (3,) and (2,) do not match for @")
-    assert result.stderr == runner.invoke(app, ["eval", expression, "--at", f"x=1,y=2,{at}"]).stderr
+    assert result.stderr == runner.invoke(app, ["eval", expression, "--at", f"x=1,{at}"]).stderr  # y: unused
 
 
 def test_wrt_limits_the_gradient_columns(points_file):

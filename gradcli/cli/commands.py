@@ -31,6 +31,7 @@ def evaluate(
 
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         if points is not None:
             _evaluate_points(program, points, values, names_list(wrt), as_json, seed)
             return
@@ -50,6 +51,17 @@ def evaluate(
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
         output.print_rows(rows, heading=_source_text(program, expression), detail=detail)
+
+
+def _warn_unused(program: Any, values: dict[str, Any]) -> None:
+    """``--at`` names the program does not use: a warning (``xx=3`` for x is a typo)."""
+    from ..lang.program import unused_values
+
+    if any(name not in values for name in program.variables):
+        return  # the missing value is the error, with its own "did you mean"
+    said = unused_values(program, values)
+    if said:
+        output.warn(said)
 
 
 def _with_shape(value: Any) -> str:
@@ -163,6 +175,7 @@ def differentiate(
             raise UsageError(f"--sympy-timeout must be a number of seconds > 0, not {timeout!r}")
         program = load(expression, file)
         values = assignments(at)
+        _warn_unused(program, values)
         shapes = {name: np.shape(v) for name, v in values.items()}
         try:
             with time_limit(timeout), warnings.catch_warnings(record=True) as caught:
@@ -248,6 +261,7 @@ def draw(
         checked_limit(layout_timeout)
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         point = bool(values)
         if not point:  # the structure alone: any value of the right kind will do
             values = {name: 1.0 for name in program.variables}
@@ -341,6 +355,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
@@ -365,6 +380,7 @@ def hessian(
 
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         result = program_hessian(program, values, names_list(wrt) or None, as_json)
         unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
         if unseen:
@@ -415,6 +431,7 @@ def check(
                 raise UsageError(f"{name} must be a finite number >= 0, got {value}")
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         formulas = _expectations(expect)
         locate = None
         if blame:
