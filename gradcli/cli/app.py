@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -28,6 +29,7 @@ class GradcliGroup(TyperGroup):
         from typer.exceptions import Abort
 
         args = self._expression_first(list(sys.argv[1:] if args is None else args))
+        self._completions()
         errors_as_json(self._json_errors(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -42,6 +44,22 @@ class GradcliGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code if isinstance(code, int) else 0)
         return code
+
+    def _completions(self) -> None:
+        """Shell completion (``--install-completion``) of what the commands take: function names in
+        EXPR, an option's values from its metavar (``tree|text|dot|...``), command names after help."""
+        for command in self.commands.values():
+            for p in command.params:
+                if p._custom_shell_complete is not None:
+                    continue
+                if p.name == "expression":
+                    p._custom_shell_complete = _complete_expression
+                elif p.param_type_name == "option" and _CHOICES(p.metavar or ""):
+                    p._custom_shell_complete = _complete_choice
+                elif command.name == "help" and p.name == "command":
+                    p._custom_shell_complete = lambda ctx, param, incomplete: [
+                        name for name in self.commands if name.startswith(incomplete)
+                    ]
 
     def _command_of(self, args: list[str]) -> tuple[int, Any]:
         """The position of the command's name in ``args`` and the command (None if unknown)."""
@@ -79,6 +97,24 @@ class GradcliGroup(TyperGroup):
         if len(found) != 1 or positional:
             return args
         return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
+
+
+_CHOICES = re.compile(r"[a-z0-9]+(\|[a-z0-9]+)+").fullmatch  # a metavar that lists an option's values
+
+
+def _complete_choice(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    return [value for value in param.metavar.split("|") if value.startswith(incomplete)]
+
+
+def _complete_expression(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    """The language's function names for the name being typed at the end of EXPR (``x*si`` -> ``x*sin``...)."""
+    from ..lang.functions import FUNCTIONS
+
+    word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", incomplete)
+    if word is None and incomplete:
+        return []
+    start = word.start() if word else 0
+    return [incomplete[:start] + name for name in FUNCTIONS if name.startswith(incomplete[start:])]
 
 
 def click_message(exc: Any) -> str:
@@ -329,16 +365,10 @@ def ops_command(json: bool = JSON) -> None:
     commands.list_functions(json)
 
 
-def _command_names(incomplete: str) -> list[str]:
-    return [name for name in typer.main.get_command(app).commands if name.startswith(incomplete)]  # type: ignore[attr-defined]
-
-
 @app.command("help")
 def help_command(
     ctx: typer.Context,
-    command: str = typer.Argument(
-        None, metavar="COMMAND", help="the command to explain", show_default=False, autocompletion=_command_names
-    ),
+    command: str = typer.Argument(None, metavar="COMMAND", help="the command to explain", show_default=False),
 ) -> None:
     """The help of COMMAND (or of gradcli itself): its options and an example.
 
