@@ -114,7 +114,7 @@ def json_requested(args: list[str]) -> bool:
 
 
 #: Characters of an expression that no option or file name given after ``-f``/``-o`` holds.
-_EXPRESSION_CHARS = frozenset("()^*+/[], ")
+_EXPRESSION_CHARS = frozenset("()^*+[], ")
 
 
 def dash_expression(arg: str, options: dict[str, bool]) -> bool:

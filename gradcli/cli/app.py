@@ -86,14 +86,19 @@ class GradcliGroup(TyperGroup):
                 for name in (*p.opts, *p.secondary_opts):
                     options[name] = not p.is_flag
         found, positional = [], False
-        rest = iter(enumerate(args[at + 1 :], at + 1))
-        for i, arg in rest:
+        i = at + 1
+        while i < len(args):
+            arg = args[i]
             if not arg.startswith("-") or arg == "-":
                 positional = True
             elif dash_expression(arg, options):
                 found.append(i)
             elif "=" not in arg and options.get(arg):
-                next(rest, None)  # the option's value, whatever it starts with
+                i += 1  # the option's value, whatever it starts with
+            elif arg.startswith("--") and arg.partition("=")[0] not in options and "=" not in arg:
+                # a mistyped option (--att x=3): its value is no EXPR, and click is to name the option
+                i += 1 if i + 1 < len(args) and not args[i + 1].startswith("-") else 0
+            i += 1
         if len(found) != 1 or positional:
             return args
         return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
