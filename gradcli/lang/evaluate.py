@@ -431,7 +431,7 @@ def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) 
         return f"cannot reshape {found[1]} elements{given} into shape {found[2]}: the number of elements must stay the same"
     if "core dimension" in text or "gufunc" in text:
         sizes = re.search(r"size (\d+) is different from (\d+)", text)
-        detail = f": sizes {sizes[1]} and {sizes[2]} should be equal" if sizes else ""
+        detail = f": a size {sizes[1]} where {sizes[2]} is needed" if sizes else ""
         return f"shapes {_shapes_text(shapes)} do not fit {op}{detail}"
     return text
 
