@@ -55,10 +55,17 @@ def evaluate(
 
 def _warn_unused(program: Any, values: dict[str, Any]) -> None:
     """``--at`` names the program does not use: a warning (``xx=3`` for x is a typo)."""
+    from ..errors import UsageError
+    from ..lang.evaluate import check_names
     from ..lang.program import unused_values
 
-    if any(name not in values for name in program.variables):
-        return  # the missing value is the error, with its own "did you mean"
+    try:  # a program that cannot run (a missing value, an unknown function): that error is what to say
+        if program.tree is not None:
+            check_names(program.tree, values)
+        elif any(name not in values for name in program.variables):
+            return
+    except UsageError:
+        return
     said = unused_values(program, values)
     if said:
         output.warn(said)
