@@ -25,18 +25,16 @@ class GradcliGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from typer import _click
-        from typer.exceptions import Abort
-
+        click = _click()
         args = self._expression_first(list(sys.argv[1:] if args is None else args))
         self._completions()
         errors_as_json(self._json_errors(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except _click.exceptions.ClickException as exc:
+        except click.exceptions.ClickException as exc:
             code = exc.exit_code
             say_error(f"error: {click_message(exc)}", code)
-        except Abort:
+        except _aborts(click):
             code = 1
             say_error("error: aborted", code)
         finally:
@@ -122,11 +120,29 @@ def _complete_expression(ctx: Any, param: Any, incomplete: str) -> list[str]:
     return [incomplete[:start] + name for name in FUNCTIONS if name.startswith(incomplete[start:])]
 
 
+def _click() -> Any:
+    """Click as typer uses it: vendored as ``typer._click`` since typer 0.2x, the package before."""
+    try:
+        from typer import _click as click
+    except ImportError:  # pragma: no cover - an older typer
+        import click
+    return click
+
+
+def _aborts(click: Any) -> tuple[type[BaseException], ...]:
+    found = [click.exceptions.Abort] if hasattr(click.exceptions, "Abort") else []
+    try:
+        from typer.exceptions import Abort
+
+        found.append(Abort)
+    except ImportError:  # pragma: no cover - an older typer
+        pass
+    return tuple(found)
+
+
 def click_message(exc: Any) -> str:
     """Click's message in gradcli's voice: one line, lower case, its suggestion kept."""
-    from typer import _click
-
-    if isinstance(exc, _click.exceptions.NoSuchOption):
+    if isinstance(exc, _click().exceptions.NoSuchOption):
         text = f"no such option: {exc.option_name}"
         if exc.possibilities:
             import difflib
