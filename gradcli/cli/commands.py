@@ -59,6 +59,9 @@ def _warn_unused(program: Any, values: dict[str, Any]) -> None:
     from ..lang.evaluate import check_names
     from ..lang.program import unused_values
 
+    said = unused_values(program, values)
+    if not said:
+        return
     try:  # a program that cannot run (a missing value, an unknown function): that error is what to say
         if program.tree is not None:
             check_names(program.tree, values)
@@ -66,9 +69,7 @@ def _warn_unused(program: Any, values: dict[str, Any]) -> None:
             return
     except UsageError:
         return
-    said = unused_values(program, values)
-    if said:
-        output.warn(said)
+    output.warn(said)
 
 
 def _with_shape(value: Any) -> str:
