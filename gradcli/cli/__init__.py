@@ -42,10 +42,36 @@ def reported() -> Iterator[None]:
     warning as one ``warning:`` line."""
     import warnings
 
+    _later.clear()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        with _reporting():
-            yield
+        try:
+            with _reporting():
+                yield
+        except SystemExit as exc:
+            if exc.code in (0, 1, None):  # done, or a check that disagrees: not an error of the input
+                _say_later()
+            raise
+        else:
+            _say_later()
+        finally:
+            _later.clear()
+
+
+_later: list[str] = []  # warnings said when the command ends without an error
+
+
+def warn_later(message: str) -> None:
+    """A ``warning:`` said when the command has done its work; dropped if it ends with an error,
+    which is then the one thing said (an unused ``--at`` name, say, beside a shape error)."""
+    _later.append(message)
+
+
+def _say_later() -> None:
+    for message in _later:
+        with suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"warning: {one_line(message)}\n")
+    _later.clear()
 
 
 @contextmanager

@@ -173,12 +173,15 @@ app = typer.Typer(
 
 def _version_text(verbose: bool) -> str:
     """``gradcli X.Y.Z``; verbose: also Python's, NumPy's, SymPy's and Graphviz ``dot``'s versions."""
-    from .. import __version__
+    from importlib import metadata
 
-    lines = [f"gradcli {__version__}"]
+    try:
+        version = metadata.version("gradcli")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        version = "(not installed)"
+    lines = [f"gradcli {version}"]
     if verbose:
         import platform
-        from importlib import metadata
 
         lines.append(f"Python {platform.python_version()}")
         for label, package in (("NumPy", "numpy"), ("SymPy", "sympy")):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import output, reported
+from . import output, reported, warn_later
 
 
 def _point_text(values: dict[str, Any]) -> str:
@@ -54,22 +54,13 @@ def evaluate(
 
 
 def _warn_unused(program: Any, values: dict[str, Any]) -> None:
-    """``--at`` names the program does not use: a warning (``xx=3`` for x is a typo)."""
-    from ..errors import UsageError
-    from ..lang.evaluate import check_names
+    """``--at`` names the program does not use: a warning once the command has run (``xx=3`` for x
+    is a typo); an error, if there is one, is said alone."""
     from ..lang.program import unused_values
 
     said = unused_values(program, values)
-    if not said:
-        return
-    try:  # a program that cannot run (a missing value, an unknown function): that error is what to say
-        if program.tree is not None:
-            check_names(program.tree, values)
-        elif any(name not in values for name in program.variables):
-            return
-    except UsageError:
-        return
-    output.warn(said)
+    if said:
+        warn_later(said)
 
 
 def _with_shape(value: Any) -> str:
