@@ -259,3 +259,36 @@ def test_show_completion_prints_a_script():
     assert result.returncode == 0
     assert "_gradcli_completion" in result.stdout and "_GRADCLI_COMPLETE=complete_bash" in result.stdout
     assert "--install-completion" in gradcli("--help").stdout
+
+
+# --- in a terminal ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_in_a_terminal_help_and_errors_are_the_same():
+    import pty  # noqa: F401 - posix only
+
+    def in_terminal(*args: str) -> tuple[int, str]:
+        main, child = os.openpty()
+        process = subprocess.Popen(
+            [*GRADCLI, *args], stdin=child, stdout=child, stderr=child, env={**os.environ, "COLUMNS": "100"}
+        )
+        os.close(child)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(main)
+        return process.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+
+    code, text = in_terminal()
+    assert code == 0 and text.startswith("Usage: gradcli [OPTIONS] COMMAND [ARGS]...")
+    code, text = in_terminal("eval", "x", "--att", "x=1")
+    assert (code, text) == (2, "error: no such option: --att; did you mean --at?\n")
+    code, text = in_terminal("eval", "-x^2", "--at", "x=3", "--json")
+    assert (code, json.loads(text)) == (0, {"value": -9.0, "gradient": {"x": -6.0}})
