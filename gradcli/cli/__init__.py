@@ -42,10 +42,36 @@ def reported() -> Iterator[None]:
     warning as one ``warning:`` line."""
     import warnings
 
+    _later.clear()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        with _reporting():
-            yield
+        try:
+            with _reporting():
+                yield
+        except SystemExit as exc:
+            if exc.code in (0, 1, None):  # done, or a check that disagrees: not an error of the input
+                _say_later()
+            raise
+        else:
+            _say_later()
+        finally:
+            _later.clear()
+
+
+_later: list[str] = []  # warnings said when the command ends without an error
+
+
+def warn_later(message: str) -> None:
+    """A ``warning:`` said when the command has done its work; dropped if it ends with an error,
+    which is then the one thing said (an unused ``--at`` name, say, beside a shape error)."""
+    _later.append(message)
+
+
+def _say_later() -> None:
+    for message in _later:
+        with suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"warning: {one_line(message)}\n")
+    _later.clear()
 
 
 @contextmanager
@@ -55,7 +81,7 @@ def _reporting() -> Iterator[None]:
     try:
         yield
     except GradcliError as exc:
-        sys.stderr.write(exc.render() + "\n")
+        say_error(exc.render(), exc.exit_code)
         raise SystemExit(exc.exit_code) from None
     except StreamProblem:
         raise  # said by main(), which also silences the stream
@@ -63,10 +89,10 @@ def _reporting() -> Iterator[None]:
         sys.stderr.write("interrupted\n")
         raise SystemExit(130) from None
     except RecursionError:
-        sys.stderr.write("error: the input is nested too deeply to process\n")
+        say_error("error: the input is nested too deeply to process", 2)
         raise SystemExit(2) from None
     except MemoryError:
-        sys.stderr.write("error: not enough memory for this computation\n")
+        say_error("error: not enough memory for this computation", 2)
         raise SystemExit(2) from None
     except (SystemExit, BrokenPipeError):
         raise
@@ -75,13 +101,59 @@ def _reporting() -> Iterator[None]:
             raise
         culprit = loaded_user_code()
         if culprit is not None and type(exc) is RuntimeError:  # autograd refusing what the user's code did
-            sys.stderr.write(f"error: {one_line(f'{culprit}: {exc}')}\n")
+            say_error(f"error: {one_line(f'{culprit}: {exc}')}", 2)
             raise SystemExit(2) from None
-        sys.stderr.write(
+        say_error(
             f"error: internal error ({type(exc).__name__}: {one_line(str(exc))}); "
-            "please report it (GRADCLI_DEBUG=1 shows the traceback)\n"
+            "please report it (GRADCLI_DEBUG=1 shows the traceback)",
+            EXIT_INTERNAL,
         )
         raise SystemExit(EXIT_INTERNAL) from None
+
+
+_errors_as_json: list[bool] = [False]  # the command line asked for --json: errors are said on stdout too
+
+
+def errors_as_json(on: bool) -> None:
+    """Say whether errors are also written to stdout as ``{"error": ..., "exit_code": N}`` (``--json``)."""
+    _errors_as_json[0] = on
+
+
+def say_error(text: str, exit_code: int) -> None:
+    """The one place an error is said: ``text`` (``error: ...``, and for a syntax error the line and
+    its caret) on stderr; with ``--json`` also one JSON object on stdout, so that a script never
+    has to read stderr."""
+    sys.stderr.write(text + "\n")
+    if not _errors_as_json[0]:
+        return
+    import json
+
+    message = text.split("\n", 1)[0].removeprefix("error: ")
+    with suppress(StreamProblem, OSError, ValueError):  # stdout itself is the problem: stderr has said it
+        sys.stdout.write(json.dumps({"error": message, "exit_code": exit_code}) + "\n")
+        sys.stdout.flush()
+
+
+def json_requested(args: list[str]) -> bool:
+    """``--json`` among the options (not after ``--``, where it would be the expression)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+#: Characters of an expression that no option or file name given after ``-f``/``-o`` holds.
+_EXPRESSION_CHARS = frozenset("()^*+[], ")
+
+
+def dash_expression(arg: str, options: dict[str, bool]) -> bool:
+    """Whether ``arg``, starting with '-', is an expression (``-x^2``, ``-sin(x)``, ``-1*x``) rather
+    than an option: not an option the command knows (``options``: name -> takes a value), nor one
+    with its value attached (``-fprog.txt``). A long ``--name`` is always an option, so that a
+    mistyped one (``--att``) is reported with a suggestion."""
+    if not arg.startswith("-") or arg == "-" or arg.startswith("--"):
+        return False
+    if arg.partition("=")[0] in options:
+        return False
+    attached = options.get(arg[:2], False) and not _EXPRESSION_CHARS.intersection(arg)  # -fprog.txt
+    return not attached
 
 
 def expression_after_dashes(argv: list[str]) -> list[str]:
@@ -110,6 +182,9 @@ EVAL_OPTIONS = {
 }
 
 
+_EVAL_TAKES_VALUE = {name: kind is not bool for name, (_, kind) in EVAL_OPTIONS.items()} | {"-h": False}
+
+
 def fast_eval(argv: list[str]) -> dict | None:
     """``eval``'s arguments read without typer (whose import and command building take
     longer than the whole gradient), or None for anything but plain use (help, an unknown
@@ -131,6 +206,9 @@ def fast_eval(argv: list[str]) -> dict | None:
         if arg.startswith("-") and arg != "-":
             name, equals, value = arg.partition("=")
             spec = EVAL_OPTIONS.get(name)
+            if spec is None and found["expression"] is None and dash_expression(arg, _EVAL_TAKES_VALUE):
+                found["expression"] = arg  # "-x^2": an expression, not an option
+                continue
             if spec is None or (equals and spec[1] is bool) or (equals and not name.startswith("--")):
                 return None
             parameter, kind = spec
@@ -333,6 +411,7 @@ def main() -> None:
         if fast is not None:
             from . import commands
 
+            errors_as_json(fast["as_json"])
             _run(lambda: commands.evaluate(**fast))
             return
         from .app import app
@@ -343,3 +422,4 @@ def main() -> None:
             sys.stdout = original
         if isinstance(sys.stderr, _QuietErrors):
             sys.stderr = original_errors
+        errors_as_json(False)

@@ -2,20 +2,233 @@
 
 from __future__ import annotations
 
-import typer
+import re
+import sys
+from typing import Any
 
-from . import commands
+import typer
+from typer.core import TyperGroup
+
+from . import commands, dash_expression, errors_as_json, json_requested, one_line, reported, say_error
 from .commands import SYMPY_SECONDS
+
+
+class GradcliGroup(TyperGroup):
+    """The command group, with click's own errors (an unknown option or command, a bad value)
+    said as gradcli's: one ``error:`` line with click's suggestion, no usage block, exit 2 (and
+    with ``--json`` also as JSON on stdout); an expression starting with '-' is taken as EXPR."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        click = _click()
+        args = self._expression_first(list(sys.argv[1:] if args is None else args))
+        self._completions()
+        errors_as_json(self._json_errors(args))
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.ClickException as exc:
+            code = exc.exit_code
+            say_error(f"error: {click_message(exc)}", code)
+        except _aborts(click):
+            code = 1
+            say_error("error: aborted", code)
+        finally:
+            errors_as_json(False)
+        if standalone_mode:
+            sys.exit(code if isinstance(code, int) else 0)
+        return code
+
+    def _completions(self) -> None:
+        """Shell completion (``--install-completion``) of what the commands take: function names in
+        EXPR, an option's values from its metavar (``tree|text|dot|...``), command names after help."""
+        for command in self.commands.values():
+            for p in command.params:
+                if p._custom_shell_complete is not None:
+                    continue
+                if p.name == "expression":
+                    p._custom_shell_complete = _complete_expression
+                elif p.param_type_name == "option" and _CHOICES(p.metavar or ""):
+                    p._custom_shell_complete = _complete_choice
+                elif command.name == "help" and p.name == "command":
+                    p._custom_shell_complete = lambda ctx, param, incomplete: [
+                        name for name in self.commands if name.startswith(incomplete)
+                    ]
+
+    def _command_of(self, args: list[str]) -> tuple[int, Any]:
+        """The position of the command's name in ``args`` and the command (None if unknown)."""
+        for i, arg in enumerate(args):
+            if not arg.startswith("-"):
+                return i, self.commands.get(arg)
+        return len(args), None
+
+    def _json_errors(self, args: list[str]) -> bool:
+        at, command = self._command_of(args)
+        if not json_requested(args):
+            return False
+        return command is None or any("--json" in p.opts for p in command.params)
+
+    def _expression_first(self, args: list[str]) -> list[str]:
+        """``eval "-x^2" --at x=3`` as ``eval --at x=3 -- "-x^2"``: a lone argument starting with '-'
+        that is no option of the command is its EXPR (a mistyped long option stays an error)."""
+        at, command = self._command_of(args)
+        if command is None or "--" in args or not any(p.param_type_name == "argument" for p in command.params):
+            return args
+        options = {"-h": False, "--help": False}
+        for p in command.params:
+            if p.param_type_name == "option":
+                for name in (*p.opts, *p.secondary_opts):
+                    options[name] = not p.is_flag
+        found, positional = [], False
+        i = at + 1
+        while i < len(args):
+            arg = args[i]
+            if not arg.startswith("-") or arg == "-":
+                positional = True
+            elif dash_expression(arg, options):
+                found.append(i)
+            elif "=" not in arg and options.get(arg):
+                i += 1  # the option's value, whatever it starts with
+            elif arg.startswith("--") and arg.partition("=")[0] not in options and "=" not in arg:
+                # a mistyped option (--att x=3): its value is no EXPR, and click is to name the option
+                i += 1 if i + 1 < len(args) and not args[i + 1].startswith("-") else 0
+            i += 1
+        if len(found) != 1 or positional:
+            return args
+        return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
+
+
+_CHOICES = re.compile(r"[a-z0-9]+(\|[a-z0-9]+)+").fullmatch  # a metavar that lists an option's values
+
+
+def _complete_choice(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    return [value for value in param.metavar.split("|") if value.startswith(incomplete)]
+
+
+def _complete_expression(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    """The language's function names for the name being typed at the end of EXPR (``x*si`` -> ``x*sin``...)."""
+    from ..lang.functions import FUNCTIONS
+
+    word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", incomplete)
+    if word is None and incomplete:
+        return []
+    start = word.start() if word else 0
+    return [incomplete[:start] + name for name in FUNCTIONS if name.startswith(incomplete[start:])]
+
+
+def _click() -> Any:
+    """Click as typer uses it: vendored as ``typer._click`` since typer 0.2x, the package before."""
+    try:
+        from typer import _click as click
+    except ImportError:  # pragma: no cover - an older typer
+        import click
+    return click
+
+
+def _aborts(click: Any) -> tuple[type[BaseException], ...]:
+    found = [click.exceptions.Abort] if hasattr(click.exceptions, "Abort") else []
+    try:
+        from typer.exceptions import Abort
+
+        found.append(Abort)
+    except ImportError:  # pragma: no cover - an older typer
+        pass
+    return tuple(found)
+
+
+def click_message(exc: Any) -> str:
+    """Click's message in gradcli's voice: one line, lower case, its suggestion kept."""
+    if isinstance(exc, _click().exceptions.NoSuchOption):
+        text = f"no such option: {exc.option_name}"
+        if exc.possibilities:
+            import difflib
+
+            best = difflib.get_close_matches(exc.option_name, exc.possibilities, n=1, cutoff=0) or sorted(
+                exc.possibilities
+            )
+            text += f"; did you mean {best[0]}?"
+        return one_line(text)
+    text = one_line(exc.format_message()).rstrip(".")
+    text = text.replace(". Did you mean", "; did you mean")
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text
+
 
 app = typer.Typer(
     name="gradcli",
+    cls=GradcliGroup,
     help="Compute, check and see derivatives. Run `gradcli COMMAND --help` for a command's options and an example.",
-    add_completion=False,
-    no_args_is_help=True,
+    add_completion=True,
+    invoke_without_command=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version_text(verbose: bool) -> str:
+    """``gradcli X.Y.Z``; verbose: also Python's, NumPy's, SymPy's and Graphviz ``dot``'s versions."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("gradcli")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        version = "(not installed)"
+    lines = [f"gradcli {version}"]
+    if verbose:
+        import platform
+
+        lines.append(f"Python {platform.python_version()}")
+        for label, package in (("NumPy", "numpy"), ("SymPy", "sympy")):
+            try:
+                lines.append(f"{label} {metadata.version(package)}")
+            except metadata.PackageNotFoundError:
+                lines.append(f"{label} not installed")
+        lines.append(_dot_version())
+    return "\n".join(lines)
+
+
+def _dot_version() -> str:
+    """``Graphviz dot 2.43.0``, or that it is not found (it is needed only for pictures)."""
+    import re
+    import shutil
+    import subprocess
+
+    dot = shutil.which("dot")
+    if dot is None:
+        return "Graphviz dot not found (needed for png, svg and pdf graphs)"
+    try:
+        said = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return f"Graphviz dot at {dot} (its version could not be read)"
+    found = re.search(r"version\s+(\S+)", said.stderr + said.stdout)
+    return f"Graphviz dot {found[1] if found else '(unknown version)'}"
+
+
+@app.callback()
+def _entry(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", "-V", help="print gradcli's version and exit"),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="with --version: also Python's, NumPy's, SymPy's and Graphviz dot's versions"
+    ),
+) -> None:
+    if version:
+        typer.echo(_version_text(verbose))
+        raise typer.Exit(0)
+    if verbose:
+        say_error("error: --verbose goes with --version (gradcli --version --verbose)", 2)
+        raise typer.Exit(2)
+    if ctx.invoked_subcommand is None:  # `gradcli` alone: the help, which is not an error
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+
 
 EXPR = typer.Argument(
     None, metavar="EXPR", help="the expression, '-' for stdin, or path/to/file.py:func", show_default=False
@@ -189,3 +402,30 @@ def command_names() -> list[str]:
     """Every registered command, in the order ``gradcli --help`` lists them: what tests loop over
     (a command added here is checked everywhere, with no list of names to keep up to date)."""
     return [info.name or info.callback.__name__.replace("_", "-") for info in app.registered_commands]
+
+
+@app.command("help")
+def help_command(
+    ctx: typer.Context,
+    command: str = typer.Argument(None, metavar="COMMAND", help="the command to explain", show_default=False),
+) -> None:
+    """The help of COMMAND (or of gradcli itself): its options and an example.
+
+    Example: gradcli help eval
+    """
+    group = ctx.parent.command if ctx.parent is not None else None
+    if group is None or ctx.parent is None:
+        return
+    if command is None:
+        typer.echo(ctx.parent.get_help())
+        return
+    found = group.get_command(ctx.parent, command)  # type: ignore[attr-defined]
+    if found is None:
+        with reported():
+            from ..errors import UsageError
+            from ..lang.evaluate import suggest
+
+            names = list(group.commands)  # type: ignore[attr-defined]
+            raise UsageError(f"no such command '{command}'{suggest(command, names)}")
+    with found.make_context(command, ["--help"], parent=ctx.parent, resilient_parsing=True) as inner:
+        typer.echo(found.get_help(inner))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import output, reported
+from . import output, reported, warn_later
 
 #: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
 #: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
@@ -35,6 +35,7 @@ def evaluate(
 
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         if points is not None:
             _evaluate_points(program, points, values, names_list(wrt), as_json, seed)
             return
@@ -54,6 +55,16 @@ def evaluate(
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
         output.print_rows(rows, heading=_source_text(program, expression), detail=detail)
+
+
+def _warn_unused(program: Any, values: dict[str, Any]) -> None:
+    """``--at`` names the program does not use: a warning once the command has run (``xx=3`` for x
+    is a typo); an error, if there is one, is said alone."""
+    from ..lang.program import unused_values
+
+    said = unused_values(program, values)
+    if said:
+        warn_later(said)
 
 
 def _with_shape(value: Any) -> str:
@@ -182,6 +193,7 @@ def differentiate(
         _check_sympy_timeout(timeout)
         program = load(expression, file)
         values = assignments(at)
+        _warn_unused(program, values)
         shapes = {name: np.shape(v) for name, v in values.items()}
         try:
             # the display outermost: the time limit is over before the display stops
@@ -297,6 +309,7 @@ def draw(
         checked_limit(layout_timeout)
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         point = bool(values)
         if not point:  # the structure alone: any value of the right kind will do
             values = {name: 1.0 for name in program.variables}
@@ -396,6 +409,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         from .progress import working
 
         with working("computing the Jacobian", quiet=as_json):
@@ -423,6 +437,7 @@ def hessian(
 
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         from .progress import working
 
         with working("computing the Hessian", quiet=as_json):
@@ -475,6 +490,7 @@ def check(
                 raise UsageError(f"{name} must be a finite number >= 0, got {value}")
         program = load(expression, file, python)
         values = assignments(at)
+        _warn_unused(program, values)
         formulas = _expectations(expect)
         locate = None
         if blame:

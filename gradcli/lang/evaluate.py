@@ -207,8 +207,8 @@ class _Run:
             except SyntaxProblem:
                 raise
             except (ValueError, TypeError, RuntimeError, IndexError, ZeroDivisionError, OverflowError) as exc:
-                where = self.source.where(node.start)
-                raise self.fail(f"{_describe(node, self.source)} at {where}: {_reason(exc)}", node) from None
+                message, offset = failure(node, args, exc, self.source)
+                raise self.fail(message, node, offset) from None
             values.append(value)
             if record:
                 steps.append((node, value))
@@ -286,21 +286,7 @@ class _Run:
                 )
             with np.errstate(all="ignore"):
                 return float(fold(np.float64(a), np.float64(b)))
-        apply = _APPLY[op]
-        if op != "@":
-            return apply(a, b)
-        try:
-            return apply(a, b)
-        except RuntimeError:
-            sa, sb = np.shape(getattr(a, "_value", a)), np.shape(getattr(b, "_value", b))
-            if not sa or not sb:
-                why = "'@' needs vectors or matrices, not a scalar"
-            elif (sa[-1] if len(sa) else None) != (sb[-2] if len(sb) >= 2 else sb[0]):
-                inner = sb[-2] if len(sb) >= 2 else sb[0]
-                why = f"shapes {sa} and {sb} not aligned: the inner sizes {sa[-1]} and {inner} differ"
-            else:
-                why = f"shapes {sa} and {sb} cannot be multiplied: their batch sizes do not broadcast"
-            raise self.fail(f"'@' at {self.source.where(node.op_start)}: {why}", node, node.op_start) from None
+        return _APPLY[op](a, b)  # shapes that do not fit: said by failure()
 
     def _size_limit(self, node: ast.SyntaxNode, args: Any) -> None:
         """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
@@ -391,14 +377,91 @@ def _describe(node: ast.SyntaxNode, source: Source) -> str:
     return repr(text if len(text) <= 30 else text[:27] + "...")
 
 
-def _reason(exc: Exception) -> str:
+def failure(node: ast.SyntaxNode, args: Any, exc: Exception, source: Source) -> tuple[str, int]:
+    """The one place where an operation's error (NumPy's, or autograd's in PyTorch's words) is said
+    in gradcli's: which shapes met at which operator or function, and the offset of the caret, under
+    the operator (``@``, ``+``, the ``[`` of an index, a function's name) rather than an operand."""
+    offset = node.start
+    if isinstance(node, ast.Binary):
+        offset = node.op_start
+    elif isinstance(node, ast.Index):
+        bracket = source.text.find("[", node.target.end)
+        offset = bracket if bracket >= 0 else node.start
+    return f"{_describe(node, source)} at {source.where(offset)}: {_reason(exc, node, args)}", offset
+
+
+def _shape_of(value: Any) -> tuple[int, ...]:
+    return tuple(np.shape(value.array if isinstance(value, gc.Tensor) else value))
+
+
+def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
+    texts = [str(s) for s in shapes]
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
+
+
+def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) -> str:
+    """NumPy's message for ``exc`` in gradcli's words, from the shapes of the operation's ``args``."""
+    import re
+
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "could not be broadcast" in text:
-        shapes = text.split("shapes", 1)[-1].strip()
-        return f"shapes do not match: {shapes}"
-    if "matmul" in text and "mismatch" in text:
-        return "shapes do not match for a matrix product: " + text.split(":", 1)[-1].strip()
+    values = [a for a in args if not isinstance(a, (str, slice, tuple))]
+    shapes = [_shape_of(a) for a in values]
+    if isinstance(node, ast.Binary):
+        op = node.op
+    elif isinstance(node, ast.Call):
+        op = f"{node.function}()"
+    else:
+        op = "this operation"
+    matmul = (isinstance(node, ast.Binary) and node.op == "@") or "matmul" in text or "(n?,k),(k,m?)" in text
+    if matmul and len(shapes) == 2:
+        return _matmul_reason(*shapes)
+    if "broadcast" in text and len(shapes) >= 2:
+        return _broadcast_reason(shapes, op)
+    found = re.search(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)", text)
+    if found:
+        shape = f" (the value has shape {shapes[0]})" if shapes and len(shapes[0]) > 1 else ""
+        return f"index {found[1]} is out of range for axis {found[2]} of size {found[3]}{shape}"
+    if "must be square" in text or "square matrix" in text:
+        return f"{op} needs a square matrix, got shape {shapes[0] if shapes else '?'}"
+    if "Singular matrix" in text:
+        return "the matrix is singular: it has no inverse"
+    found = re.search(r"cannot reshape array of size (\d+) into shape (.+)", text)
+    if found:
+        given = f" (shape {shapes[0]})" if shapes else ""
+        return f"cannot reshape {found[1]} elements{given} into shape {found[2]}: the number of elements must stay the same"
+    if "core dimension" in text or "gufunc" in text:
+        sizes = re.search(r"size (\d+) is different from (\d+)", text)
+        detail = f": a size {sizes[1]} where {sizes[2]} is needed" if sizes else ""
+        return f"shapes {_shapes_text(shapes)} do not fit {op}{detail}"
     return text
+
+
+def _matmul_reason(sa: tuple[int, ...], sb: tuple[int, ...]) -> str:
+    if not sa or not sb:
+        return "'@' needs vectors or matrices, not a scalar"
+    left, right = sa[-1], sb[0] if len(sb) == 1 else sb[-2]
+    where = "first" if len(sb) <= 2 else "second-to-last"
+    if left != right:
+        return (
+            f"shapes {sa} and {sb} do not match for @: the last axis of the left ({left}) "
+            f"must equal the {where} of the right ({right})"
+        )
+    return f"shapes {sa} and {sb} do not match for @: their batch axes {sa[:-2]} and {sb[:-2]} do not broadcast"
+
+
+def _broadcast_reason(shapes: list[tuple[int, ...]], op: str) -> str:
+    """Which axis (counted from the right, as broadcasting aligns them) has sizes that differ."""
+    longest = max(len(s) for s in shapes)
+    k = 1
+    for k in range(1, longest + 1):
+        if len({s[-k] for s in shapes if len(s) >= k} - {1}) > 1:
+            break
+    axis = "last axes" if k == 1 else f"axes {-k}"
+    sizes = [str(s[-k]) for s in shapes if len(s) >= k]
+    return (
+        f"shapes {_shapes_text(shapes)} do not match for {op}: their {axis} have sizes {_shapes_text(sizes)} "
+        "(from the right, sizes must be equal or 1)"
+    )
 
 
 def check_names(program: ast.SyntaxTree, given: Iterable[str]) -> None:

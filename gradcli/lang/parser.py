@@ -147,6 +147,14 @@ class Parser:
         previous = self.tokens[self.pos - 1] if self.pos else None
         starts_value = token.kind in ("name", "number") or (token.kind == "op" and token.text in ("(", "["))
         ends_value = previous is not None and (previous.kind in ("name", "number") or previous.text in (")", "]"))
+        if starts_value and ends_value and previous.kind == "name" and token.kind in ("name", "number"):
+            from .functions import FUNCTIONS
+
+            if previous.text in FUNCTIONS:  # sin x: a call without its parentheses
+                return self.error(
+                    f"missing parentheses after {previous.text} at {self.where()}; "
+                    f"did you mean {previous.text}({token.text})?"
+                )
         if starts_value and ends_value:
             return self.error(
                 f"missing operator before {self.describe(token)} at {self.where()} "

@@ -127,7 +127,10 @@ def _load_function(path: str, name: str) -> Callable[..., Any]:
         raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
     if not callable(function):
-        raise UsageError(f"{path} has no function {name!r}")
+        from .evaluate import suggest
+
+        defined = [n for n, f in vars(module).items() if inspect.isfunction(f) and not n.startswith("_")]
+        raise UsageError(f"{path} has no function {name!r}{suggest(name, defined)}")
     try:
         odd = [p for p in inspect.signature(function).parameters.values()
                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]  # fmt: skip
@@ -330,6 +333,23 @@ def unseen_derivative(
     which = labels[k] if labels is not None and k < len(labels) else "the output"
     detail = f"along a random direction {which} changes at {slopes[1][k]:.10g}, the derivative says {predicted[k]:.10g}"
     return "autograd misses a derivative: " + leaves_autograd(program, unconnected, detail)
+
+
+def unused_values(program: Program, values: Mapping[str, Any]) -> str | None:
+    """A warning for ``--at`` names the program does not use (a typo such as ``xx=3``), or None."""
+    used = program.variables
+    unused = [name for name in values if name not in used]
+    if not unused:
+        return None
+    from .evaluate import suggest
+
+    hints = {name: suggest(name, used).removeprefix("; ").replace("'", "") for name in unused}
+    if len(unused) == 1:
+        hint = hints[unused[0]]
+        return f"--at {unused[0]} is not used by the expression" + (f" ({hint})" if hint else "")
+    hint = "; ".join(f"{name}: {h}" for name, h in hints.items() if h)
+    said = ", ".join(unused[:-1]) + " and " + unused[-1]
+    return f"--at {said} are not used by the expression" + (f" ({hint})" if hint else "")
 
 
 def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Gradient) -> str | None:

@@ -68,6 +68,8 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
                 raise SyntaxProblem(f"--at: {name!r} is not a name", source, offset)
             if not value.strip():
                 raise SyntaxProblem(f"--at {name}= needs a value", source, offset + len(piece))
+            if name in values:
+                raise SyntaxProblem(f"--at {name} is given twice: give each name one value", source, offset)
             try:
                 values[name] = constant(value.strip(), f"--at {name}")
             except SyntaxProblem as problem:
