@@ -105,6 +105,8 @@ CASES = {
         ([arr(2, 3)], ((Ellipsis, 1),)),
         ([arr(2, 3)], ((None, slice(None), np.array([2, 0])),)),
         ([arr(3, 3)], ((np.array([0, 2]), np.array([1, 1])),)),
+        ([arr(3, 4, 2)], ((np.array([0, 2, 2]), slice(None), np.array([1, 0, 1])),)),  # NumPy: list axes first
+        ([arr(2, 3)], ((np.array([[True, False, True], [False, True, True]]),),)),
     ],
     "scatter": [([arr(3)], ((np.array([0, 0, 2]),), (4,), 0)), ([arr(2)], ((slice(1, 3),), (4,), 0))],
     "index_put": [
