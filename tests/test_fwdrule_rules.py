@@ -57,6 +57,12 @@ KINDS = {
     "inv": "loop",
     "tril": "linear",
     "triu": "linear",
+    "gather": "linear",
+    "index_select": "linear",
+    "split": "linear",
+    "unbind": "linear",
+    "masked_fill": "linear",
+    "repeat": "linear",
 }
 
 

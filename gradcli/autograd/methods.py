@@ -52,6 +52,13 @@ _METHODS = (
     "tril",
     "triu",
     "inverse",
+    "gather",
+    "index_select",
+    "masked_fill",
+    "narrow",
+    "chunk",
+    "unbind",
+    "repeat",
 )
 
 

@@ -7,6 +7,7 @@ rows. Nothing here knows about tensors or graphs.
 from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX, STD, VAR
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
+from .indexing import GATHER, INDEX_SELECT, MASKED_FILL, REPEAT, SPLIT, UNBIND
 from .linalg import DOT, INV, MATMUL, MM, MV, TRACE, TRIL, TRIU, matmul_primitive
 from .reduce import AMAX, AMIN, LOGSUMEXP, MEAN, NORM, PROD, SUM
 from .shape import CAT, EXPAND, GETITEM, INDEX_PUT, PERMUTE, RESHAPE, SCATTER, STACK, is_basic_index, unbroadcast
@@ -51,4 +52,10 @@ __all__ = [
     "SOFTMAX",
     "STD",
     "VAR",
+    "GATHER",
+    "INDEX_SELECT",
+    "MASKED_FILL",
+    "REPEAT",
+    "SPLIT",
+    "UNBIND",
 ]
