@@ -118,6 +118,13 @@ _FUNCTIONS = (
     "unsqueeze",
     "var",
     "where",
+    "gather",
+    "index_select",
+    "masked_fill",
+    "narrow",
+    "chunk",
+    "unbind",
+    "repeat",
 )
 
 # Factories, the functions written over the table, and every elementwise primitive of

@@ -86,6 +86,24 @@ TORCH_CASES.update(
         "trace": (lambda z: gc.trace(z * z), lambda z: torch.trace(z * z), [cz(3, 3)]),
         "tril": (lambda z: gc.tril(z * z, -1), lambda z: torch.tril(z * z, -1), [cz(3, 3)]),
         "triu": (lambda z: gc.triu(z * z), lambda z: torch.triu(z * z), [cz(2, 3)]),
+        "gather": (
+            lambda z: (z * z).gather(1, np.array([[2, 0, 2], [1, 1, 0]])),
+            lambda z: (z * z).gather(1, torch.tensor([[2, 0, 2], [1, 1, 0]])),
+            [cz(2, 3)],
+        ),
+        "index_select": (
+            lambda z: (z * z).index_select(0, np.array([1, 0, 1])),
+            lambda z: (z * z).index_select(0, torch.tensor([1, 0, 1])),
+            [cz(2, 3)],
+        ),
+        "split": (lambda z: (z * z).chunk(2, 1)[1], lambda z: (z * z).chunk(2, 1)[1], [cz(2, 3)]),
+        "unbind": (lambda z: (z * z).unbind(1)[2], lambda z: (z * z).unbind(1)[2], [cz(2, 3)]),
+        "masked_fill": (
+            lambda z, v: (z * z).masked_fill(np.array([True, False, True]), v * v),
+            lambda z, v: (z * z).masked_fill(torch.tensor([True, False, True]), v * v),
+            [cz(2, 3), cz()],
+        ),
+        "repeat": (lambda z: (z * z).repeat(2, 1, 2), lambda z: (z * z).repeat(2, 1, 2), [cz(2, 3)]),
     }
 )
 

@@ -600,7 +600,7 @@ HANGS = [
     (["diff", "--sympy-timeout=3", "(x+1)^100000"], "diff of (x+1)^100000 runs for minutes, its memory growing"),
     (["diff", "--sympy-timeout=3", "-"], "diff of a 30-step DAG (a = sin(a)*cos(a)) swells exponentially"),
 ]
-HANG_LIMIT = 12.0  # seconds, for all three at once (check's own SymPy limit is 10 s)
+HANG_LIMIT = 30.0  # seconds for all three at once: a hang runs for minutes; 12 s was missed by start-up alone at load 10 on 2 cores
 
 
 def test_diff_does_not_hang():

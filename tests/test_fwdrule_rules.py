@@ -61,6 +61,12 @@ KINDS = {
     "topk": "linear",
     "tril": "linear",
     "triu": "linear",
+    "gather": "linear",
+    "index_select": "linear",
+    "split": "linear",
+    "unbind": "linear",
+    "masked_fill": "linear",
+    "repeat": "linear",
 }
 
 

@@ -289,6 +289,12 @@ TORCH: dict[str, Callable[..., Any]] = {
     "topk": lambda torch, x, axis, index: torch.take_along_dim(x, torch.as_tensor(index), axis),
     "tril": lambda torch, x, k: torch.tril(x, k),
     "triu": lambda torch, x, k: torch.triu(x, k),
+    "gather": lambda torch, x, dim, index: torch.gather(x, dim, torch.as_tensor(index)),
+    "index_select": lambda torch, x, dim, index: torch.index_select(x, dim, torch.as_tensor(index)),
+    "split": lambda torch, x, dim, start, length: x.split([start, length, x.shape[dim] - start - length], dim)[1],
+    "unbind": lambda torch, x, dim, i: x.unbind(dim)[i],
+    "masked_fill": lambda torch, x, value, mask: x.masked_fill(torch.as_tensor(mask), value),
+    "repeat": lambda torch, x, sizes: x.repeat(*sizes),
 }
 # conj, real and imag are identities (or zero) on the real draws here; they are compared with PyTorch
 # on complex inputs in tests/test_engine_complex.py.

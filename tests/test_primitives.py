@@ -105,6 +105,8 @@ CASES = {
         ([arr(2, 3)], ((Ellipsis, 1),)),
         ([arr(2, 3)], ((None, slice(None), np.array([2, 0])),)),
         ([arr(3, 3)], ((np.array([0, 2]), np.array([1, 1])),)),
+        ([arr(3, 4, 2)], ((np.array([0, 2, 2]), slice(None), np.array([1, 0, 1])),)),  # NumPy: list axes first
+        ([arr(2, 3)], ((np.array([[True, False, True], [False, True, True]]),),)),
     ],
     "scatter": [([arr(3)], ((np.array([0, 0, 2]),), (4,), 0)), ([arr(2)], ((slice(1, 3),), (4,), 0))],
     "index_put": [
@@ -112,6 +114,18 @@ CASES = {
         ([arr(2, 3), arr(3)], ((0,),)),
         ([arr(4), arr()], ((slice(1, 3),),)),
     ],
+    "gather": [
+        ([arr(3, 4)], (1, np.array([[0, 3, 3], [1, 1, 0], [2, 0, 2]]))),  # repeated positions add up
+        ([arr(3, 2)], (0, np.array([[2, 0], [2, 2]]))),  # an index smaller than x elsewhere
+    ],
+    "index_select": [([arr(3, 4)], (1, np.array([3, 0, 3]))), ([arr(4)], (0, np.array([1, 1, 2])))],
+    "split": [([arr(5, 2)], (0, 3, 2)), ([arr(2, 3)], (1, 0, 2))],
+    "unbind": [([arr(3, 2)], (0, 1)), ([arr(2, 3)], (1, 2))],
+    "masked_fill": [
+        ([arr(2, 3), arr()], (np.array([[True, False, True], [False, False, True]]),)),
+        ([arr(2, 3), arr()], (np.array([False, True, False]),)),  # a mask that broadcasts
+    ],
+    "repeat": [([arr(2, 3)], ((2, 1),)), ([arr(3)], ((2, 1, 2),)), ([arr(2, 1)], ((1, 3),))],
     "stack": [([arr(3), arr(3)], (0,)), ([arr(2, 2), arr(2, 2), arr(2, 2)], (2,))],
     "cat": [([arr(2, 3), arr(1, 3)], (0,)), ([arr(2, 1), arr(2, 2)], (1,))],
     "sort": [

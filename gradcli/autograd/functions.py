@@ -633,3 +633,141 @@ def _log(x: Any, base: Any = None) -> Tensor:
 _log.__name__ = _log.__qualname__ = "log"
 _log.__doc__ = f"{GENERATED['log'].__doc__[:-1]}; log(x, b) to base b (log(x) / log(b))."
 GENERATED["log"] = log = _log
+
+
+# --- indexing functions (issue 15): integer positions are parameters, never inputs ----------------
+
+
+def _positions(index: Any, what: str) -> np.ndarray:
+    """An index as an integer array (a tensor's, a list's); PyTorch's error for other dtypes."""
+    value = index._value if isinstance(index, Tensor) else np.asarray(index)
+    if value.dtype.kind not in "iu":
+        raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index")
+    return value
+
+
+def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
+    """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (any dim alike): GatherBackward0,
+    the gradient scattered back with repeated positions adding up."""
+    x = as_tensor(input)
+    positions = _positions(index, "gather")
+    ndim = x.ndim
+    if positions.ndim != ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    d = wrap_dim(dim, ndim)
+    if ndim == 0:
+        return gather(x.reshape(1), 0, positions.reshape(1)).reshape(())
+    for k, (m, n) in enumerate(zip(positions.shape, x.shape)):
+        if k != d and m > n:
+            raise RuntimeError(
+                f"Size does not match at dimension {k} expected index {list(positions.shape)} to be no larger "
+                f"than self {list(x.shape)} apart from dimension {d}"
+            )
+    _check_range(positions, x.shape[d], d, negative=False)
+    return apply(ops.GATHER, (x,), (d, positions))
+
+
+def _out_of_bounds(i: int, dim: int, size: int) -> Any:
+    raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_range(positions: np.ndarray, size: int, dim: int, negative: bool) -> None:
+    low = -size if negative else 0
+    bad = positions[(positions < low) | (positions >= size)]
+    if bad.size:
+        _out_of_bounds(int(bad.flat[0]), dim, size)
+
+
+def index_select(input: Any, dim: int, index: Any) -> Tensor:  # noqa: A002
+    """The slices of ``input`` at ``index`` (a vector) along ``dim``: IndexSelectBackward0."""
+    x = as_tensor(input)
+    positions = _positions(index, "index_select")
+    if positions.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = wrap_dim(dim, x.ndim)
+    size = x.shape[d] if x.ndim else 1
+    if positions.size and (positions.min() < 0 or positions.max() >= size):
+        raise IndexError("index out of range in self")
+    if x.ndim == 0:
+        return x.reshape(1)[positions.reshape(-1)].reshape(positions.shape)
+    return apply(ops.INDEX_SELECT, (x,), (d, positions.reshape(-1)))
+
+
+def masked_fill(input: Any, mask: Any, value: Any) -> Tensor:  # noqa: A002
+    """``value`` where ``mask`` (booleans) is true, ``input`` elsewhere: MaskedFillBackward0
+    (a number) or MaskedFillBackward1 (a 0-d tensor, which gets the gradient summed where masked)."""
+    x = as_tensor(input)
+    m = mask._value if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_torch_dtype(m)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(
+            f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s)."
+        )
+    try:
+        np.broadcast_shapes(m.shape, np.shape(x._value))
+    except ValueError:
+        raise RuntimeError(f"The size of the mask {list(m.shape)} does not broadcast to {list(x.shape)}") from None
+    if not isinstance(value, Tensor):
+        value = float(value)
+    return apply(ops.MASKED_FILL, (x, value), (m,))
+
+
+def _torch_dtype(a: np.ndarray) -> str:
+    return {"f": "float", "i": "long", "u": "unsigned", "c": "complex"}.get(a.dtype.kind, str(a.dtype))
+
+
+def narrow(input: Any, dim: int, start: Any, length: int) -> Tensor:  # noqa: A002
+    """``length`` elements from ``start`` along ``dim`` (a slice: SliceBackward0)."""
+    x = as_tensor(input)
+    d = wrap_dim(dim, x.ndim)
+    size = x.shape[d]
+    s = int(start._value) if isinstance(start, Tensor) else int(start)
+    if not -size <= s <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {s})")
+    s = s % size if s < 0 else s
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if s + length > size:
+        raise RuntimeError(f"start ({s}) + length ({length}) exceeds dimension size ({size}).")
+    return x[(slice(None),) * d + (slice(s, s + length),)]
+
+
+def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    """Up to ``chunks`` pieces of equal size (the last smaller) along ``dim``: SplitBackward0."""
+    x = as_tensor(input)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = wrap_dim(dim, x.ndim)
+    size = x.shape[d]
+    step = -(-size // chunks) if size else 0
+    if step == 0:
+        return (apply(ops.SPLIT, (x,), (d, 0, size)),)
+    return tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+
+
+def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    """The slices along ``dim``, that axis removed: UnbindBackward0."""
+    x = as_tensor(input)
+    if x.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, x.ndim)
+    return tuple(apply(ops.UNBIND, (x,), (d, i)) for i in range(x.shape[d]))
+
+
+def repeat(input: Any, *sizes: Any) -> Tensor:  # noqa: A002
+    """``input`` tiled ``sizes[i]`` times along each axis (extra sizes add axes in front): RepeatBackward0."""
+    x = as_tensor(input)
+    sizes = _shape_args(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(s < 0 for s in sizes):
+        padded = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
+        shape = [s * n for s, n in zip(sizes, padded)]
+        negative = next(n for n in shape if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {shape}")
+    return apply(ops.REPEAT, (x,), (sizes,))
+
+
+def _smaller(a: int, b: int) -> int:
+    return a if a < b else b

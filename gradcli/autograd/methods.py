@@ -55,6 +55,13 @@ _METHODS = (
     "sort",
     "topk",
     "det",
+    "gather",
+    "index_select",
+    "masked_fill",
+    "narrow",
+    "chunk",
+    "unbind",
+    "repeat",
 )
 
 

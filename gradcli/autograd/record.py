@@ -329,4 +329,42 @@ def matmul_mismatch(sa: tuple[int, ...], sb: tuple[int, ...]) -> str:
 
 
 def getitem(x: Tensor, index: tuple[Any, ...]) -> Tensor:
-    return apply(_shape.GETITEM, (x,), (index,))
+    if len(index) > 2 and not _shape.is_basic_index(index):
+        steps = _shape.split_selects(index)
+        if steps is not None:  # PyTorch's order: the integers select first
+            return getitem(getitem(x, steps[0]), steps[1])
+    try:
+        return apply(_shape.GETITEM, (x,), (index,))
+    except IndexError as exc:
+        raise IndexError(index_error(np.shape(_value(x)), index, exc)) from None
+
+
+def index_error(shape: tuple[int, ...], index: tuple[Any, ...], exc: Exception) -> str:
+    """PyTorch's words for an index that does not fit a value of ``shape`` (NumPy's otherwise)."""
+    text = str(exc)
+    for item in index:
+        if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":
+            return "tensors used as indices must be long, int, byte or bool tensors"
+    if text.startswith("too many indices"):
+        return f"too many indices for tensor of dimension {len(shape)}"
+    if "out of bounds for axis" in text:
+        return text.replace("for axis", "for dimension")
+    if text.startswith("boolean index did not match"):
+        ellipsis = sum(1 for i in index if i is Ellipsis)
+        used = sum(i.ndim if isinstance(i, np.ndarray) and i.dtype == np.bool_ else i is not None for i in index)
+        dim = 0
+        for item in index:
+            if item is Ellipsis:
+                dim += (len(shape) - used + ellipsis) if ellipsis else 0
+            elif isinstance(item, np.ndarray) and item.dtype == np.bool_:
+                covered = shape[dim : dim + item.ndim]
+                for j, (m, n) in enumerate(zip(item.shape, covered)):
+                    if m != n:
+                        return (
+                            f"The shape of the mask {list(item.shape)} at index {j} does not match the shape of "
+                            f"the indexed tensor {list(shape)} at index {dim + j}"
+                        )
+                dim += item.ndim
+            elif item is not None:
+                dim += 1
+    return text

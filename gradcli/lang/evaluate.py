@@ -181,6 +181,7 @@ class _Run:
         self.steps: list[tuple[ast.SyntaxNode, Any]] = []
         self.handlers = self.__post_init_handlers()
         self.limit = max_elements()  # read (and checked) once a run, whatever the program
+        self._masks: frozenset[str] | None = None  # names given a comparison (masks when they index)
 
     def fail(self, message: str, node: ast.SyntaxNode, offset: int | None = None) -> SyntaxProblem:
         return SyntaxProblem(message, self.source, node.start if offset is None else offset)
@@ -256,14 +257,69 @@ class _Run:
 
     def index(self, node: ast.Index, args: list[Any]) -> Any:
         target, *items = args
-        index = tuple(item if isinstance(item, slice) else self.integer(item, node) for item in items)
         target = gc.as_tensor(target)
-        if len(index) > target.ndim:
-            raise self.fail(
-                f"too many indices at {self.source.where(node.start)}: {len(index)} for a value of shape {target.shape}",
-                node,
-            )
-        return target[index]
+        return target[self.index_items(node, items, target.shape)]
+
+    def index_items(self, node: ast.Index, items: list[Any], shape: tuple[int, ...]) -> tuple[Any, ...]:
+        """The items of ``target[...]`` as a NumPy index, checked against the target's ``shape``.
+
+        A number is a position, a slice a range; a vector or matrix is a list of positions
+        (whole numbers, any shape: ``x[[0, 2, 0]]``), unless it is written as a comparison
+        (``x[x > 0]``, ``lt(a, b)``, a product of comparisons, or a name given one): then it is a
+        mask and must have the shape of the axes it covers. Each problem is said at its item.
+        """
+        if self._masks is None:
+            self._masks = mask_names(self.program)
+        index: list[Any] = []
+        dim = 0
+        for item_node, item in zip(node.items, items):
+            where = self.source.where(item_node.start)
+            if isinstance(item, slice):
+                index.append(item)
+                dim += 1
+                continue
+            raw = item.array if isinstance(item, gc.Tensor) else item
+            is_mask = np.ndim(raw) > 0 and is_mask_node(item_node, self._masks)
+            covers = np.ndim(raw) if is_mask else 1
+            if dim + covers > len(shape):
+                raise self.fail(
+                    f"too many indices at {self.source.where(node.start)}: {len(node.items)} for a value of shape {shape}",
+                    node,
+                )
+            if is_mask:
+                covered = shape[dim : dim + covers]
+                if np.shape(raw) != covered:
+                    raise self.fail(
+                        f"a mask (a comparison) must have the shape of the axes it indexes (at {where}): "
+                        f"{np.shape(raw)} for {covered}",
+                        item_node,
+                    )
+                index.append(np.asarray(raw) != 0)
+                dim += covers
+                continue
+            if np.ndim(raw) == 0:
+                position = self.integer(item, node)
+                positions: Any = position
+            else:
+                values = np.asarray(raw, dtype=np.float64)
+                if not (np.isfinite(values).all() and (values == np.trunc(values)).all()):
+                    raise self.fail(
+                        f"an index must be whole numbers (at {where}), got {values}; "
+                        "a mask is written as a comparison: x[x > 0]",
+                        item_node,
+                    )
+                positions = values.astype(np.intp)
+            size = shape[dim]
+            bad = np.asarray(positions)
+            bad = bad[(bad >= size) | (bad < -size)]
+            if bad.size:
+                raise self.fail(
+                    f"indexing at {where}: index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}",
+                    item_node,
+                )
+            index.append(positions)
+            dim += 1
+        return tuple(index)
 
     def lookup(self, node: ast.Name) -> Any:
         env = self.env
@@ -364,6 +420,34 @@ class _Run:
                 node,
             )
         return gc.stack([gc.as_tensor(v) for v in items])
+
+
+_COMPARE_FUNCTIONS = frozenset(prim.name for prim in COMPARISONS.values())
+
+
+def is_mask_node(node: ast.SyntaxNode, masks: frozenset[str] = frozenset()) -> bool:
+    """Whether an index item is written as a comparison (so a mask, not a list of positions)."""
+    cls = node.__class__
+    if cls is ast.Compare:
+        return True
+    if cls is ast.Call:
+        return node.function in _COMPARE_FUNCTIONS
+    if cls is ast.Binary:
+        return node.op == "*" and is_mask_node(node.left, masks) and is_mask_node(node.right, masks)
+    if cls is ast.Name:
+        return node.id in masks
+    return False
+
+
+def mask_names(program: ast.SyntaxTree) -> frozenset[str]:
+    """The names a program gives a comparison (``m = x > 0``): ``x[m]`` is a mask."""
+    masks: set[str] = set()
+    for statement in program.statements:
+        if is_mask_node(statement.value, frozenset(masks)):
+            masks.add(statement.name)
+        else:
+            masks.discard(statement.name)
+    return frozenset(masks)
 
 
 def _describe(node: ast.SyntaxNode, source: Source) -> str:

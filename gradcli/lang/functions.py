@@ -263,6 +263,7 @@ def _build() -> dict[str, BuiltinFunction]:
     _ordering(table)
     _solving(table)
     table["reshape"] = _reshape_function()
+    _indexing(table)
     for prim in COMPARISONS.values():  # 0/1 in the inputs' float dtype, as the operators give
         table[prim.name] = BuiltinFunction(
             prim.name, (2,), lambda gc, a, b, _p=prim: compare(gc, _p, a, b), "not differentiable (derivative 0)",
@@ -448,6 +449,89 @@ def _reshape_function() -> BuiltinFunction:
         "reshape", (2,), lambda gc, x, shape: gc.reshape(x, _sizes(shape)), "d/dx: the gradient reshaped back",
         lambda sp, x, shape: np.reshape(_objects(x), _sizes(shape)), ops.RESHAPE,
         "reshape(x, [2, 3]): the same values in another shape (-1 once: the size to infer)",
+    )  # fmt: skip
+
+
+def _whole(value: Any, what: str) -> np.ndarray:
+    """Positions or sizes given as numbers: whole numbers, as an integer array."""
+    raw = np.asarray(getattr(value, "array", value))
+    if raw.dtype.kind in "biu":
+        return raw.astype(np.intp)
+    raw = raw.astype(np.float64)
+    if not (np.isfinite(raw).all() and (raw == np.trunc(raw)).all()):
+        raise ValueError(f"{what} must be whole numbers, got {raw}")
+    return raw.astype(np.intp)
+
+
+def _sym_whole(value: Any, what: str) -> np.ndarray:
+    values = np.asarray(value, dtype=object)
+    if not all(getattr(v, "is_number", True) for v in values.flat):
+        raise TypeError(f"{what} that depend on a variable have no SymPy form")
+    return np.asarray([int(v) for v in values.flat], dtype=np.intp).reshape(values.shape)
+
+
+def _gather(gc: Any, x: Any, index: Any, axis: Any = -1) -> Any:
+    return gc.gather(x, _axis(axis), _whole(index, "gather's positions"))
+
+
+def _sym_gather(sp: Any, x: Any, index: Any, axis: Any = -1) -> Any:
+    from ..ops.indexing import gather_index
+
+    arr = _objects(x)
+    return arr[gather_index(arr.ndim, _axis(axis) % max(arr.ndim, 1), _sym_whole(index, "positions"))]
+
+
+def _index_select(gc: Any, x: Any, index: Any, axis: Any = -1) -> Any:
+    return gc.index_select(x, _axis(axis), _whole(index, "index_select's positions"))
+
+
+def _masked_fill(gc: Any, x: Any, mask: Any, value: Any) -> Any:
+    return gc.masked_fill(x, np.asarray(getattr(mask, "array", mask)) != 0, value)
+
+
+def _sym_masked_fill(sp: Any, x: Any, mask: Any, value: Any) -> Any:
+    where = _sym_whole(np.asarray(mask, dtype=object) != 0, "a mask") != 0
+    return np.where(where, value, _objects(x))
+
+
+def _repeat(gc: Any, x: Any, sizes: Any) -> Any:
+    counts = tuple(int(n) for n in np.atleast_1d(_whole(sizes, "repeat's counts")))
+    shape = np.shape(getattr(x, "array", x))
+    padded = (1,) * (len(counts) - len(shape)) + tuple(shape)
+    if len(counts) >= len(shape):
+        _limited(tuple(c * n for c, n in zip(counts, padded)), "repeat(x, sizes)")
+    return gc.repeat(x, counts)
+
+
+def _sym_repeat(sp: Any, x: Any, sizes: Any) -> Any:
+    counts = tuple(int(n) for n in np.atleast_1d(_sym_whole(sizes, "counts")))
+    arr = _objects(x)
+    return np.tile(arr.reshape((1,) * (len(counts) - arr.ndim) + arr.shape), counts)
+
+
+def _indexing(table: dict[str, BuiltinFunction]) -> None:
+    """gather, index_select, masked_fill, repeat (as PyTorch's, axes last and the last by default)."""
+    table["gather"] = BuiltinFunction(
+        "gather", (2, 3), _gather, "d/dx = 1 at each position read, added up where a position repeats",
+        _sym_gather, ops.GATHER,
+        "gather(x, index): x at the positions index along the last axis (index has x's number of axes); "
+        "gather(x, index, axis) along another",
+    )  # fmt: skip
+    table["index_select"] = BuiltinFunction(
+        "index_select", (2, 3), _index_select, "d/dx = 1 at each slice read, added up where a position repeats",
+        lambda sp, x, index, axis=-1: np.take(_objects(x), _sym_whole(index, "positions"), _axis(axis)),
+        ops.INDEX_SELECT,
+        "index_select(x, index): the slices at the positions of the vector index along the last axis; "
+        "index_select(x, index, axis) along another",
+    )  # fmt: skip
+    table["masked_fill"] = BuiltinFunction(
+        "masked_fill", (3,), _masked_fill, "d/dx = 1 where mask is 0; d/dvalue = 1 summed where mask is not 0",
+        _sym_masked_fill, ops.MASKED_FILL,
+        "masked_fill(x, mask, value): value (a number) where mask is not 0, x elsewhere",
+    )  # fmt: skip
+    table["repeat"] = BuiltinFunction(
+        "repeat", (2,), _repeat, "d/dx = the sum over the copies",
+        _sym_repeat, ops.REPEAT, "repeat(x, [n0, n1]): x tiled n_i times along each axis (extra counts add axes in front)",
     )  # fmt: skip
 
 

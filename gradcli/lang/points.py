@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..ops.operators import INFIX, PREFIX
+from ..ops.shape import take
 from . import ast
 from .evaluate import _Run, limit_size
 from .functions import COMPARISONS, FUNCTIONS, compare
@@ -398,8 +399,8 @@ class _BatchedRun(_Run):
         items = self._shared(items)
         if not isinstance(target, _Batched):
             return plain(node, [target, *items])
-        index = tuple(item if isinstance(item, slice) else self.integer(item, node) for item in items)
-        return _Batched(target.t[(slice(None), *index)])
+        index = self.index_items(node, items, tuple(target.t.shape[1:]))
+        return _Batched(take(target.t, index, 1))
 
     def _vector(self, node: ast.Vector, items: Any, plain: Any) -> Any:
         if not any(isinstance(v, _Batched) for v in items):

@@ -22,6 +22,7 @@ from ..errors import Source, SyntaxProblem, UsageError
 from ..ops import ADD, POW, SUB
 from ..ops.operators import INFIX, PREFIX
 from . import ast
+from .evaluate import is_mask_node
 from .functions import COMPARISONS, FUNCTIONS, indicator
 
 
@@ -216,11 +217,27 @@ def _node(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
         return slice(*(None if p is None else int(next(parts)) for p in (node.lower, node.upper, node.step)))
     if isinstance(node, ast.Index):
         target, *items = args
-        index = tuple(i if isinstance(i, slice) else int(i) for i in items)
+        index = tuple(_index_item(n, i) for n, i in zip(node.items, items))
         return np.asarray(target, dtype=object)[index]
     if isinstance(node, ast.Vector):
         return np.array([np.asarray(a, dtype=object) if isinstance(a, np.ndarray) else a for a in args], dtype=object)
     raise TypeError(f"no SymPy form for {type(node).__name__}")
+
+
+def _index_item(node: ast.SyntaxNode, item: Any) -> Any:
+    """A slice, a position, positions, or a mask (an item written as a comparison) with known values."""
+    if isinstance(item, slice):
+        return item
+    if np.ndim(item) == 0:
+        return int(item)
+    values = np.asarray(item, dtype=object)
+    if not all(getattr(v, "is_number", True) for v in values.flat):
+        raise TypeError("an index or a mask that depends on a variable has no SymPy form")
+    if isinstance(node, ast.Name):  # a name given a comparison would be a mask: not known here
+        raise TypeError("an index list or a mask given by a name has no SymPy form: write it in the brackets")
+    if is_mask_node(node):
+        return np.asarray([bool(v != 0) for v in values.flat], dtype=bool).reshape(values.shape)
+    return np.asarray([int(v) for v in values.flat], dtype=np.intp).reshape(values.shape)
 
 
 def _call(name: str, args: list[Any]) -> Any:

@@ -7,6 +7,7 @@ rows. Nothing here knows about tensors or graphs.
 from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX, STD, VAR
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
+from .indexing import GATHER, INDEX_SELECT, MASKED_FILL, REPEAT, SPLIT, UNBIND
 from .linalg import DET, DOT, INV, MATMUL, MM, MV, SOLVE, TRACE, TRIL, TRIU, matmul_primitive
 from .order import SORT, TOPK
 from .reduce import AMAX, AMIN, LOGSUMEXP, MEAN, NORM, PROD, SUM
@@ -56,4 +57,10 @@ __all__ = [
     "VAR",
     "SORT",
     "TOPK",
+    "GATHER",
+    "INDEX_SELECT",
+    "MASKED_FILL",
+    "REPEAT",
+    "SPLIT",
+    "UNBIND",
 ]

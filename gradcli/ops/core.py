@@ -58,7 +58,7 @@ BATCH = ("elementwise", "linear", "reduce", "product", "loop")
 
 #: The groups ``gradcli ops`` and the README list the functions in, in that order. A row
 #: names its own; one that does not takes its module's ``GROUP`` (see ``primitive``).
-GROUPS = ("elementwise", "rounding", "comparisons", "reductions", "along an axis", "matrices", "indexing")
+GROUPS = ("elementwise", "rounding", "comparisons", "reductions", "along an axis", "matrices", "indexing and shape")
 
 
 class Meta:

@@ -14,6 +14,8 @@ import numpy as np
 from .core import primitive
 from .shape import GETITEM, SCATTER
 
+GROUP = "along an axis"
+
 
 def mesh(index, axis):
     """The advanced index that reads ``take_along_axis(x, index, axis)`` as ``x[mesh]``."""

@@ -12,7 +12,7 @@ import numpy as np
 from .core import primitive
 
 #: The group the rows of this module are listed in (``gradcli ops``, the README).
-GROUP = "indexing"
+GROUP = "indexing and shape"
 
 
 def batch_ndim(g, out) -> int:
@@ -131,6 +131,57 @@ class PickIndex(tuple):
     op = "index"
 
 
+def _separated(index: tuple) -> int | None:
+    """How many axes advanced indexing makes when NumPy puts them first (array or integer
+    items separated by a slice, None or Ellipsis: ``x[[0, 1], :, [1, 0]]``), else ``None``.
+
+    Batch axes in front of such an index would land after those axes; ``take`` and the
+    scatter move them back to the front.
+    """
+    arrays = [k for k, i in enumerate(index) if isinstance(i, np.ndarray)]
+    if not arrays:
+        return None
+    spots = [k for k, i in enumerate(index) if isinstance(i, (np.ndarray, int, np.integer)) and not isinstance(i, bool)]
+    if spots[-1] - spots[0] + 1 == len(spots):
+        return None
+    shapes = [(int(i.sum()),) if i.dtype == np.bool_ else i.shape for i in (index[k] for k in arrays)]
+    return len(np.broadcast_shapes(*shapes))
+
+
+def split_selects(index: tuple) -> tuple[tuple, tuple] | None:
+    """PyTorch applies integer items as selections before advanced indexing; NumPy counts them
+    as advanced items, which differs where they are apart from the arrays (``x[1, :, [0, 1]]``:
+    NumPy puts the list's axis first, PyTorch keeps it last). There, the two steps
+    (integers and slices, then the rest); else ``None``."""
+    if _separated(index) is None or not any(isinstance(i, (int, np.integer)) for i in index):
+        return None
+    first, rest = [], []
+    for i in index:
+        if isinstance(i, (int, np.integer)):
+            first.append(i)
+        elif isinstance(i, np.ndarray):
+            first.extend((slice(None),) * (i.ndim if i.dtype == np.bool_ else 1))
+            rest.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        else:  # a slice or Ellipsis
+            first.append(i)
+            rest.append(slice(None) if isinstance(i, slice) else i)
+    return tuple(first), tuple(rest)
+
+
+def take(v, index: tuple, nbatch: int):
+    """``v[index]`` on a value with ``nbatch`` leading batch axes, which stay in front."""
+    result = v[_batched(index, nbatch)]
+    if nbatch and not is_basic_index(index):
+        k = _separated(index)
+        if k is not None:  # NumPy put the advanced axes before the batch axes
+            ndim = np.ndim(result)
+            result = np.transpose(result, (*range(k, k + nbatch), *range(k), *range(k + nbatch, ndim)))
+    return result
+
+
 def _index_kind(consts, params):
     (index,) = params
     if not isinstance(index, tuple):
@@ -156,7 +207,7 @@ GETITEM = primitive(
     saves="meta",
     nparams=1,
     variant=_index_kind,
-    jvp=lambda ts, out, x, index: ts[0][_batched(index, np.ndim(ts[0]) - len(x.shape))],
+    jvp=lambda ts, out, x, index: take(ts[0], index, np.ndim(ts[0]) - len(x.shape)),
     batch="linear",
     public=False,
     doc="x[i], x[i:j], x[mask]: gradient scattered back to the positions read",
@@ -169,12 +220,16 @@ def _scatter(src, index, shape, nbatch):
     if is_basic_index(index):
         result[full] = src
     else:  # repeated positions must add up
+        k = _separated(index) if nbatch else None
+        if k is not None:  # the positions read put the advanced axes before the batch axes
+            ndim = np.ndim(src)
+            src = np.transpose(src, (*range(nbatch, nbatch + k), *range(nbatch), *range(nbatch + k, ndim)))
         np.add.at(result, full, src)
     return result
 
 
 def _scatter_rule(g, out, src, index, shape, nbatch):
-    return GETITEM(g, _batched(index, nbatch + batch_ndim(g, out)))
+    return take(g, index, nbatch + batch_ndim(g, out))
 
 
 SCATTER = primitive(

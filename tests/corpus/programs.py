@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import gradcli as gc
 
 
@@ -462,6 +464,24 @@ def matrix_structure(A, B, v):
         + gc.sum(gc.tril(A) * gc.triu(B, -1))
         + gc.sum(gc.outer(gc.diag(A), v) ** 2)
         + gc.sum(gc.diag(v) * gc.transpose(B, 0, 1))
+    )
+
+
+@program(
+    "sum(gather(A, [[2, 0], [1, 1], [0, 2]])^2) + sum(index_select(A, [2, 0, 2]) * A[[1, 0, 2]]) "
+    "+ sum(masked_fill(A, A > 0.8, x) * A) + sum(repeat(A[0], [2, 2])^3) + sum(A[A > 0.1] ^ 2)",
+    {"A": [[1.0, 2.0, -0.5], [0.3, -1.0, 2.0], [1.5, 0.2, 0.7]], "x": 0.5},
+    "matrix",
+)  # fmt: skip
+def index_functions(A, x):
+    # positions as integer arrays (gradcli) or tensors (the PyTorch twin of this program)
+    n = np.array if gc.Tensor.__module__.startswith("gradcli") else gc.as_tensor
+    return (
+        gc.sum(gc.gather(A, -1, n([[2, 0], [1, 1], [0, 2]])) ** 2)
+        + gc.sum(gc.index_select(A, -1, n([2, 0, 2])) * A[[1, 0, 2]])
+        + gc.sum(gc.masked_fill(A, A > 0.8, x) * A)
+        + gc.sum(A[0].repeat(2, 2) ** 3)
+        + gc.sum(A[A > 0.1] ** 2)
     )
 
 
