@@ -60,13 +60,13 @@ CASES = [
         "where() at column 5: shapes (2,), (2, 3) and (2,) do not match for where(): " + LAST_AXES.format("2, 3 and 2"),
         4,
     ),
-    ("A[5]", "indexing at column 2: index 5 is out of range for axis 0 of size 2 (the value has shape (2, 3))", 1),
+    ("A[5]", "indexing at column 3: index 5 is out of range for axis 0 of size 2 (the value has shape (2, 3))", 2),
     (
         "sum(A[0, 7])",
-        "indexing at column 6: index 7 is out of range for axis 1 of size 3 (the value has shape (2, 3))",
-        5,
+        "indexing at column 10: index 7 is out of range for axis 1 of size 3 (the value has shape (2, 3))",
+        9,
     ),
-    ("v [-3]", "indexing at column 3: index -3 is out of range for axis 0 of size 2", 2),
+    ("v [-3]", "indexing at column 4: index -3 is out of range for axis 0 of size 2", 3),
     ("sum(inv(A))", "inv() at column 5: inv() needs a square matrix, got shape (2, 3)", 4),
 ]
 

@@ -190,8 +190,8 @@ def test_language_matrix_rows_columns_and_masks():
 @pytest.mark.parametrize(
     "expr, message, caret",
     [
-        ("x[[0, 3]]", "indexing at column 3: index 3 is out of bounds for dimension 0 with size 3", "    ^"),
-        ("x[[-4]]", "indexing at column 3: index -4 is out of bounds for dimension 0 with size 3", "    ^"),
+        ("x[[0, 3]]", "indexing at column 3: index 3 is out of range for axis 0 of size 3", "    ^"),
+        ("x[[-4]]", "indexing at column 3: index -4 is out of range for axis 0 of size 3", "    ^"),
         (
             "x[[0.5, 1]]",
             "an index must be whole numbers (at column 3), got [0.5 1. ]; a mask is written as a comparison: x[x > 0]",

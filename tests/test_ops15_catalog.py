@@ -203,9 +203,8 @@ def in_terminal(args: list[str], columns: int = 80) -> str:
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
     env.update(TERM="xterm-256color", COLUMNS=str(columns))
-    done = subprocess.run(
-        [sys.executable, "-m", "gradcli", *args], stdout=follower, stderr=subprocess.PIPE, env=env, timeout=120
-    )
+    # read while it writes: a terminal holds only a few KB, and a table larger than that would block
+    done = subprocess.Popen([sys.executable, "-m", "gradcli", *args], stdout=follower, stderr=subprocess.PIPE, env=env)
     os.close(follower)
     chunks = []
     while True:
@@ -217,7 +216,9 @@ def in_terminal(args: list[str], columns: int = 80) -> str:
             break
         chunks.append(chunk)
     os.close(leader)
-    assert done.returncode == 0, done.stderr
+    done.stderr_text = done.stderr.read().decode()
+    done.wait(timeout=120)
+    assert done.returncode == 0, done.stderr_text
     return ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r\n", "\n")
 
 

@@ -231,7 +231,7 @@ def test_an_error_at_a_later_point_names_it(tmp_path):
     result = runner.invoke(app, ["eval", "(v*x)[i]", "--points", str(path), "--at", V])
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == (
-        "error: point 3 (i = 5.0, x = 3.0): indexing at column 7: index 5 is out of bounds for dimension 0 with size 2\n"
+        "error: point 3 (i = 5.0, x = 3.0): indexing at column 7: index 5 is out of range for axis 0 of size 2\n"
     )
 
 

@@ -313,8 +313,9 @@ class _Run:
             bad = np.asarray(positions)
             bad = bad[(bad >= size) | (bad < -size)]
             if bad.size:
+                of = f" (the value has shape {shape})" if len(shape) > 1 else ""
                 raise self.fail(
-                    f"indexing at {where}: index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}",
+                    f"indexing at {where}: index {int(bad.flat[0])} is out of range for axis {dim} of size {size}{of}",
                     item_node,
                 )
             index.append(positions)
@@ -501,7 +502,7 @@ def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) 
         return _matmul_reason(*shapes)
     if "broadcast" in text and len(shapes) >= 2:
         return _broadcast_reason(shapes, op)
-    found = re.search(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)", text)
+    found = re.search(r"index (-?\d+) is out of bounds for (?:axis|dimension) (\d+) with size (\d+)", text)
     if found:
         shape = f" (the value has shape {shapes[0]})" if shapes and len(shapes[0]) > 1 else ""
         return f"index {found[1]} is out of range for axis {found[2]} of size {found[3]}{shape}"

@@ -426,7 +426,7 @@ def _solving(table: dict[str, BuiltinFunction]) -> None:
         ops.DET.sympy, ops.DET, ops.DET.doc,
     )  # fmt: skip
     table["solve"] = BuiltinFunction(
-        "solve", (2,), lambda gc, a, b: gc.solve(a, b), "d/db = inv(A)^T g; d/dA = -(inv(A)^T g) x^T",
+        "solve", (2,), lambda gc, a, b: gc.solve(a, b), "d/dA = -(inv(A)^T g) x^T; d/db = inv(A)^T g",
         _sym_solve, ops.SOLVE, "solve(A, b): x with A @ x = b (b a vector or a matrix)",
     )  # fmt: skip
 
