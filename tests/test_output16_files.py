@@ -98,8 +98,7 @@ def test_bad_matrix_formats_are_one_error_line(extra, message):
 
 def test_gradient_is_a_mapping_by_variable_in_every_command():
     at = ["--at", "x=[1,2],y=3"]
-    expected = {"x": [3.0, 12.0], "y": 3.0}  # sum(x^3)/3*y... : d/dx = x^2 y, d/dy = sum(x^3)/3
-    expected = {"x": [3.0, 12.0], "y": 3.0}
+    expected = {"x": [3.0, 12.0], "y": 3.0}  # d/dx = x^2 y, d/dy = sum(x^3)/3
     for command in ("eval", "check", "hessian"):
         done = piped(command, "sum(x^3)/3*y", *at, "--json")
         assert done.returncode == 0, done.stderr
