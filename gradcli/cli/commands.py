@@ -445,8 +445,8 @@ def _matrix_format(fmt: str | None, out: str | None, as_json: bool) -> str:
 
 
 def _whole(kind: str) -> bool:
-    """The matrix will be written whole (the memory estimate counts its text)."""
-    return kind != "text" or not output.terminal()
+    """The matrix is written as one JSON document (the memory estimate counts its text)."""
+    return kind == "json"
 
 
 def _print_matrix_result(
