@@ -11,8 +11,25 @@ from typing import Any
 
 import numpy as np
 
-SUMMARY_EDGE = 3  # elements shown at each end of a long array (human output)
+SUMMARY_EDGE = 3  # elements shown at each end of a long array (on a terminal)
 SUMMARY_LIMIT = 20
+TERMINAL_DIGITS = 10  # significant digits on a terminal (pipes, JSON, CSV keep every digit); --digits N
+
+
+def digits_for(digits: int | None, terminal: bool) -> int | None:
+    """The precision of human text: ``--digits N`` when given, else 10 digits on a terminal and
+    every digit (the shortest text that reads back to the same double) in a pipe."""
+    if digits is not None:
+        return digits
+    return TERMINAL_DIGITS if terminal else None
+
+
+def check_digits(digits: int | None) -> None:
+    """``--digits N``: 1 to 17 significant digits (17 always reads back to the same double)."""
+    if digits is not None and not 1 <= digits <= 17:
+        from .errors import UsageError
+
+        raise UsageError(f"--digits must be between 1 and 17, not {digits}")
 
 
 def number(value: Any, digits: int | None = None) -> str:
@@ -36,7 +53,8 @@ def number(value: Any, digits: int | None = None) -> str:
 
 
 def array(value: Any, summarize: bool = True, digits: int | None = None) -> str:
-    """``[1, 2.5, 3]``, nested for matrices; long axes shown as ``[1, 2, 3, ..., 98, 99, 100]``."""
+    """``[1, 2.5, 3]``, nested for matrices; with ``summarize`` (a terminal), long axes shown as
+    ``[1, 2, 3, ..., 98, 99, 100]``."""
     a = np.asarray(value)
 
     def render(x: np.ndarray) -> str:  # recursion depth is the number of axes
@@ -55,6 +73,16 @@ def array(value: Any, summarize: bool = True, digits: int | None = None) -> str:
         return "[" + ", ".join(items) + "]"
 
     return render(a)
+
+
+def summarized(value: Any) -> bool:
+    """Whether ``array(value, summarize=True)`` leaves elements out."""
+    return any(n > SUMMARY_LIMIT for n in np.shape(value))
+
+
+def shown_count(value: Any) -> int:
+    """How many elements ``array(value, summarize=True)`` shows."""
+    return int(np.prod([min(n, 2 * SUMMARY_EDGE) if n > SUMMARY_LIMIT else n for n in np.shape(value)]))
 
 
 def shape_text(value: Any) -> str:

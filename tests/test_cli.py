@@ -303,12 +303,11 @@ def test_terminal_output_is_a_table_and_no_color_removes_colour(no_color):
     os.close(leader)
     text = b"".join(chunks).decode()
     assert process.returncode == 0
+    assert "│" in text and "value" in text and "d/dw" in text  # a rich table (NO_COLOR too: issue 16)
     if no_color:
         assert "\x1b[" not in text
-        assert "value = 6" in text and "d/dw  = 5" in text
     else:
-        assert "\x1b[" in text and "│" in text  # a rich table, coloured
-        assert "value" in text and "∂/∂w" in text
+        assert "\x1b[" in text  # coloured
 
 
 def test_examples_directory_runs():

@@ -148,7 +148,7 @@ def _jacobian(doc: dict[str, Any], p: Program) -> Numbers:
 def _hessian(doc: dict[str, Any], p: Program) -> Numbers:
     return Numbers(
         value=_numbers(doc["value"]) if "value" in doc else None,
-        vjp=_numbers(doc["gradient"]) if "gradient" in doc else None,
+        vjp=_flat_gradient(doc["gradient"], p) if "gradient" in doc else None,  # by variable (issue 16)
         hessian=np.asarray(doc["hessian"], dtype=np.float64),
     )
 

@@ -179,6 +179,7 @@ EVAL_OPTIONS = {
     "--seed": ("seed", str),
     "--points": ("points", str),
     "--python": ("python", str),
+    "--digits": ("digits", int),
 }
 
 
@@ -200,6 +201,7 @@ def fast_eval(argv: list[str]) -> dict | None:
         "seed": None,
         "points": None,
         "python": None,
+        "digits": None,
     }
     args = iter(argv[1:])
     for arg in args:
@@ -221,6 +223,10 @@ def fast_eval(argv: list[str]) -> dict | None:
                     return None
             if kind is list:
                 found[parameter].append(value)
+            elif kind is int:
+                if not value.isdigit() or not value.isascii():
+                    return None  # typer says what is wrong with it
+                found[parameter] = int(value)
             else:
                 found[parameter] = value
         elif found["expression"] is None:

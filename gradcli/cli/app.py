@@ -237,6 +237,9 @@ AT = typer.Option(None, "--at", metavar="NAME=VALUE,...", help="the point: x=2,w
 WRT = typer.Option(None, "--wrt", metavar="NAME,...", help="variables to differentiate (default: all, in order)")
 JSON = typer.Option(False, "--json", help="one JSON document on stdout")
 FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
+DIGITS = typer.Option(
+    None, "--digits", metavar="N", help="significant digits shown (default: 10 on a terminal, all in a pipe)"
+)
 PYTHON = typer.Option(
     None, "--python", metavar="FILE:FUNC", help="differentiate the Python function FUNC of FILE (any path)"
 )
@@ -259,12 +262,13 @@ def eval_command(
     python: str = PYTHON,
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
     points: str = typer.Option(None, "--points", metavar="FILE.csv", help="evaluate every row of a CSV file at once"),
+    digits: int = DIGITS,
 ) -> None:
     """Value and gradient of EXPR at a point.
 
     Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
     """
-    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points, python)
+    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points, python, digits)
 
 
 @app.command("diff")
@@ -292,7 +296,9 @@ def graph_command(
     json: bool = JSON,
     file: str = FILE,
     python: str = PYTHON,
-    fmt: str = typer.Option(None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it"),
+    fmt: str = typer.Option(
+        None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it (stdout without -o)"
+    ),
     out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
     max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),
@@ -301,6 +307,7 @@ def graph_command(
     layout_timeout: float = typer.Option(
         30.0, "--layout-timeout", metavar="SECONDS", help="give up (exit 2) if Graphviz takes longer to draw a picture"
     ),
+    digits: int = DIGITS,
 ) -> None:
     """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
@@ -309,12 +316,21 @@ def graph_command(
     commands.draw(
         expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
         python,
-        layout_timeout=layout_timeout,
+        layout_timeout=layout_timeout, digits=digits,
     )  # fmt: skip
 
 
 MODE = typer.Option("auto", "--mode", metavar="auto|forward|reverse", help="forward or reverse accumulation")
 EXPLAIN = typer.Option(False, "--explain", help="say which strategy was used and why")
+MATRIX_FORMAT = typer.Option(
+    None,
+    "--format",
+    metavar="text|csv|npy|json",
+    help="text (a table), CSV or NumPy's .npy (default: from -o, else text)",
+)
+MATRIX_OUT = typer.Option(
+    None, "-o", "--output", metavar="FILE", help="write to FILE (.csv, .npy, .json or .txt: format from its extension)"
+)
 
 
 @app.command("jacobian")
@@ -327,12 +343,15 @@ def jacobian_command(
     python: str = PYTHON,
     mode: str = MODE,
     explain: bool = EXPLAIN,
+    fmt: str = MATRIX_FORMAT,
+    out: str = MATRIX_OUT,
+    digits: int = DIGITS,
 ) -> None:
     """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
 
     Example: gradcli jacobian "x * y, x + y" --at x=2,y=3
     """
-    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain, python)
+    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain, python, fmt, out, digits)
 
 
 @app.command("hessian")
@@ -344,12 +363,15 @@ def hessian_command(
     file: str = FILE,
     python: str = PYTHON,
     explain: bool = EXPLAIN,
+    fmt: str = MATRIX_FORMAT,
+    out: str = MATRIX_OUT,
+    digits: int = DIGITS,
 ) -> None:
     """Hessian of a scalar EXPR (forward-over-reverse).
 
     Example: gradcli hessian "x^2 * y" --at x=2,y=3
     """
-    commands.hessian(expression, file, at or [], wrt or [], json, explain, python)
+    commands.hessian(expression, file, at or [], wrt or [], json, explain, python, fmt, out, digits)
 
 
 @app.command("check")
@@ -371,6 +393,7 @@ def check_command(
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="check v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
     sympy_timeout: float = SYMPY_TIMEOUT,
+    digits: int = DIGITS,
 ) -> None:
     """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
@@ -380,7 +403,7 @@ def check_command(
     """
     commands.check(
         expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
-        python,
+        python, digits,
     )  # fmt: skip
 
 

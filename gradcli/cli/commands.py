@@ -16,7 +16,7 @@ SYMPY_SECONDS = 10.0
 
 
 def _point_text(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {output.array(v)}" for k, v in values.items())
+    return ", ".join(f"{k} = {output.shown(v)}" for k, v in values.items())
 
 
 def evaluate(
@@ -28,11 +28,13 @@ def evaluate(
     seed: str | None,
     points: str | None,
     python: str | None = None,
+    digits: int | None = None,
 ) -> None:
     with reported():
         from ..lang.program import load, unseen_in_gradient, value_and_grad
         from ..lang.values import assignments, names_list
 
+        output.use_digits(digits)
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)
@@ -50,11 +52,11 @@ def evaluate(
         if as_json:
             output.print_json({"value": result.value, "gradient": result.gradient})
             return
-        rows = [("value", _with_shape(result.value))]
-        rows += [(f"d/d{name}", _with_shape(g)) for name, g in result.gradient.items()]
+        shown = {"value": result.value, **{f"d/d{name}": g for name, g in result.gradient.items()}}
+        rows = [(label, _with_shape(v)) for label, v in shown.items()]
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
-        output.print_rows(rows, heading=_source_text(program, expression), detail=detail)
+        output.print_rows(rows, heading=_source_text(program, expression), detail=detail, note=_left_out(shown))
 
 
 def _warn_unused(program: Any, values: dict[str, Any]) -> None:
@@ -68,8 +70,18 @@ def _warn_unused(program: Any, values: dict[str, Any]) -> None:
 
 
 def _with_shape(value: Any) -> str:
-    text = output.array(value)
+    text = output.shown(value)
     return text if np.ndim(value) == 0 else f"{text}   ({output.shape_text(value)})"
+
+
+def _left_out(shown: dict[str, Any]) -> str | None:
+    """On a terminal, the line that says which arrays were abbreviated and how to see them whole."""
+    from ..text import shown_count, summarized
+
+    if not output.terminal():
+        return None
+    cut = [f"{shown_count(v):,} of {np.size(v):,} elements of {label}" for label, v in shown.items() if summarized(v)]
+    return output.show_all_hint(", ".join(cut)) if cut else None
 
 
 def _source_text(program: Any, expression: str | None) -> str:
@@ -293,6 +305,7 @@ def draw(
     blame: bool = False,
     python: str | None = None,
     layout_timeout: float | None = 30.0,
+    digits: int | None = None,
 ) -> None:
     with reported():
         from pathlib import Path
@@ -302,8 +315,9 @@ def draw(
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
         from ..render.layout import checked_limit, time_limit
-        from ..render.output import BINARY, format_for, show, write
+        from ..render.output import BINARY, format_for, render, show, write
 
+        output.use_digits(digits)
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
         checked_limit(layout_timeout)
@@ -316,6 +330,8 @@ def draw(
         names = resolve_wrt(program, values, names_list(wrt) or None)
         path = Path(out) if out else None
         fmt = format_for(path, fmt)
+        if path is None and fmt in ("png", "pdf") and output.terminal():  # before the work: it would be noise
+            raise UsageError(f"--format {fmt} is binary: write it with -o FILE, or send stdout to a file or a pipe")
         with recording() as trace:
             try:
                 evaluation = program.run(values, names, record_steps=True)
@@ -357,8 +373,11 @@ def draw(
                 with working(what, quiet=fmt not in BINARY):  # the picture formats are laid out by dot
                     write(graph, path, fmt)
                 sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
+            elif fmt in ("png", "pdf"):
+                output.write_binary(render(graph, fmt), f"--format {fmt}")
             else:
-                show(graph, fmt, rich=output.rich_wanted())
+                rich = output.rich_wanted()
+                show(graph, fmt, rich=rich, digits=output.digits(), console=output.console() if rich else None)
 
 
 class _ProgramTexts:
@@ -399,27 +418,33 @@ def jacobian(
     mode: str,
     explain: bool,
     python: str | None = None,
+    fmt: str | None = None,
+    out: str | None = None,
+    digits: int | None = None,
 ) -> None:
     with reported():
         from ..errors import UsageError
         from ..lang.program import load, program_jacobian, unseen_derivative
         from ..lang.values import assignments, names_list
 
+        output.use_digits(digits)
         if mode not in ("auto", "forward", "reverse"):
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
+        kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working
 
         with working("computing the Jacobian", quiet=as_json):
-            result = program_jacobian(program, values, names_list(wrt) or None, mode, as_json)
+            result = program_jacobian(program, values, names_list(wrt) or None, mode, _whole(kind))
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
                     "value": result.value, "mode": result.plan.mode}  # fmt: skip
-        _print_matrix_result(result, document, f"Jacobian of {_source_text(program, expression)}", as_json, explain)
+        title = f"Jacobian of {_source_text(program, expression)}"
+        _print_matrix_result(result, document, title, kind, explain, out)
 
 
 def hessian(
@@ -430,36 +455,131 @@ def hessian(
     as_json: bool,
     explain: bool,
     python: str | None = None,
+    fmt: str | None = None,
+    out: str | None = None,
+    digits: int | None = None,
 ) -> None:
     with reported():
         from ..lang.program import load, program_hessian, unseen_derivative
         from ..lang.values import assignments, names_list
 
+        output.use_digits(digits)
+        kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working
 
         with working("computing the Hessian", quiet=as_json):
-            result = program_hessian(program, values, names_list(wrt) or None, as_json)
+            result = program_hessian(program, values, names_list(wrt) or None, _whole(kind))
         unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
         if unseen:
             output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
-                    "gradient": result.gradient}  # fmt: skip
-        _print_matrix_result(result, document, f"Hessian of {_source_text(program, expression)}", as_json, explain)
+                    "gradient": _by_variable(result.gradient, result.names or [], values)}  # fmt: skip
+        title = f"Hessian of {_source_text(program, expression)}"
+        _print_matrix_result(result, document, title, kind, explain, out)
 
 
-def _print_matrix_result(result: Any, document: dict[str, Any], title: str, as_json: bool, explain: bool) -> None:
-    """A Jacobian or Hessian: its JSON ``document``, or the labelled matrix; with how it was computed."""
-    if as_json:
+def _by_variable(flat: Any, names: list[str], values: dict[str, Any]) -> dict[str, Any]:
+    """``{var: number or nested list}`` (eval's ``gradient``) from one flat vector over the variables' elements."""
+    found: dict[str, Any] = {}
+    start = 0
+    for name in names:
+        shape = np.shape(values[name])
+        size = int(np.prod(shape))
+        found[name] = np.asarray(flat[start : start + size], dtype=np.float64).reshape(shape)
+        start += size
+    return found
+
+
+MATRIX_FORMATS = ("text", "csv", "npy", "json")
+MATRIX_EXTENSIONS = {".csv": "csv", ".npy": "npy", ".json": "json", ".txt": "text"}
+
+
+def _matrix_format(fmt: str | None, out: str | None, as_json: bool) -> str:
+    """What a Jacobian or Hessian is written as: ``--format``, else -o's extension, else JSON or a table."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    if fmt is not None and fmt not in MATRIX_FORMATS:
+        raise UsageError(f"--format {fmt}: use one of {', '.join(MATRIX_FORMATS)}")
+    by_name = None
+    if out is not None:
+        suffix = Path(out).suffix.lower()
+        by_name = MATRIX_EXTENSIONS.get(suffix)
+        if by_name is None and fmt is None:
+            known = ", ".join(MATRIX_EXTENSIONS)
+            raise UsageError(
+                f"-o {out}: cannot tell the format from '{suffix or 'no extension'}'; use {known} or --format"
+            )
+    kind = fmt or by_name or ("json" if as_json else "text")
+    if as_json and kind != "json":
+        raise UsageError(f"--json and --format {kind} ask for two formats: give one")
+    return kind
+
+
+def _whole(kind: str) -> bool:
+    """The matrix is written as one JSON document (the memory estimate counts its text)."""
+    return kind == "json"
+
+
+def _print_matrix_result(
+    result: Any, document: dict[str, Any], title: str, kind: str, explain: bool, out: str | None = None
+) -> None:
+    """A Jacobian or Hessian: its JSON ``document``, CSV, .npy or the labelled matrix; with how it was computed."""
+    if kind == "text" and out is None:
+        output.print_matrix(result.rows, result.columns, result.matrix, title=title)
         if explain:
-            document["explain"] = result.plan.explain()
-        output.print_json(document)
+            sys.stdout.write(result.plan.explain() + "\n")
         return
-    output.print_matrix(result.rows, result.columns, result.matrix, title=title)
     if explain:
-        sys.stdout.write(result.plan.explain() + "\n")
+        document["explain"] = result.plan.explain()
+    if kind == "json":
+        data: str | bytes = output.json_text(document)
+    elif kind == "csv":
+        data = _csv_text(result.columns, result.matrix)
+    elif kind == "npy":
+        data = _npy_bytes(result.matrix)
+    else:  # text to a file: the plain table, every element
+        data = output.matrix_text(result.rows, result.columns, result.matrix)
+        if explain:
+            data += result.plan.explain() + "\n"
+    if out is not None:
+        from ..errors import printable
+        from ..files import write_atomic
+
+        write_atomic(out, data)
+        shape = np.shape(result.matrix)
+        sys.stderr.write(f"wrote {printable(out)} ({shape[0]} x {shape[1]})\n")
+        if explain and kind in ("csv", "npy"):
+            sys.stderr.write(result.plan.explain() + "\n")
+        return
+    if isinstance(data, bytes):
+        output.write_binary(data, "--format npy")
+    else:
+        sys.stdout.write(data)
+    if explain and kind in ("csv", "npy"):
+        sys.stderr.write(result.plan.explain() + "\n")
+
+
+def _csv_text(columns: list[str], matrix: Any) -> str:
+    """The matrix as CSV, a row per line, every digit (``repr``), nan/inf as NumPy and pandas read them.
+    The header is a comment (``# x,y``): numpy.loadtxt skips it, pandas.read_csv takes it as the column
+    names. Element labels lose their commas there (``x[0,1]`` is ``x[0][1]``) so it splits as the rows do."""
+    header = "# " + ",".join(label.replace(",", "][") for label in columns)
+    m = np.asarray(matrix, dtype=np.float64)
+    lines = [header, *(",".join(_texts(row)) for row in m)]
+    return "\n".join(lines) + "\n"
+
+
+def _npy_bytes(matrix: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(matrix, dtype=np.float64), allow_pickle=False)
+    return buffer.getvalue()
 
 
 def check(
@@ -476,6 +596,7 @@ def check(
     blame: bool,
     sympy_timeout: float = SYMPY_SECONDS,
     python: str | None = None,
+    digits: int | None = None,
 ) -> None:
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
@@ -484,6 +605,7 @@ def check(
         from ..lang.program import load
         from ..lang.values import assignments, names_list
 
+        output.use_digits(digits)
         _check_sympy_timeout(sympy_timeout)
         for name, value in (("--rtol", rtol), ("--atol", atol)):
             if value is not None and not (value >= 0 and np.isfinite(value)):
@@ -550,8 +672,9 @@ def _print_check(result: Any, heading: str, point: str) -> None:
 
 
 def _check_cells(row: Any) -> list[str]:
-    cells = [f"d/d{row.label}", output.number(row.autograd, 12)]
-    cells += ["" if np.isnan(v) else output.number(v, 12) for v in row.values]
+    places = output.digits()
+    cells = [f"d/d{row.label}", output.number(row.autograd, places)]
+    cells += ["" if np.isnan(v) else output.number(v, places) for v in row.values]
     cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
     cells.append(row.status)
     return cells
@@ -562,25 +685,21 @@ def _write_check(
 ) -> None:
     verdict = result.verdict()
     if output.rich_wanted() and output.table_fits([header, *body]):
-        from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
-        console = Console(highlight=False)
+        console = output.console()
         title = Text(heading, style="bold")
         title.append(f"   at {point}" if point else "", style="dim")
         console.print(title)
-        table = Table(caption=note)
+        table = Table(caption=Text(note) if note else None)
         for i, name in enumerate(header):
             table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
         for cells in body:
             mark = cells[-1]
             good, bad = ("✓", "✗") if output.can_show("✓✗") else ("ok", "MISMATCH")
-            cells[-1] = {"ok": f"[green]{good}[/]", "kink": "[yellow]kink[/]", "-": "-"}.get(
-                mark, f"[bold red]{bad}[/]"
-            )
-            cells[0] = output.partial(cells[0])
-            table.add_row(*cells)
+            styled = {"ok": (good, "green"), "kink": ("kink", "yellow"), "-": ("-", "")}.get(mark, (bad, "bold red"))
+            table.add_row(*(Text(c) for c in cells[:-1]), Text(*styled))
         console.print(table)
         for line in lines:
             console.print(Text(line, style="dim" if "skipped" in line or "agree" in line else "yellow"))

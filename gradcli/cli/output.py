@@ -1,8 +1,11 @@
-"""How results are shown: JSON, plain text (pipes, NO_COLOR) or rich tables (a terminal).
+"""How results are shown: JSON, plain text (pipes) or rich tables (a terminal; NO_COLOR: without colour).
 
 Every command formats through here, so numbers print the same way everywhere:
-full float64 precision (the shortest text that reads back to the same
-double), ``6`` rather than ``6.0`` for humans, ``"nan"``/``"inf"`` in JSON.
+in pipes and JSON every digit (the shortest text that reads back to the same
+double), on a terminal 10 significant digits (``--digits N`` chooses), ``6``
+rather than ``6.0`` for humans, ``"nan"``/``"inf"`` in JSON. Pipes get every
+element; a terminal gets long arrays and large matrices abbreviated, with a
+line saying how to see them whole. Headings are the same everywhere (``d/dx``).
 """
 
 from __future__ import annotations
@@ -14,12 +17,56 @@ from typing import Any
 
 import numpy as np
 
-from ..text import array, jsonable, number, shape_text  # noqa: F401  (numbers as text live under the layers)
+from ..text import array, digits_for, jsonable, number, shape_text  # noqa: F401  (numbers as text live under the layers)
+
+_digits: int | None = None  # the running command's --digits N
+
+
+def use_digits(digits: int | None) -> None:
+    """The ``--digits N`` of the command being run (None: the default of where the output goes)."""
+    global _digits
+    from ..text import check_digits
+
+    check_digits(digits)
+    _digits = digits
+
+
+def terminal() -> bool:
+    """Whether stdout is a terminal a person reads (not a pipe, a file, nor TERM=dumb)."""
+    try:
+        return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+    except (ValueError, AttributeError):  # closed
+        return False
 
 
 def rich_wanted() -> bool:
-    """Rich tables on a terminal; plain text without colour codes otherwise or with NO_COLOR."""
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    """Rich tables on a terminal (NO_COLOR too: it removes the colour, not the tables); plain text otherwise."""
+    return terminal()
+
+
+def no_color() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def console() -> Any:
+    """A rich console for stdout: no colour nor any other escape code with NO_COLOR."""
+    from rich.console import Console
+
+    return Console(highlight=False, color_system=None if no_color() else "auto")
+
+
+def digits() -> int | None:
+    """Significant digits of human output: --digits N, else 10 on a terminal and all in a pipe."""
+    return digits_for(_digits, terminal())
+
+
+def shown(value: Any) -> str:
+    """A number or array for people: complete in a pipe, long axes abbreviated on a terminal."""
+    return array(value, summarize=terminal(), digits=digits())
+
+
+def show_all_hint(what: str) -> str:
+    return f"(showing {what}; pipe to a file or use --json for all)"
 
 
 def table_fits(rows: Iterable[Sequence[str]]) -> bool:
@@ -51,49 +98,87 @@ def can_show(text: str) -> bool:
     return True
 
 
-def print_json(document: Any) -> None:
+def json_text(document: Any) -> str:
     import json  # lazily: eval starts faster without it
 
     text = json.dumps(jsonable(document), ensure_ascii=False)
     if not can_show(text):  # the same document with \u escapes: nothing is lost
         text = json.dumps(jsonable(document), ensure_ascii=True)
-    sys.stdout.write(text + "\n")
+    return text + "\n"
 
 
-def partial(label: str) -> str:
-    """``d/dx`` as ``∂/∂x`` for people, where the output's encoding can show it."""
-    return label.replace("d/d", "∂/∂", 1) if can_show("∂") else label
+def print_json(document: Any) -> None:
+    sys.stdout.write(json_text(document))
+
+
+def write_binary(data: bytes, what: str) -> None:
+    """Bytes (a .npy, a PNG) to stdout, which must not be a terminal: there they would be noise."""
+    from ..errors import UsageError
+    from . import ReaderLeft, StreamProblem, _write_failure
+
+    if terminal():
+        raise UsageError(f"{what} is binary: write it with -o FILE, or send stdout to a file or a pipe")
+    sys.stdout.flush()
+    raw = getattr(sys.stdout, "buffer", None)
+    if raw is None:
+        raise StreamProblem("cannot write the result: standard output is closed")
+    try:
+        raw.write(data)
+        raw.flush()
+    except BrokenPipeError:
+        raise ReaderLeft() from None
+    except (OSError, ValueError) as exc:
+        raise StreamProblem(_write_failure(exc)) from None
 
 
 # --- human output ------------------------------------------------------------------------------------
 
 
-def print_rows(rows: Sequence[tuple[str, str]], heading: str | None = None, detail: str | None = None) -> None:
+def _heading(heading: str, detail: str | None = None) -> Any:
+    """A title line as rich Text (never read as markup: ``[x*y, x+y]`` stays), printed on its own so it
+    wraps between words at the terminal's width, not inside a narrow table's."""
+    from rich.text import Text
+
+    line = Text(heading, style="bold")
+    if detail:
+        line.append("   " + detail, style="dim")
+    return line
+
+
+def _cell(text: str, style: str | None = None) -> Any:
+    from rich.text import Text
+
+    return Text(str(text), style=style or "")
+
+
+def print_rows(
+    rows: Sequence[tuple[str, str]], heading: str | None = None, detail: str | None = None, note: str | None = None
+) -> None:
     """``label = text`` lines (plain), or a heading and a two-column table on a terminal.
 
     The heading (what was computed) and detail (where) are for people: plain output
-    leaves them out, so scripts read the same lines whatever the expression.
+    leaves them out, so scripts read the same lines whatever the expression. ``note``
+    (what a terminal leaves out) follows the table.
     """
     if rich_wanted() and table_fits(rows):
-        from rich.console import Console
         from rich.table import Table
-        from rich.text import Text
 
-        console = Console(highlight=False)
+        out = console()
         if heading:
-            line = Text(heading, style="bold")
-            if detail:
-                line.append("   " + detail, style="dim")
-            console.print(line)
+            out.print(_heading(heading, detail))
         table = Table(show_header=False)
         table.add_column(style="bold cyan", no_wrap=True)
         table.add_column(overflow="fold")
-        for label, text in rows:  # Text: "[lo, hi]" in a doc is text, not rich markup
-            table.add_row(Text(partial(label) if label.startswith("d/d") else label), Text(text))
-        console.print(table)
+        for label, text in rows:
+            table.add_row(_cell(label), _cell(text))
+        out.print(table)
+        if note:
+            out.print(_cell(note, "dim"))
         return
     width = max((len(label) for label, _ in rows), default=0)
     out = [f"{label.ljust(width)} = {text}" for label, text in rows]
+    if note:
+        out.append(note)
     sys.stdout.write("\n".join(out) + "\n")
 
 
@@ -101,16 +186,17 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
     """A table with a header: rich on a terminal, aligned columns otherwise."""
     rows = [list(r) for r in rows]
     if rich_wanted() and table_fits([header, *rows]):
-        from rich.console import Console
         from rich.table import Table
-        from rich.text import Text
 
-        table = Table(title=title, title_justify="left")
+        out = console()
+        if title:
+            out.print(_heading(title))
+        table = Table()
         for name in header:
-            table.add_column(name, overflow="fold")
+            table.add_column(_cell(name), overflow="fold")
         for r in rows:
-            table.add_row(*(Text(str(c)) for c in r))
-        Console().print(table)
+            table.add_row(*map(_cell, r))
+        out.print(table)
         return
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
     lines = [title] if title else []
@@ -158,43 +244,66 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {one_line(message)}\n")
 
 
-MATRIX_EDGE = 6  # rows/columns shown at each end of a large matrix
-MATRIX_DIGITS = 10  # significant digits in a table of many numbers (JSON keeps every digit)
+MATRIX_EDGE = 6  # rows/columns shown at each end of a large matrix on a terminal
 
 
-def _window(n: int) -> list[int | None]:
+def _window(n: int, whole: bool) -> list[int | None]:
     """Indices to show: all, or the first and last few with None for the gap."""
-    if n <= 2 * MATRIX_EDGE + 1:
+    if whole or n <= 2 * MATRIX_EDGE + 1:
         return list(range(n))
     return [*range(MATRIX_EDGE), None, *range(n - MATRIX_EDGE, n)]
 
 
 def print_matrix(rows: Sequence[str], columns: Sequence[str], matrix: Any, title: str | None = None) -> None:
-    """A labelled matrix (rows x columns); large ones show their corners."""
+    """A labelled matrix (rows x columns): whole in a pipe; on a terminal large ones show their corners
+    and a line says how to see them whole."""
     m = np.asarray(matrix)
-    row_idx, col_idx = _window(m.shape[0]), _window(m.shape[1])
+    whole = not terminal()
+    row_idx, col_idx = _window(m.shape[0], whole), _window(m.shape[1], whole)
+    places = digits()
     header = ["", *("..." if j is None else columns[j] for j in col_idx)]
     body = []
     for i in row_idx:
         if i is None:
             body.append(["...", *("..." for _ in col_idx)])
             continue
-        body.append([rows[i], *("" if j is None else number(m[i, j], MATRIX_DIGITS) for j in col_idx)])
-    note = f"{m.shape[0]} x {m.shape[1]}" if m.shape[0] > len(body) or m.shape[1] > len(col_idx) else None
+        body.append([rows[i], *("" if j is None else number(m[i, j], places) for j in col_idx)])
+    note = None
+    shown_rows, shown_columns = sum(i is not None for i in row_idx), sum(j is not None for j in col_idx)
+    if shown_rows < m.shape[0] or shown_columns < m.shape[1]:
+        parts = []
+        if shown_rows < m.shape[0]:
+            parts.append(f"{shown_rows} of {m.shape[0]:,} rows")
+        if shown_columns < m.shape[1]:
+            parts.append(f"{shown_columns} of {m.shape[1]:,} columns")
+        note = f"(showing {' and '.join(parts)}; pipe to a file or use --json / --format csv for all)"
     if rich_wanted() and table_fits([header, *body]):
-        from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=title, title_justify="left", caption=note)
+        out = console()
+        if title:
+            out.print(_heading(title))
+        table = Table()
         for k, name in enumerate(header):
-            table.add_column(name, justify="left" if k == 0 else "right", style="bold cyan" if k == 0 else None)
+            table.add_column(_cell(name), justify="left" if k == 0 else "right", style="bold cyan" if k == 0 else None)
         for r in body:
-            table.add_row(*r)
-        Console(highlight=False).print(table)
+            table.add_row(*map(_cell, r))
+        out.print(table)
+        if note:
+            out.print(_cell(note, "dim"))
         return
+    sys.stdout.write(_aligned(header, body) + (note + "\n" if note else ""))
+
+
+def _aligned(header: list[str], body: list[list[str]]) -> str:
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
     lines = ["  ".join(str(c).rjust(w) if k else str(c).ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
              for r in [header, *body]]  # fmt: skip
-    if note:
-        lines.append(f"({note})")
-    sys.stdout.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def matrix_text(rows: Sequence[str], columns: Sequence[str], matrix: Any) -> str:
+    """The plain labelled matrix, whole (for a file): every digit, or --digits N."""
+    m = np.asarray(matrix)
+    body = [[rows[i], *(number(m[i, j], _digits) for j in range(m.shape[1]))] for i in range(m.shape[0])]
+    return _aligned(["", *columns], body)

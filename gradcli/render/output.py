@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from .model import Graph
@@ -28,8 +29,14 @@ def format_for(path: Path | None, fmt: str | None) -> str:
     return found
 
 
-def render(graph: Graph, fmt: str) -> bytes | str:
+KEEP = "keep"  # render's digits: each view's own default
+
+
+def render(graph: Graph, fmt: str, digits: int | None | str = KEEP) -> bytes | str:
+    """The graph in ``fmt``; ``digits`` sets the significant digits of the text and tree views (None: all)."""
     from . import views
+
+    places = {} if digits == KEEP else {"digits": digits}
 
     if fmt == "json":
         from ..text import jsonable
@@ -38,9 +45,9 @@ def render(graph: Graph, fmt: str) -> bytes | str:
     if fmt == "dot":
         return views.dot(graph)
     if fmt == "text":
-        return views.text(graph)
+        return views.text(graph, **places)
     if fmt == "tree":
-        return views.tree_plain(graph)
+        return views.tree_plain(graph, **places)
     if fmt in BINARY:
         return views.picture(graph, fmt)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(views.FORMATS)}")
@@ -54,20 +61,22 @@ def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
     return path
 
 
-def show(graph: Graph, fmt: str, rich: bool = False) -> None:
-    """Print a text format to stdout; the tree as a rich tree when ``rich`` (the caller knows the terminal)."""
-    if fmt in BINARY:
+def show(graph: Graph, fmt: str, rich: bool = False, digits: int | None | str = KEEP, console: Any = None) -> None:
+    """Print a text format (svg included) to stdout; the tree as a rich tree when ``rich`` (the caller knows
+    the terminal, and gives the ``console``). PNG and PDF are bytes: the caller writes them."""
+    if fmt in BINARY and fmt != "svg":
         raise UsageError(f"--format {fmt} needs -o FILE (a picture is not text)")
     if fmt == "tree" and rich:
         from rich.console import Console
+        from rich.text import Text
 
         from .views import tree_rich
 
-        console = Console(highlight=False)
-        for tree in tree_rich(graph):
+        console = console or Console(highlight=False)
+        for tree in tree_rich(graph, **({} if digits == KEEP else {"digits": digits})):
             console.print(tree)
         for note in graph.notes:
-            console.print(f"[dim]({note})[/dim]")
+            console.print(Text(f"({note})", style="dim"))
         return
-    data = render(graph, fmt)
+    data = render(graph, fmt, digits)
     sys.stdout.write(data if isinstance(data, str) else data.decode())

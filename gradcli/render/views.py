@@ -54,21 +54,21 @@ def _signed_sum(parts: list[Any], digits: int | None) -> str:
     return text
 
 
-def partial(graph: Graph, edge: Edge) -> str:
+def partial(graph: Graph, edge: Edge, digits: int | None = HUMAN) -> str:
     """``∂y/∂a = b = 2``: the local derivative along an edge, formula and value."""
     target, source = graph.node(edge.target), graph.node(edge.source)
     text = f"∂{target.ref}/∂{source.ref}"
     if edge.formula and edge.formula != number(edge.local_grad):
         text += f" = {edge.formula}"
     if edge.local_grad is not None:
-        text += f" = {number(edge.local_grad, HUMAN)}"
+        text += f" = {number(edge.local_grad, digits)}"
     return text
 
 
 # --- text: one line a node, in evaluation order --------------------------------------------------------
 
 
-def text(graph: Graph) -> str:
+def text(graph: Graph, digits: int | None = None) -> str:
     """``a = add(x, w)  # AddBackward0  value=3  grad=2``, a line a node, for diffs and grep."""
     lines = []
     for node in graph.nodes:
@@ -87,10 +87,11 @@ def text(graph: Graph) -> str:
         if node.shape:
             facts.append(f"shape={node.shape}")
         if node.value is not None and graph.has_point:
-            facts.append(f"value={_compact(node.value)}")
+            facts.append(f"value={_compact(node.value, digits)}")
         if node.grad is not None:
             facts.append(
-                f"grad={_compact(node.grad)}" + (f" ({_signed_sum(node.grad_parts, None)})" if node.grad_parts else "")
+                f"grad={_compact(node.grad, digits)}"
+                + (f" ({_signed_sum(node.grad_parts, digits)})" if node.grad_parts else "")
             )
         if node.freed:
             facts.append("saved values freed")
@@ -113,32 +114,33 @@ def _ref(graph: Graph, edge: Edge) -> str:
 
 def _compact(value: Any, digits: int | None = None) -> str:
     a = np.asarray(value)
-    return number(a, digits) if a.size <= 8 else f"[{a.size} values, mean {number(np.mean(a), HUMAN)}]"
+    return number(a, digits) if a.size <= 8 else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
 
 
 # --- tree: the output at the root, inputs below ------------------------------------------------------------
 
 
-def tree_lines(graph: Graph) -> list[tuple[int, str, str]]:
-    """(depth, node line, edge text) from each output down; a node seen before is not repeated."""
+def tree_lines(graph: Graph, digits: int | None = HUMAN) -> list[tuple[int, str, str]]:
+    """(depth, node line, edge text) from each output down; a node seen before is not repeated.
+    Numbers with ``digits`` significant digits (None: every digit)."""
     rows: list[tuple[int, str, str]] = []
     seen: set[str] = set()
     stack: list[tuple[str, int, Edge | None]] = [(node_id, 0, None) for node_id in reversed(graph.outputs)]
     while stack:
         node_id, depth, edge = stack.pop()
         node = graph.node(node_id)
-        edge_text = partial(graph, edge) if edge is not None and edge.local_grad is not None else ""
+        edge_text = partial(graph, edge, digits) if edge is not None and edge.local_grad is not None else ""
         if node_id in seen and node.kind != "constant":
             rows.append((depth, f"{title(node)}  (shown above)", edge_text))
             continue
         seen.add(node_id)
-        rows.append((depth, _describe(graph, node), edge_text))
+        rows.append((depth, _describe(graph, node, digits), edge_text))
         for e in reversed(graph.inputs_of(node_id)):
             stack.append((e.source, depth + 1, e))
     return rows
 
 
-def _describe(graph: Graph, node: GraphNode) -> str:
+def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
     parts = [title(node)]
     if node.kind == "op":
         parts.append(f"[{node.grad_fn}]")
@@ -149,9 +151,9 @@ def _describe(graph: Graph, node: GraphNode) -> str:
     if node.shape:
         parts.append(f"shape {node.shape}")
     if graph.has_point and node.value is not None and node.kind != "constant":
-        parts.append(f"value {_compact(node.value, HUMAN)}")
+        parts.append(f"value {_compact(node.value, digits)}")
     if node.grad is not None:
-        parts.append(f"grad {grad_text(node)}")
+        parts.append(f"grad {grad_text(node, digits)}")
     if node.freed:
         parts.append("saved values freed")
     if node.blamed:
@@ -159,9 +161,9 @@ def _describe(graph: Graph, node: GraphNode) -> str:
     return "  ".join(parts)
 
 
-def tree_plain(graph: Graph) -> str:
+def tree_plain(graph: Graph, digits: int | None = HUMAN) -> str:
     """The tree in plain text, with guide lines (``├──``, ``│``, ``└──``)."""
-    rows = tree_lines(graph)
+    rows = tree_lines(graph, digits)
     lasts = _last_children(rows)
     out = []
     open_levels: list[bool] = []  # per ancestor depth: does it have more children to come?
@@ -193,11 +195,11 @@ def _last_children(rows: list[tuple[int, str, str]]) -> list[bool]:
     return lasts
 
 
-def tree_rich(graph: Graph) -> Any:
+def tree_rich(graph: Graph, digits: int | None = HUMAN) -> Any:
     from rich.text import Text
     from rich.tree import Tree
 
-    rows = tree_lines(graph)
+    rows = tree_lines(graph, digits)
     roots: list[Any] = []
     parents: list[Any] = []
     for depth, line, edge_text in rows:
