@@ -90,7 +90,13 @@ def test_npy_is_not_sent_to_a_terminal():
 )
 def test_bad_matrix_formats_are_one_error_line(extra, message):
     done = piped(*HESSIAN, *extra)
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", message)
+    # with --json the error is also one JSON object on stdout (issue 16: a script never parses stderr)
+    stdout = (
+        json.dumps({"error": message[len("error: ") :].rstrip("\n"), "exit_code": 2}) + "\n"
+        if "--json" in extra
+        else ""
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, stdout, message)
 
 
 # --- JSON: gradient by variable everywhere ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ pytestmark = posix_only
         (["check", "sum([b, x])^2", "--at", "b=1,x=2", "--method", "fd"], "sum([b, x])^2   at b = 1, x = 2\n"),
         (["diff", "sum([b, x])^2"], "sum([b, x])^2\n"),
         (["graph", "sum([b, x])^2", "--at", "b=1,x=2"], "sum([b, x])^2  [PowBackward0]"),
-        (["ops"], "[lo, hi]"),
+        (["ops", "clamp"], "[lo, hi]"),
     ],
     ids=["jacobian", "hessian", "eval", "check", "diff", "graph", "ops"],
 )

@@ -4,9 +4,9 @@
 half a second. It shows only when stderr is a terminal (never in a pipe, a file,
 with ``--json`` or ``TERM=dumb``), and only once the work has run for ``DELAY``
 seconds, so a quick command never flashes. It is transient: the line is erased
-when the work ends, before the result is printed. Rich is imported by the
-display's own thread, only when the display is due: a command that ends sooner
-never imports it.
+when the work ends, before the result is printed. Rich is imported only when
+stderr is a terminal (in the main thread: a thread importing it while SymPy
+holds the GIL took seconds), so pipes and JSON never import it.
 """
 
 from __future__ import annotations
@@ -115,6 +115,11 @@ def working(what: str, *, total: int | None = None, quiet: bool = False, delay: 
     if not shown(quiet):
         yield work
         return
+    # rich is imported here, not by the display's thread: a main thread busy in SymPy starves an
+    # importing thread of the GIL for seconds (the spinner never showed); only on a terminal
+    import rich.console  # noqa: F401
+    import rich.progress  # noqa: F401
+
     work._start()
     try:
         yield work
