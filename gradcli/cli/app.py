@@ -73,7 +73,7 @@ def graph_command(
     json: bool = JSON,
     file: str = FILE,
     python: str = PYTHON,
-    fmt: str = typer.Option(None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it"),
+    fmt: str = typer.Option(None, "--format", metavar="tree|text|dot|png|svg|pdf|html|json", help="how to show it"),
     out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
     max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),

@@ -9,7 +9,17 @@ from pathlib import Path
 from ..errors import UsageError
 from .model import Graph
 
-EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".json": "json", ".txt": "text"}
+EXTENSIONS = {
+    ".png": "png",
+    ".svg": "svg",
+    ".pdf": "pdf",
+    ".dot": "dot",
+    ".gv": "dot",
+    ".json": "json",
+    ".txt": "text",
+    ".html": "html",
+    ".htm": "html",
+}
 BINARY = ("png", "svg", "pdf")
 
 
@@ -43,6 +53,10 @@ def render(graph: Graph, fmt: str) -> bytes | str:
         return views.tree_plain(graph)
     if fmt in BINARY:
         return views.picture(graph, fmt)
+    if fmt == "html":
+        from .page import page
+
+        return page(graph)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(views.FORMATS)}")
 
 
@@ -56,8 +70,8 @@ def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
 
 def show(graph: Graph, fmt: str, rich: bool = False) -> None:
     """Print a text format to stdout; the tree as a rich tree when ``rich`` (the caller knows the terminal)."""
-    if fmt in BINARY:
-        raise UsageError(f"--format {fmt} needs -o FILE (a picture is not text)")
+    if fmt in BINARY or fmt == "html":
+        raise UsageError(f"--format {fmt} needs -o FILE (a {'page' if fmt == 'html' else 'picture'} is not text)")
     if fmt == "tree" and rich:
         from rich.console import Console
 

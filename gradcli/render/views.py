@@ -310,7 +310,7 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     return "<" + "<br/>".join(lines) + ">"
 
 
-FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf")
+FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
 
 
 def picture(graph: Graph, fmt: str) -> bytes:
