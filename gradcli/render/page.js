@@ -110,10 +110,17 @@
     }
   });
 
+  function box(el) { // the element's bounding box in the viewBox's coordinates (dot translates its graph)
+    var b = el.getBBox(), m = svg.getScreenCTM(), e = el.getScreenCTM();
+    if (!m || !e) return b;
+    var t = m.inverse().multiply(e);
+    var p = new DOMPoint(b.x, b.y).matrixTransform(t), q = new DOMPoint(b.x + b.width, b.y + b.height).matrixTransform(t);
+    return { x: Math.min(p.x, q.x), y: Math.min(p.y, q.y), width: Math.abs(q.x - p.x), height: Math.abs(q.y - p.y) };
+  }
   function centreOn(n) {
     if (!n.el) return;
-    var b = n.el.getBBox();
-    var w = Math.min(view.w, Math.max(b.width * 6, full.w / 8, 400));
+    var b = box(n.el);
+    var w = Math.min(Math.max(view.w, b.width * 1.5), Math.max(b.width * 4, 600));
     var h = w * (view.h / view.w);
     view = { x: b.x + b.width / 2 - w / 2, y: b.y + b.height / 2 - h / 2, w: w, h: h };
     applyView();
@@ -195,7 +202,9 @@
     h += row("op", "op", n.kind === "op" ? n.op : null) + row("grad_fn", "backward", n.grad_fn);
     h += row("shape", "shape", shapeText(n.shape)) + row("value", "value", n.value_text);
     h += row("grad", "gradient", n.grad_text);
-    if (n.grad_parts) h += row("grad_parts", "sum of paths", n.grad_label.replace(/^[^=]*= /, ""));
+    if (n.grad_label && n.grad_label.indexOf(" = ") > 0) {
+      h += row("grad_parts", "sum of paths", n.grad_label.slice(n.grad_label.indexOf(" = ") + 3));
+    }
     h += row("saved", "saved", savedText(n)) + "</table>";
     var ins = inputs.get(n.id), outs = consumers.get(n.id);
     if (ins.length) {
@@ -335,8 +344,9 @@
       n.gradText.textContent = n.gradOriginal;
       setHidden(n.gradText, false);
     } else if (got.length) { // a shared node: its sum is forming, one path at a time
-      var parts = got.map(function (e) { return e.part_text || "?"; });
-      n.gradText.textContent = "grad " + parts.join(" + ") + " + \u2026";
+      var parts = got.slice(0, 3).map(function (e) { return e.part_text || "?"; });
+      n.gradText.textContent = "grad " + parts.join(" + ") + " + \u2026" +
+        (got.length > 3 ? " (" + got.length + " of " + needed + ")" : "");
       setHidden(n.gradText, false);
     } else {
       n.gradText.textContent = n.gradOriginal;
@@ -434,6 +444,6 @@
 
   fit();
   render();
-  window.gradcliPage = { model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
+  window.gradcliPage = { timed: function (f) { var t = performance.now(); f(); return performance.now() - t; }, model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
   document.documentElement.setAttribute("data-ready", "true");
 })();

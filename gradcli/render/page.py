@@ -49,6 +49,14 @@ def page(graph: Graph) -> str:
     )
 
 
+def framed(graph: Graph, height: int = 560) -> str:
+    """The page in an ``<iframe srcdoc>``, as a notebook shows it: its script runs apart from the notebook's."""
+    return (
+        f'<iframe srcdoc="{html.escape(page(graph), quote=True)}" sandbox="allow-scripts" '
+        f'style="width: 100%; height: {height}px; border: 1px solid #ddd;" title="gradcli graph"></iframe>'
+    )
+
+
 def _asset(name: str) -> str:
     return resources.files("gradcli.render").joinpath(name).read_text(encoding="utf-8")
 
