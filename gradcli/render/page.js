@@ -223,8 +223,9 @@
       h += "</ul>";
     }
     h += '<p class="paths"><span class="swatch to-output"></span>' + toOutput + " node" + (toOutput === 1 ? "" : "s") +
-      ' on its paths to the output, <span class="swatch to-leaves"></span>' + toLeaves + " towards the leaves." +
-      " Its gradient is the sum over the paths to the output of the products of the local derivatives.</p>";
+      " on its paths to the output" + (toLeaves ? ', <span class="swatch to-leaves"></span>' + toLeaves +
+      " towards the leaves" : "") + (toOutput ? ". Its gradient: multiply the local derivatives along each path" +
+      " to the output, add the paths." : ".") + "</p>";
     return h;
   }
 
@@ -328,7 +329,8 @@
     model.edges.forEach(function (e) {
       if (!e.el) return;
       var t = nodes.get(e.target);
-      var flows = animating && firedIds.has(e.target);
+      var source = nodes.get(e.source);
+      var flows = animating && firedIds.has(e.target) && source && source.kind !== "constant";
       e.el.classList.toggle("pending", animating && !computed.has(e.target) && t && t.kind !== "hidden");
       e.el.classList.toggle("carried", flows && !(current && e.target === current.id));
       e.el.classList.toggle("flowing", flows && current !== null && e.target === current.id);

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import printable
 from .model import Edge, Graph, GraphNode
 
-PAGE_MAX_NODES = 1000
+PAGE_MAX_NODES = 600  # the most Graphviz lays out in a few seconds, and a browser redraws at once
 RAW_LIMIT = 64  # array elements kept as numbers in the page's JSON; larger values are shown as text
 
 
