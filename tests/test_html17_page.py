@@ -152,3 +152,17 @@ def test_repr_html_is_none_without_graphviz(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     x = gc.tensor(2.0, requires_grad=True, name="x")
     assert gc.render.graph(x * x)._repr_html_() is None
+
+
+@needs_dot
+def test_cli_page_of_a_large_graph_is_its_summary(tmp_path, monkeypatch):
+    monkeypatch.setattr("gradcli.render.page.PAGE_MAX_NODES", 40)  # stands for 600: the same cut, drawn faster
+    expression = " + ".join(f"sin(x*{k})*w" for k in range(1, 201))  # 1,001 nodes
+    out = tmp_path / "big.html"
+    result = run("graph", expression, "--at", "x=0.5,w=2", "--max-nodes", "5000", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    model = embedded_model(out.read_text(encoding="utf-8"))
+    assert len(model["nodes"]) == 41 and model["nodes"][-1]["id"] == "hidden"
+    assert model["hidden"] == 961 and sum(model["hidden_kinds"].values()) == 961
+    assert model["notes"][0].startswith("961 more nodes not shown (the page shows 40): ")
+    assert out.read_text(encoding="utf-8").count('class="node"') == 41

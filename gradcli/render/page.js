@@ -222,10 +222,15 @@
       });
       h += "</ul>";
     }
-    h += '<p class="paths"><span class="swatch to-output"></span>' + toOutput + " node" + (toOutput === 1 ? "" : "s") +
-      " on its paths to the output" + (toLeaves ? ', <span class="swatch to-leaves"></span>' + toLeaves +
-      " towards the leaves" : "") + (toOutput ? ". Its gradient: multiply the local derivatives along each path" +
-      " to the output, add the paths." : ".") + "</p>";
+    var leaves = toLeaves ? '<span class="swatch to-leaves"></span>' + toLeaves + " node" + (toLeaves === 1 ? "" : "s") +
+      " towards the leaves" : "";
+    if (!toOutput) {
+      h += '<p class="paths">The output' + (leaves ? "; " + leaves : "") + ".</p>";
+    } else {
+      h += '<p class="paths"><span class="swatch to-output"></span>' + toOutput + " node" + (toOutput === 1 ? "" : "s") +
+        " on its paths to the output" + (leaves ? ", " + leaves : "") +
+        ". Its gradient: multiply the local derivatives along each path to the output, add the paths.</p>";
+    }
     return h;
   }
 
