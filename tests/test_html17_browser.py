@@ -9,6 +9,7 @@ One browser session serves the module. Set GRADCLI_SCREENSHOTS=DIR to keep scree
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -195,12 +196,20 @@ def test_zoom_and_groups(browser, tmp_path):
     assert [node(browser, n).is_displayed() for n in ("sin(x)", "exp(x)")] == [False, True]
     button.click()
     assert button.text == "▾ sin(x) * x ×2" and node(browser, "sin(x)").is_displayed()
-    before = browser.execute_script("return document.querySelector('#canvas svg').viewBox.baseVal.width")
     browser.execute_script(
         "document.getElementById('canvas').dispatchEvent(new WheelEvent('wheel', {deltaY: -400, clientX: 300, clientY: 300, bubbles: true, cancelable: true}))"
     )
-    after = browser.execute_script("return document.querySelector('#canvas svg').viewBox.baseVal.width")
-    assert after == pytest.approx(before * 0.5488, rel=1e-3)  # exp(-400 * 0.0015)
+    zoomed = browser.execute_script("return gradcliPage.view()")
+    scale = math.exp(400 * 0.0015)
+    corner = browser.execute_script(
+        "var r = document.getElementById('canvas').getBoundingClientRect(); return [r.left, r.top]"
+    )
+    assert zoomed["s"] == pytest.approx(scale)  # about the mouse: the point under it stays put
+    assert (zoomed["x"], zoomed["y"]) == pytest.approx(
+        ((300 - corner[0]) * (1 - scale), (300 - corner[1]) * (1 - scale))
+    )
+    node(browser, "exp(x)").click()  # a node stays clickable where it is drawn
+    assert field(browser, "title").endswith("= exp(x)")
     browser.find_element(By.ID, "fit").click()
-    assert browser.execute_script("return document.querySelector('#canvas svg').viewBox.baseVal.width") == before
+    assert browser.execute_script("return gradcliPage.view()") == {"x": 0, "y": 0, "s": 1}
     assert severe(browser) == []

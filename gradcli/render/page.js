@@ -53,36 +53,39 @@
     t.remove(); // the panel says more than a tooltip could
   });
 
-  // --- pan and zoom: the viewBox follows the mouse -----------------------------------------------
+  // --- pan and zoom: a CSS transform on the SVG, composited while it moves, redrawn sharp when it stops --
   var base = svg.viewBox.baseVal;
-  var full = { x: base.x, y: base.y, w: base.width, h: base.height };
-  var view = { x: full.x, y: full.y, w: full.w, h: full.h };
+  var full = { w: base.width, h: base.height };
+  var view = { x: 0, y: 0, s: 1 }; // translate (px) and scale, over the picture fitted to the window
+  var settle = null;
   svg.removeAttribute("width");
   svg.removeAttribute("height");
 
   function applyView() {
-    svg.setAttribute("viewBox", view.x + " " + view.y + " " + view.w + " " + view.h);
+    svg.style.willChange = "transform"; // one layer moved by the compositor: no repaint of 600 nodes per frame
+    svg.style.transform = "translate(" + view.x + "px, " + view.y + "px) scale(" + view.s + ")";
+    clearTimeout(settle);
+    settle = setTimeout(function () { svg.style.willChange = "auto"; }, 250); // then drawn again at full sharpness
   }
   function fit() {
-    view = { x: full.x, y: full.y, w: full.w, h: full.h };
+    view = { x: 0, y: 0, s: 1 };
     applyView();
   }
-  function svgPoint(clientX, clientY) {
-    var m = svg.getScreenCTM();
-    if (!m) return { x: view.x + view.w / 2, y: view.y + view.h / 2 };
-    var p = new DOMPoint(clientX, clientY).matrixTransform(m.inverse());
-    return { x: p.x, y: p.y };
+  function fitted() { // screen pixels per SVG unit at scale 1
+    var r = canvas.getBoundingClientRect();
+    return Math.min(r.width / full.w, r.height / full.h) || 1;
   }
   function zoomAt(factor, clientX, clientY) {
-    var p = svgPoint(clientX, clientY);
-    var w = Math.min(Math.max(view.w * factor, full.w / 400), full.w * 4);
-    var f = w / view.w;
-    view = { x: p.x - (p.x - view.x) * f, y: p.y - (p.y - view.y) * f, w: view.w * f, h: view.h * f };
+    var r = canvas.getBoundingClientRect();
+    var most = Math.max(8, 4 / fitted()); // up to 4x the picture's own size
+    var s = Math.min(Math.max(view.s * factor, 0.25), most);
+    var f = s / view.s, cx = clientX - r.left, cy = clientY - r.top;
+    view = { x: cx - (cx - view.x) * f, y: cy - (cy - view.y) * f, s: s };
     applyView();
   }
   canvas.addEventListener("wheel", function (ev) {
     ev.preventDefault();
-    zoomAt(Math.exp(ev.deltaY * 0.0015), ev.clientX, ev.clientY);
+    zoomAt(Math.exp(-ev.deltaY * 0.0015), ev.clientX, ev.clientY);
   }, { passive: false });
 
   var drag = null;
@@ -96,9 +99,7 @@
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
     if (!drag.moved) canvas.classList.add("dragging");
     drag.moved = true;
-    var m = svg.getScreenCTM();
-    var scale = m ? m.a : 1;
-    view = { x: drag.view.x - dx / scale, y: drag.view.y - dy / scale, w: drag.view.w, h: drag.view.h };
+    view = { x: drag.view.x + dx, y: drag.view.y + dy, s: drag.view.s };
     applyView();
   });
   window.addEventListener("pointerup", function () {
@@ -110,19 +111,13 @@
     }
   });
 
-  function box(el) { // the element's bounding box in the viewBox's coordinates (dot translates its graph)
-    var b = el.getBBox(), m = svg.getScreenCTM(), e = el.getScreenCTM();
-    if (!m || !e) return b;
-    var t = m.inverse().multiply(e);
-    var p = new DOMPoint(b.x, b.y).matrixTransform(t), q = new DOMPoint(b.x + b.width, b.y + b.height).matrixTransform(t);
-    return { x: Math.min(p.x, q.x), y: Math.min(p.y, q.y), width: Math.abs(q.x - p.x), height: Math.abs(q.y - p.y) };
-  }
-  function centreOn(n) {
+  function centreOn(n) { // zoom in to the picture's own size (never out), the node in the middle
     if (!n.el) return;
-    var b = box(n.el);
-    var w = Math.min(Math.max(view.w, b.width * 1.5), Math.max(b.width * 4, 600));
-    var h = w * (view.h / view.w);
-    view = { x: b.x + b.width / 2 - w / 2, y: b.y + b.height / 2 - h / 2, w: w, h: h };
+    var r = canvas.getBoundingClientRect(), b = n.el.getBoundingClientRect();
+    var s = Math.max(view.s, 1 / fitted());
+    var f = s / view.s;
+    var px = b.left + b.width / 2 - r.left, py = b.top + b.height / 2 - r.top;
+    view = { x: r.width / 2 - (px - view.x) * f, y: r.height / 2 - (py - view.y) * f, s: s };
     applyView();
   }
 
@@ -451,6 +446,6 @@
 
   fit();
   render();
-  window.gradcliPage = { timed: function (f) { var t = performance.now(); f(); return performance.now() - t; }, model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
+  window.gradcliPage = { view: function () { return view; }, timed: function (f) { var t = performance.now(); f(); return performance.now() - t; }, model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
   document.documentElement.setAttribute("data-ready", "true");
 })();
