@@ -115,7 +115,7 @@ def _finite(value: Any) -> Any:
 
 def summarised(graph: Graph, limit: int) -> Graph:
     """``graph`` if it has at most ``limit`` nodes, else the ``limit`` nearest its outputs (going
-    from each node to its inputs) and one summary node counting the rest by operation."""
+    from each node to its inputs) and one summary node counting the rest by backward name (``MulBackward0``), as ``--max-nodes`` does."""
     if len(graph.nodes) <= limit:
         return graph
     kept = dict.fromkeys(graph.outputs)
@@ -126,7 +126,9 @@ def summarised(graph: Graph, limit: int) -> Graph:
                 kept[edge.source] = None
                 queue.append(edge.source)
     nodes = [n for n in graph.nodes if n.id in kept]
-    dropped = Counter(n.op for n in graph.nodes if n.id not in kept and n.kind != "hidden")
+    dropped = Counter(
+        n.grad_fn or n.op for n in graph.nodes if n.id not in kept and n.kind != "hidden"
+    )  # as build counts
     dropped.update(graph.hidden_kinds)
     edges = [e for e in graph.edges if e.source in kept and e.target in kept]
     cut = {e.target for e in graph.edges if e.source not in kept and e.target in kept}
