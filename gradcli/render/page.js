@@ -410,7 +410,9 @@
   range.addEventListener("input", function () { stop(); go(Number(range.value)); });
   document.getElementById("fit").addEventListener("click", fit);
   document.addEventListener("keydown", function (ev) {
-    if (ev.target === search || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    // the search box and the slider keep their keys; a focused button takes its own space
+    if (ev.target.tagName === "INPUT" || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    if (ev.key === " " && ev.target.tagName === "BUTTON") return;
     var keys = { ArrowRight: function () { stepBy(1); }, ArrowLeft: function () { stepBy(-1); },
                  Home: function () { stop(); go(0); }, End: function () { stop(); go(total); },
                  " ": play, f: fit, Escape: function () { select(null); } };
