@@ -9,17 +9,8 @@ from pathlib import Path
 from ..errors import UsageError
 from .model import Graph
 
-EXTENSIONS = {
-    ".png": "png",
-    ".svg": "svg",
-    ".pdf": "pdf",
-    ".dot": "dot",
-    ".gv": "dot",
-    ".json": "json",
-    ".txt": "text",
-    ".html": "html",
-    ".htm": "html",
-}
+EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".json": "json", ".txt": "text"}
+EXTENSIONS.update({".html": "html", ".htm": "html"})  # the interactive page (page.py)
 BINARY = ("png", "svg", "pdf")
 
 
