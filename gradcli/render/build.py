@@ -459,7 +459,10 @@ def _tidy(text: str) -> str:
 
 
 def _gradient_parts(graph: Graph) -> None:
-    """At a node with several consumers, each consumer's share of its gradient."""
+    """At a node with several consumers, each consumer's share of its gradient: parts that add up
+    to the gradient, or none. A consumer beyond ``--max-nodes`` (nearer the leaves than the node
+    on another path) or one without a scalar local derivative leaves the sum incomplete: no parts
+    then, rather than a sum that does not add up."""
     for node in graph.nodes:
         consumers = graph.consumers_of(node.id)
         if len(consumers) < 2 or node.grad is None or np.size(node.grad) != 1:
@@ -470,8 +473,31 @@ def _gradient_parts(graph: Graph) -> None:
             if edge.local_grad is None or target.grad is None or np.size(target.grad) != 1:
                 parts = []
                 break
-            parts.append(np.asarray(target.grad).reshape(()) * edge.local_grad)
-        node.grad_parts = parts or None
+            with np.errstate(all="ignore"):
+                parts.append(np.asarray(target.grad).reshape(()) * edge.local_grad)
+        node.grad_parts = _adding_up(parts, np.asarray(node.grad).reshape(()))
+
+
+def _adding_up(parts: list[Any], total: Any) -> list[Any] | None:
+    """``parts`` if they add up to ``total`` (up to rounding, which goes to the largest part, so
+    that their sum in order is the total), else None."""
+    if not parts:
+        return None
+    values = [float(p) for p in parts]
+    grad = float(total)
+    if not all(np.isfinite(values)) or not np.isfinite(grad):
+        return parts if all(np.isfinite(values)) == np.isfinite(grad) else None
+    scale = max(sum(abs(v) for v in values), abs(grad))
+    if abs(sum(values) - grad) > 1e-9 * scale:
+        return None  # a share is missing: a consumer not shown
+    for _ in range(3):  # the rounding of the sum in order, moved to the largest part
+        rest = grad - sum(values)
+        if rest == 0:
+            break
+        k = max(range(len(values)), key=lambda i: abs(values[i]))
+        values[k] += rest
+    dtype = np.asarray(parts[0]).dtype
+    return [np.asarray(v, dtype=dtype) for v in values]
 
 
 def _highlight(graph: Graph, names: Sequence[str]) -> None:

@@ -30,15 +30,20 @@ def title(node: GraphNode) -> str:
 
 
 PARTS_SHOWN = 8  # contributions written out in a human view (a label must stay short for dot)
+PARTS_LEAD = 3  # beyond PARTS_SHOWN: the first few, then how many there are in all
 
 
 def grad_text(node: GraphNode, digits: int | None = HUMAN) -> str:
+    """``5 = 2 + 3``; with many contributions ``49.58 = 0.22 + 0.31 + 0.4 + … (27 terms)``: the
+    total first (the gradient itself), every term written or the count of all of them, never a
+    sum that leaves terms out without saying so."""
     text = number(node.grad, digits)
     if node.grad_parts:
         parts = node.grad_parts
-        text += " = " + _signed_sum(parts[:PARTS_SHOWN], digits)
-        if len(parts) > PARTS_SHOWN:
-            text += f" + ... ({len(parts) - PARTS_SHOWN:,} more terms)"
+        if len(parts) <= PARTS_SHOWN:
+            text += " = " + _signed_sum(parts, digits)
+        else:
+            text += " = " + _signed_sum(parts[:PARTS_LEAD], digits) + f" + … ({len(parts):,} terms)"
     return text
 
 
