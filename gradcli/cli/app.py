@@ -82,6 +82,8 @@ def graph_command(
     layout_timeout: float = typer.Option(
         30.0, "--layout-timeout", metavar="SECONDS", help="give up (exit 2) if Graphviz takes longer to draw a picture"
     ),
+    compact: bool = typer.Option(False, "--compact", help="names and values only: no formulas, no sums of parts"),
+    rankdir: str = typer.Option(None, "--rankdir", metavar="TB|LR", help="picture top-to-bottom or left-to-right"),
 ) -> None:
     """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
@@ -90,7 +92,7 @@ def graph_command(
     commands.draw(
         expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
         python,
-        layout_timeout=layout_timeout,
+        layout_timeout=layout_timeout, compact=compact, rankdir=rankdir,
     )  # fmt: skip
 
 

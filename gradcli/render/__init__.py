@@ -101,10 +101,18 @@ def graph(
     point: bool = True,
     highlight: Sequence[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
+    compact: bool = False,
+    rankdir: str | None = None,
 ) -> View:
-    """The graph behind tensors built in Python (``recording()`` around the code adds values)."""
+    """The graph behind tensors built in Python (``recording()`` around the code adds values).
+    ``compact`` shows names and values without formulas; ``rankdir`` ("TB" or "LR") forces the
+    pictures' direction, else chosen from the graph's shape."""
+    from .layout import checked_rankdir
+
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    return View(build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes))
+    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    model.compact, model.rankdir = compact, checked_rankdir(rankdir)
+    return View(model)
 
 
 __all__ = ["Edge", "Graph", "GraphNode", "Node", "View", "build", "graph", "recording"]

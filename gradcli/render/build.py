@@ -428,11 +428,15 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
             except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
                 continue
             if i < len(prim.formulas):
-                edge.formula = _formula(prim.formulas[i], refs, model.ref)
+                edge.formula = _formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 
-def _formula(template: str, refs: list[str], out: str) -> str:
-    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``."""
+def _formula(template: str, refs: list[str], out: str, unary: str | None = None) -> str:
+    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``; a unary
+    operation's own value by its name: ``sigmoid({0})*(1-sigmoid({0}))`` of ``f = sigmoid(n3)``
+    is ``f*(1-f)``."""
+    if unary is not None:
+        template = template.replace(f"{unary}({{0}})", "{out}")
     whole = template.strip("{}")
     if template == "{" + whole + "}" and whole.isdigit() and int(whole) < len(refs):
         ref = refs[int(whole)]

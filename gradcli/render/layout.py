@@ -47,6 +47,18 @@ def checked_limit(seconds: float | None) -> float | None:
     return seconds
 
 
+RANKDIRS = ("TB", "LR")
+
+
+def checked_rankdir(rankdir: str | None) -> str | None:
+    """``TB`` or ``LR`` (any case), or None for the direction chosen from the graph's shape."""
+    if rankdir is None:
+        return None
+    if rankdir.upper() not in RANKDIRS:
+        raise UsageError(f"--rankdir must be TB (top to bottom) or LR (left to right), not {rankdir!r}")
+    return rankdir.upper()
+
+
 def current_limit() -> float | None:
     return _limit.get()
 

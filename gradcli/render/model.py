@@ -57,28 +57,12 @@ class GraphNode:
 
     @property
     def ref(self) -> str:
-        """How a formula refers to it: its name, its expression in parentheses if short, else its id."""
+        """How a formula refers to it: its name, or for an unnamed operation its id (``n7``), which
+        every view shows beside its expression (``n7 = w * x + b``): an edge's derivative reads
+        ``∂f/∂n7 = f*(1-f)``, never the sub-expression repeated."""
         if self.name or self.kind != "op":
             return self.key
-        if not self.generated and len(self.label) <= REF_LIMIT:
-            return self.label if _atomic(self.label) else f"({self.label})"
         return self.id
-
-
-REF_LIMIT = 20
-
-
-def _atomic(text: str) -> bool:
-    """Reads as one term (``x``, ``sin(x)``, ``x[0]``), so needs no parentheses in a formula."""
-    depth = 0
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and (ch == " " or ch in "+-*/^@<>=!,"):
-            return False
-    return not text.startswith("-")
 
 
 @dataclass
@@ -100,6 +84,8 @@ class Graph:
     hidden_kinds: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     has_point: bool = False  # values and gradients were computed
+    compact: bool = False  # views show names and values, not formulas (--compact)
+    rankdir: str | None = None  # "TB" or "LR" for pictures; None: chosen from the graph's shape
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -142,6 +128,7 @@ class Graph:
                     "grad": _plain(n.grad),
                     "kind": n.kind,
                     "name": n.name,
+                    "ref": n.ref,  # the short name formulas and the other views use (n7)
                     "shape": list(n.shape),
                     "saves": n.saves,
                     "freed": n.freed,

@@ -24,21 +24,28 @@ HUMAN = 6  # significant digits in the tree and the picture (text and JSON keep 
 
 def title(node: GraphNode) -> str:
     """``a = x + w``, ``x + w``, ``x`` or ``1``: what the node is, as the program says it."""
-    if node.kind == "op" and node.label != node.ref and not node.ref.startswith("("):
-        return f"{node.ref} = {node.label}"  # named, or too long to be its own reference
+    if node.kind == "op" and node.label != node.ref:
+        return f"{node.ref} = {node.label}"  # its name (or id) first: formulas refer to it so
     return node.name or node.label
+
+
+def heading(graph: Graph, node: GraphNode) -> str:
+    """The node's title, or with ``--compact`` its name (or id) alone."""
+    if graph.compact and node.kind == "op":
+        return node.ref
+    return title(node)
 
 
 PARTS_SHOWN = 8  # contributions written out in a human view (a label must stay short for dot)
 PARTS_LEAD = 3  # beyond PARTS_SHOWN: the first few, then how many there are in all
 
 
-def grad_text(node: GraphNode, digits: int | None = HUMAN) -> str:
+def grad_text(node: GraphNode, digits: int | None = HUMAN, with_parts: bool = True) -> str:
     """``5 = 2 + 3``; with many contributions ``49.58 = 0.22 + 0.31 + 0.4 + … (27 terms)``: the
     total first (the gradient itself), every term written or the count of all of them, never a
     sum that leaves terms out without saying so."""
     text = number(node.grad, digits)
-    if node.grad_parts:
+    if node.grad_parts and with_parts:
         parts = node.grad_parts
         if len(parts) <= PARTS_SHOWN:
             text += " = " + _signed_sum(parts, digits)
@@ -63,7 +70,7 @@ def partial(graph: Graph, edge: Edge) -> str:
     """``∂y/∂a = b = 2``: the local derivative along an edge, formula and value."""
     target, source = graph.node(edge.target), graph.node(edge.source)
     text = f"∂{target.ref}/∂{source.ref}"
-    if edge.formula and edge.formula != number(edge.local_grad):
+    if edge.formula and edge.formula != number(edge.local_grad) and not graph.compact:
         text += f" = {edge.formula}"
     if edge.local_grad is not None:
         text += f" = {number(edge.local_grad, HUMAN)}"
@@ -134,7 +141,7 @@ def tree_lines(graph: Graph) -> list[tuple[int, str, str]]:
         node = graph.node(node_id)
         edge_text = partial(graph, edge) if edge is not None and edge.local_grad is not None else ""
         if node_id in seen and node.kind != "constant":
-            rows.append((depth, f"{title(node)}  (shown above)", edge_text))
+            rows.append((depth, f"{heading(graph, node)}  (shown above)", edge_text))
             continue
         seen.add(node_id)
         rows.append((depth, _describe(graph, node), edge_text))
@@ -144,7 +151,7 @@ def tree_lines(graph: Graph) -> list[tuple[int, str, str]]:
 
 
 def _describe(graph: Graph, node: GraphNode) -> str:
-    parts = [title(node)]
+    parts = [heading(graph, node)]
     if node.kind == "op":
         parts.append(f"[{node.grad_fn}]")
     elif node.kind == "variable":
@@ -156,7 +163,7 @@ def _describe(graph: Graph, node: GraphNode) -> str:
     if graph.has_point and node.value is not None and node.kind != "constant":
         parts.append(f"value {_compact(node.value, HUMAN)}")
     if node.grad is not None:
-        parts.append(f"grad {grad_text(node)}")
+        parts.append(f"grad {grad_text(node, with_parts=not graph.compact)}")
     if node.freed:
         parts.append("saved values freed")
     if node.blamed:
@@ -238,7 +245,7 @@ def dot(graph: Graph) -> str:
     """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes."""
     import graphviz
 
-    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "bgcolor": "white",
+    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or "LR", "fontname": "Helvetica", "bgcolor": "white",
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
@@ -297,7 +304,7 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
 
-    lines = [f"<b>{esc(title(node))}</b>"]
+    lines = [f"<b>{esc(heading(graph, node))}</b>"]
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
     elif node.kind == "variable":
@@ -307,7 +314,7 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if graph.has_point and node.value is not None and node.kind != "constant":
         lines.append(f"value {esc(_compact(node.value, HUMAN))}")
     if node.grad is not None:
-        lines.append(f'<font color="#1f4e96">grad {esc(grad_text(node))}</font>')
+        lines.append(f'<font color="#1f4e96">grad {esc(grad_text(node, with_parts=not graph.compact))}</font>')
     if node.freed:
         lines.append('<font color="#aa5500" point-size="9">saved values freed</font>')
     if node.blamed:
