@@ -123,9 +123,12 @@ def _ref(graph: Graph, edge: Edge) -> str:
     return graph.node(edge.source).key
 
 
-def _compact(value: Any, digits: int | None = None) -> str:
+def _compact(value: Any, digits: int | None = None, most: int = 8) -> str:
     a = np.asarray(value)
-    return number(a, digits) if a.size <= 8 else f"[{a.size} values, mean {number(np.mean(a), HUMAN)}]"
+    return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), HUMAN)}]"
+
+
+PICTURE_VALUES = 4  # array elements written in a picture's node (more: their count and mean)
 
 
 # --- tree: the output at the root, inputs below ------------------------------------------------------------
@@ -245,7 +248,7 @@ def dot(graph: Graph) -> str:
     """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes."""
     import graphviz
 
-    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or "LR", "fontname": "Helvetica", "bgcolor": "white",
+    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
@@ -267,6 +270,52 @@ def dot(graph: Graph) -> str:
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
+
+
+def rankdir(graph: Graph) -> str:
+    """``TB`` or ``LR``, whichever gives the picture the shape nearer a square: a node's rank is
+    its longest path from a leaf; each rank's nodes stand side by side (TB) or one above the
+    other (LR), sized from their labels, and edge labels add a row (TB) or a column (LR) between
+    ranks. Deep narrow graphs go top to bottom, wide shallow ones left to right."""
+    rank: dict[str, int] = {}
+    for node in graph.nodes:  # evaluation order: inputs first
+        rank[node.id] = 1 + max((rank.get(e.source, 0) for e in graph.inputs_of(node.id)), default=-1)
+    for node in graph.nodes:  # dot keeps edges short: a leaf sits just before its first consumer
+        if not graph.inputs_of(node.id) and graph.consumers_of(node.id):
+            rank[node.id] = min(rank[e.target] for e in graph.consumers_of(node.id)) - 1
+    widths: dict[int, float] = {}
+    heights: dict[int, float] = {}
+    tallest: dict[int, float] = {}
+    widest: dict[int, float] = {}
+    for node in graph.nodes:
+        w, h = _label_size(graph, node)
+        r = rank[node.id]
+        widths[r] = widths.get(r, 0.0) + w + 25
+        heights[r] = heights.get(r, 0.0) + h + 25
+        tallest[r] = max(tallest.get(r, 0.0), h)
+        widest[r] = max(widest.get(r, 0.0), w)
+    label = max((len(partial(graph, e)) * 6.0 for e in graph.edges if e.local_grad is not None), default=0.0)
+    gap_tb = 58 + (58 + 16 if label else 0)  # an edge label is a rank of its own
+    gap_lr = 58 + (58 + label if label else 0)
+    tb = (max(widths.values(), default=1.0), sum(tallest.values()) + gap_tb * len(tallest))
+    lr = (sum(widest.values()) + gap_lr * len(widest), max(heights.values(), default=1.0))
+
+    def skew(size: tuple[float, float]) -> float:
+        w, h = max(size[0], 1.0), max(size[1], 1.0)
+        return max(w / h, h / w)
+
+    return "TB" if skew(tb) < skew(lr) else "LR"
+
+
+def _label_size(graph: Graph, node: GraphNode) -> tuple[float, float]:
+    """Roughly the pixels a node's label takes (11 pt Helvetica, ~6.5 px a character)."""
+    import re
+
+    lines = [re.sub(r"<[^>]+>", "", line) for line in _dot_label(graph, node)[1:-1].split("<br/>")]
+    width = max((len(html.unescape(line)) for line in lines), default=1) * 6.5 + 20
+    if node.kind == "variable":
+        width *= 1.3  # an ellipse around the text
+    return width, len(lines) * 15.0 + 10
 
 
 def _layout_limits(graph: Graph) -> dict[str, str]:
@@ -312,9 +361,14 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if node.shape:
         lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
     if graph.has_point and node.value is not None and node.kind != "constant":
-        lines.append(f"value {esc(_compact(node.value, HUMAN))}")
+        lines.append(f"value {esc(_compact(node.value, HUMAN, PICTURE_VALUES))}")
     if node.grad is not None:
-        lines.append(f'<font color="#1f4e96">grad {esc(grad_text(node, with_parts=not graph.compact))}</font>')
+        grad = (
+            grad_text(node, with_parts=not graph.compact)
+            if np.size(node.grad) == 1
+            else _compact(node.grad, HUMAN, PICTURE_VALUES)
+        )
+        lines.append(f'<font color="#1f4e96">grad {esc(grad)}</font>')
     if node.freed:
         lines.append('<font color="#aa5500" point-size="9">saved values freed</font>')
     if node.blamed:
@@ -328,6 +382,9 @@ FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
 def picture(graph: Graph, fmt: str) -> bytes:
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
     (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer)."""
-    from .layout import current_limit, run_dot
+    from .layout import bitmap, current_limit, run_dot
 
-    return run_dot(dot(graph), fmt, current_limit(), nodes=sum(n.kind != "hidden" for n in graph.nodes))
+    nodes = sum(n.kind != "hidden" for n in graph.nodes)
+    if fmt == "png":
+        return bitmap(dot(graph), fmt, current_limit(), nodes=nodes)
+    return run_dot(dot(graph), fmt, current_limit(), nodes=nodes)
