@@ -127,10 +127,14 @@ def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = Non
     import time
 
     start = time.monotonic()
-    laid = run_dot(source, "dot", timeout, nodes).decode("utf-8")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        laid = run_dot(source, "dot", timeout, nodes).decode("utf-8")
     box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
-    if box is None:
+    if box is None:  # not a layout we can read: dot draws the picture itself
         return run_dot(source, fmt, timeout, nodes)
+    for message in said:  # what dot said while laying out (said once, by the picture below otherwise)
+        warnings.warn(message.message, RenderWarning, stacklevel=2)
     width, height = (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
     full = (round(width * DPI), round(height * DPI))
     dpi = float(DPI)
