@@ -94,6 +94,9 @@ def build(
     for node in blamed:  # marked by gradcli check --blame
         if node in builder.ids:
             graph.node(builder.ids[node]).blamed = True
+    from .summary import find_groups
+
+    graph.groups = find_groups(graph)
     return graph
 
 
@@ -415,19 +418,19 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         one = np.ones_like(model.value)[()]
         edges = {e.input: e for e in graph.inputs_of(node_id)}
         refs = [
-            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "?"
+            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "…"
             for i in range(len(inputs))
         ]
         for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
             edge = edges.get(i)
-            if rule is None or edge is None or graph.node(edge.source).kind == "constant":
+            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden"):
                 continue
             try:
                 with np.errstate(all="ignore"):
                     edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
             except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
                 continue
-            if i < len(prim.formulas):
+            if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
                 edge.formula = _formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 

@@ -33,6 +33,8 @@ class GraphNode:
     blamed: bool = False
     generated: bool = False  # the label was made from ids (no program text): show the id too
     named_by_view: bool = False  # the name is the view's own ("f" for an unnamed output), not the program's
+    count: int = 0  # a group's node (kind "group", summary.collapsed): how many repeats, and nodes in all
+    size: int = 0
 
     @property
     def is_leaf(self) -> bool:
@@ -73,6 +75,7 @@ class Edge:
     local_grad: Any = None  # d target / d source, where both are scalars
     formula: str | None = None  # the same as a formula of the inputs ("b", "cos(x)")
     highlighted: bool = False
+    count: int = 1  # edges it stands for (into or out of a collapsed group)
 
 
 @dataclass
@@ -86,6 +89,7 @@ class Graph:
     has_point: bool = False  # values and gradients were computed
     compact: bool = False  # views show names and values, not formulas (--compact)
     rankdir: str | None = None  # "TB" or "LR" for pictures; None: chosen from the graph's shape
+    groups: list[dict[str, Any]] = field(default_factory=list)  # repeated structure (summary.find_groups)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -154,6 +158,7 @@ class Graph:
             "hidden": self.hidden,
             **({"hidden_kinds": self.hidden_kinds} if self.hidden else {}),
             "notes": self.notes,
+            "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
         }
 
 

@@ -35,7 +35,7 @@ def page(graph: Graph) -> str:
     from .views import picture
 
     graph = summarised(graph, PAGE_MAX_NODES)
-    svg = _inline_svg(picture(graph, "svg").decode("utf-8"))
+    svg = _inline_svg(picture(graph, "svg", collapse=False).decode("utf-8"))
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
     data = json.dumps(model_json(graph), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
     return TEMPLATE.format(
@@ -88,7 +88,15 @@ def model_json(graph: Graph) -> dict[str, Any]:
         known = edge.source != "hidden" and edge.target != "hidden"
         entry["partial"] = printable(partial(graph, edge)) if known and edge.local_grad is not None else None
         entry["part_text"] = _part(graph, edge, number, HUMAN) if known else None
-    data["groups"] = [dict(g) for g in getattr(graph, "groups", None) or ()]
+    from .summary import find_groups
+
+    groups = getattr(graph, "groups", None) or find_groups(graph)  # (a page's cut graph: found again)
+    known = {n.id for n in graph.nodes}
+    data["groups"] = [
+        {**{k: v for k, v in g.items() if k != "roots"}, "collapsed": False}  # every node is drawn: the page hides them
+        for g in groups
+        if all(m in known for m in g["members"])
+    ]
     data["has_point"] = graph.has_point
     return _finite(data)
 

@@ -244,9 +244,16 @@ COLOURS = {
 }
 
 
-def dot(graph: Graph) -> str:
-    """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes."""
+def dot(graph: Graph, collapse: bool = True) -> str:
+    """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes.
+    Over ``summary.SUMMARY_NODES`` nodes, each group of repeated structure is drawn as one node
+    (unless ``collapse`` is False: the page draws every node and collapses groups itself)."""
     import graphviz
+
+    from .summary import SUMMARY_NODES, collapsed
+
+    if collapse and len(graph.nodes) > SUMMARY_NODES and graph.groups:
+        graph = collapsed(graph, graph.groups)
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
@@ -256,7 +263,12 @@ def dot(graph: Graph) -> str:
         g.node(node.id, _dot_label(graph, node), **_dot_style(node))
     for edge in graph.edges:
         attrs: dict[str, str] = {}
-        if edge.local_grad is not None:
+        if edge.count > 1:
+            attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
+        elif edge.local_grad is not None and "group" not in (
+            graph.node(edge.source).kind,
+            graph.node(edge.target).kind,
+        ):
             attrs["label"] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
         if edge.highlighted:
@@ -338,6 +350,8 @@ def _dot_style(node: GraphNode) -> dict[str, str]:
         style = {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": COLOURS["constant"], "color": "#999999"}
     elif node.kind == "hidden":
         style = {"shape": "note", "style": "filled", "fillcolor": "#eeeeee"}
+    elif node.kind == "group":
+        style = {"shape": "box3d", "style": "filled", "fillcolor": "#fff1d6"}
     else:
         style = {"shape": "box", "style": "rounded,filled", "fillcolor": COLOURS["op"]}
     if node.output:
@@ -353,6 +367,8 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
 
+    if node.kind == "group":
+        return _group_label(graph, node, esc)
     lines = [f"<b>{esc(heading(graph, node))}</b>"]
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
@@ -376,15 +392,29 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     return "<" + "<br/>".join(lines) + ">"
 
 
+def _group_label(graph: Graph, node: GraphNode, esc: Any) -> str:
+    count, size = node.count, node.size
+    chain = node.label.endswith(" chain")
+    lines = [f"<b>{esc(node.label)} ×{count:,}</b>"]
+    lines.append(f'<font color="#777777" point-size="9">{size:,} nodes{" in a row" if chain else " in all"}</font>')
+    if graph.has_point and node.value is not None:
+        lines.append(f"total value {esc(number(node.value, HUMAN))}")
+    if node.grad is not None:
+        lines.append(f'<font color="#1f4e96">grad {esc(number(node.grad, HUMAN))} each</font>')
+    return "<" + "<br/>".join(lines) + ">"
+
+
 FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
 
 
-def picture(graph: Graph, fmt: str) -> bytes:
+def picture(graph: Graph, fmt: str, collapse: bool = True) -> bytes:
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
-    (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer)."""
+    (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
+    ``collapse`` as for ``dot``."""
     from .layout import bitmap, current_limit, run_dot
 
     nodes = sum(n.kind != "hidden" for n in graph.nodes)
+    source = dot(graph, collapse)
     if fmt == "png":
-        return bitmap(dot(graph), fmt, current_limit(), nodes=nodes)
-    return run_dot(dot(graph), fmt, current_limit(), nodes=nodes)
+        return bitmap(source, fmt, current_limit(), nodes=nodes)
+    return run_dot(source, fmt, current_limit(), nodes=nodes)
