@@ -121,7 +121,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def summarised(graph: Graph, limit: int) -> Graph:
+def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
     """``graph`` if it has at most ``limit`` nodes, else the ``limit`` nearest its outputs (going
     from each node to its inputs) and one summary node counting the rest by backward name (``MulBackward0``), as ``--max-nodes`` does."""
     if len(graph.nodes) <= limit:
@@ -144,8 +144,10 @@ def summarised(graph: Graph, limit: int) -> Graph:
     edges += [Edge("hidden", target, -1) for target in kept if target in cut]
     hidden = sum(dropped.values())
     notes = [n for n in graph.notes if "more nodes not shown" not in n]
-    notes.insert(0, f"{hidden:,} more nodes not shown (the page shows {limit:,}): " + _kinds(dropped))
-    return Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
+    notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + _kinds(dropped))
+    cut = Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
+    cut.compact, cut.rankdir = graph.compact, graph.rankdir
+    return cut
 
 
 def _kinds(counts: Counter) -> str:

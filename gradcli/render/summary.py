@@ -105,37 +105,98 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
 
 def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], consumer_of: dict[str, str],
             taken: set[str]) -> list[dict[str, Any]]:  # fmt: skip
-    """Runs of one operation, each link used only by the next one (a long sum's additions)."""
+    """Runs of a repeating step, each link used only by the next one: a long sum's additions
+    (``add chain ×59``), a Horner scheme's ``h * x + k`` (a step of two operations)."""
     groups = []
     seen: set[str] = set()
+
+    def below(node_id: str) -> str | None:
+        found = [
+            e.source for e in graph.inputs_of(node_id)
+            if e.source != "hidden" and graph.node(e.source).kind == "op" and consumers.get(e.source) == 1
+            and e.source not in taken and not graph.node(e.source).output
+        ]  # fmt: skip
+        return found[0] if len(found) == 1 else None
+
+    def local(node_id: str, link: str | None) -> tuple[Any, ...]:
+        parts: list[Any] = [graph.node(node_id).op]
+        for e in graph.inputs_of(node_id):
+            if e.source == link:
+                parts.append("link")
+            elif e.source == "hidden":
+                parts.append("hidden")
+            elif graph.node(e.source).kind == "constant":
+                parts.append(("constant", graph.node(e.source).shape))
+            else:
+                parts.append(("input", e.source if e.source not in taken else "group"))
+        return tuple(parts)
+
     for node in reversed(nodes):  # from the output down: each run found from its last link
         if node.kind != "op" or node.id in seen or node.id in taken:
             continue
-        run = [node.id]
-        current = node
-        while True:
-            below = [
-                e.source for e in graph.inputs_of(current.id)
-                if e.source != "hidden" and graph.node(e.source).op == node.op and graph.node(e.source).kind == "op"
-                and consumers.get(e.source) == 1 and e.source not in taken and not graph.node(e.source).name
-            ]  # fmt: skip
-            if len(below) != 1:
-                break
-            current = graph.node(below[0])
-            run.append(current.id)
+        run, links = [node.id], []
+        while (step := below(run[-1])) is not None and step not in seen:
+            links.append(step)
+            run.append(step)
+        links.append(None)
         seen.update(run)
-        if len(run) - 1 >= GROUP_MIN:  # the last link (the run's result) stays a node of its own
-            links = run[1:]
+        steps = [local(n, link) for n, link in zip(run, links)]
+        i = 1  # the run's result (its first node) stays a node of its own
+        while i < len(run):
+            best = (0, 0)  # (nodes covered, period)
+            for period in range(1, 5):
+                j = i
+                while j + period < len(run) and steps[j] == steps[j + period]:
+                    j += 1
+                repeats = (j - i + period) // period
+                if repeats >= GROUP_MIN and repeats * period > best[0]:
+                    best = (repeats * period, period)
+            if not best[0]:
+                i += 1
+                continue
+            covered, period = best
+            members = run[i : i + covered]
+            constants = [
+                e.source for m in members for e in graph.inputs_of(m)
+                if e.source != "hidden" and graph.node(e.source).kind == "constant" and consumers.get(e.source) == 1
+            ]  # fmt: skip
             groups.append(
                 {
-                    "label": f"{node.op} chain",
-                    "members": sorted(links, key=_order(graph)),
-                    "roots": [links[0]],
-                    "count": len(links),
+                    "label": _step_text(graph, members[:period], period),
+                    "members": sorted(members + constants, key=_order(graph)),
+                    "roots": [members[0]],
+                    "count": covered // period,
                     "total": None,
                 }
             )
+            i += covered
     return groups
+
+
+def _step_text(graph: Graph, step: list[str], period: int) -> str:
+    """``add chain`` for a step of one operation, else the step as an expression of ``h``, the
+    previous step's result: ``h * x + k``."""
+    from .build import INFIX, _expression
+
+    if period == 1:
+        return f"{graph.node(step[0]).op} chain"
+    text = "h"
+    for k in range(len(step) - 1, -1, -1):  # the step's first operation is its last node
+        node_id = step[k]
+        link = step[k + 1] if k + 1 < len(step) else None
+        args = []
+        for e in graph.inputs_of(node_id):
+            source = None if e.source == "hidden" else graph.node(e.source)
+            if (link is not None and e.source == link) or (link is None and source is not None and source.kind == "op"
+                                                           and graph.consumers_of(e.source)[0].target == node_id
+                                                           and len(graph.consumers_of(e.source)) == 1):  # fmt: skip
+                args.append(_wrap(text) if graph.node(node_id).op in INFIX else text)
+            elif source is None:
+                args.append("...")
+            else:
+                args.append("k" if source.kind == "constant" else source.ref)
+        text = _expression(graph.node(node_id).op, args)
+    return f"{text} chain"
 
 
 def _order(graph: Graph) -> Any:
@@ -192,11 +253,13 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
             continue
         for m in g["members"]:
             where[m] = g["id"]
-        root_grads = [graph.node(r).grad for r in g["roots"]]
+        chain = g["label"].endswith(" chain")
+        ops = [m for m in g["members"] if graph.node(m).kind == "op"] if chain else g["roots"]
+        root_grads = [graph.node(r).grad for r in ops]  # "grad 1 each" only if it is so for each
         node = GraphNode(g["id"], "group", "group", g["label"])
         node.value = g["total"]
         grads = {float(np.asarray(x)) for x in root_grads if x is not None and np.size(x) == 1}
-        node.grad = grads.pop() if len(grads) == 1 else None  # the same for every member's root
+        node.grad = grads.pop() if len(grads) == 1 and None not in root_grads else None
         node.grad_parts = None
         node.shape = ()
         node.count, node.size = g["count"], len(g["members"])

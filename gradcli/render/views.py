@@ -254,6 +254,10 @@ def dot(graph: Graph, collapse: bool = True) -> str:
 
     if collapse and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
+    if collapse and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
+        from .page import summarised
+
+        graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
@@ -282,6 +286,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
+PICTURE_MAX_NODES = 300  # nodes drawn, groups collapsed: beyond, those nearest the output (dot lays 300 out in ~7 s)
 
 
 def rankdir(graph: Graph) -> str:
