@@ -4,6 +4,7 @@ complaints said in one ``warning:`` line of ours."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import struct
 import subprocess
@@ -97,17 +98,20 @@ def test_a_scalar_mlp_3_4_2_is_not_a_strip(tmp_path):
 
 @needs_dot
 def test_a_300_node_picture_is_scaled_to_fit_and_says_so_once(tmp_path):
-    # a Horner chain of 100 steps (301 nodes): nothing repeats, so nothing is collapsed
-    program = "; ".join(["h0 = x"] + [f"h{i + 1} = h{i}*x + {i % 7 + 1}" for i in range(100)])
+    # 140 steps of six shapes on x, y, z drawn at random (310 nodes): no repeated structure to collapse
+    rng = random.Random(0)
+    forms = ["h{i}*{v}", "sin(h{i})+{v}", "h{i}-{v}", "exp(h{i}*0.1)*{v}", "h{i}/(1+{v}*{v})", "cos(h{i})*{v}"]
+    steps = [f"h{i + 1} = " + rng.choice(forms).format(i=i, v=rng.choice("xyz")) for i in range(140)]
+    program = "; ".join(["h0 = x", *steps])
     out = tmp_path / "g.png"
     start = time.monotonic()
-    done = gradcli("graph", program, "--at", "x=0.5", "--max-nodes", "400", "-o", str(out))
+    done = gradcli("graph", program, "--at", "x=0.5,y=0.3,z=0.2", "--max-nodes", "400", "-o", str(out))
     elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stderr
     width, height = png_size(out)
     assert width <= 8000 and height <= 8000 and width * height <= 30_000_000, (width, height)
     lines = done.stderr.splitlines()
-    assert len(lines) == 2 and lines[1] == f"wrote {out} (301 nodes)", lines  # (x, 100 x (*, +, constant))
+    assert len(lines) == 2 and lines[1] == f"wrote {out} (310 nodes)", lines
     assert lines[0].startswith("warning: the picture would be ") and "drawn at 0." in lines[0]
     assert "Warning" not in done.stderr and "cairo" not in done.stderr
     assert elapsed < 30  # (about 7 s on one core of the development machine; 10 s asked)

@@ -265,6 +265,9 @@ def dot(graph: Graph, collapse: bool = True) -> str:
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
     for node in graph.nodes:
         g.node(node.id, _dot_label(graph, node), **_dot_style(node))
+    # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
+    # rank of its own to lay out, three times the time at 300 nodes
+    label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
     for edge in graph.edges:
         attrs: dict[str, str] = {}
         if edge.count > 1:
@@ -273,7 +276,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
             graph.node(edge.source).kind,
             graph.node(edge.target).kind,
         ):
-            attrs["label"] = " " + printable(partial(graph, edge)) + " "
+            attrs[label_key] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
         if edge.highlighted:
             attrs.update(color=COLOURS["highlight"], penwidth="2.6")
