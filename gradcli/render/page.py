@@ -93,7 +93,7 @@ def model_json(graph: Graph) -> dict[str, Any]:
     groups = getattr(graph, "groups", None) or find_groups(graph)  # (a page's cut graph: found again)
     known = {n.id for n in graph.nodes}
     data["groups"] = [
-        {**{k: v for k, v in g.items() if k != "roots"}, "collapsed": False}  # every node is drawn: the page hides them
+        {k: v for k, v in g.items() if k != "roots"}  # every node is drawn: the page hides the collapsed ones
         for g in groups
         if all(m in known for m in g["members"])
     ]

@@ -99,7 +99,7 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     groups.sort(key=lambda g: -len(g["members"]))
     for k, g in enumerate(groups):
         g["id"] = f"g{k}"
-        g["collapsed"] = True
+        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES  # as pictures draw them
     return [{key: g[key] for key in ("id", "label", "members", "count", "collapsed", "total", "roots")} for g in groups]
 
 
