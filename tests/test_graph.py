@@ -107,10 +107,12 @@ def test_structure_without_a_point():
     assert [n["grad_fn"] for n in doc["nodes"] if n["kind"] == "op"] == ["AddBackward0", "AddBackward0", "MulBackward0"]
 
 
-def test_unnamed_output_is_f_and_short_subexpressions_name_themselves():
+def test_unnamed_output_is_f_and_subexpressions_go_by_their_ids():
+    # issue 17: an unnamed intermediate is referred to by its id, shown beside its expression
     text = run("graph", "sin(x) * x", "--at", "x=0").stdout
     assert text.splitlines()[0].startswith("f = sin(x) * x  [MulBackward0]")
-    assert "∂f/∂sin(x) = x = 0" in text and "∂sin(x)/∂x = cos(x) = 1" in text
+    assert "n1 = sin(x)  [SinBackward0]" in text
+    assert "∂f/∂n1 = x = 0" in text and "∂n1/∂x = cos(x) = 1" in text
 
 
 def test_highlight_marks_the_paths_to_a_leaf():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -152,8 +153,13 @@ def tiny_disk(tmp_path):
 def test_a_really_full_disk_keeps_the_old_file(tiny_disk):
     target = tiny_disk / "g.dot"
     target.write_text(OLD)
-    big = "+".join(f"sin({k}*x)" for k in range(1, 400))  # a DOT text far over the room left
-    result = runner.invoke(app, ["graph", big, "--at", "x=1", "--max-nodes", "2000", "-o", str(target)])
+    # a DOT text far over the room left (steps of random shapes: nothing repeats to draw as one group)
+    rng = random.Random(0)
+    forms = ["h{i}*{v}", "sin(h{i})+{v}", "h{i}-{v}", "exp(h{i}*0.1)*{v}", "h{i}/(1+{v}*{v})", "cos(h{i})*{v}"]
+    big = "; ".join(
+        ["h0 = x"] + [f"h{i + 1} = " + rng.choice(forms).format(i=i, v=rng.choice("xyz")) for i in range(300)]
+    )
+    result = runner.invoke(app, ["graph", big, "--at", "x=0.5,y=0.3,z=0.2", "--max-nodes", "2000", "-o", str(target)])
     assert result.exit_code == 2
     assert result.stderr == f"error: cannot write {target}: No space left on device (nothing was changed)\n"
     assert target.read_text() == OLD

@@ -297,7 +297,7 @@ def graph_command(
     file: str = FILE,
     python: str = PYTHON,
     fmt: str = typer.Option(
-        None, "--format", metavar="tree|text|dot|png|svg|pdf|json", help="how to show it (stdout without -o)"
+        None, "--format", metavar="tree|text|dot|png|svg|pdf|html|json", help="how to show it (stdout without -o)"
     ),
     out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
@@ -308,6 +308,8 @@ def graph_command(
         30.0, "--layout-timeout", metavar="SECONDS", help="give up (exit 2) if Graphviz takes longer to draw a picture"
     ),
     digits: int = DIGITS,
+    compact: bool = typer.Option(False, "--compact", help="names and values only: no formulas, no sums of parts"),
+    rankdir: str = typer.Option(None, "--rankdir", metavar="TB|LR", help="picture top-to-bottom or left-to-right"),
 ) -> None:
     """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
@@ -316,7 +318,7 @@ def graph_command(
     commands.draw(
         expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
         python,
-        layout_timeout=layout_timeout, digits=digits,
+        layout_timeout=layout_timeout, digits=digits, compact=compact, rankdir=rankdir,
     )  # fmt: skip
 
 

@@ -306,6 +306,8 @@ def draw(
     python: str | None = None,
     layout_timeout: float | None = 30.0,
     digits: int | None = None,
+    compact: bool = False,
+    rankdir: str | None = None,
 ) -> None:
     with reported():
         from pathlib import Path
@@ -314,13 +316,14 @@ def draw(
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
-        from ..render.layout import checked_limit, time_limit
+        from ..render.layout import checked_limit, checked_rankdir, time_limit
         from ..render.output import BINARY, format_for, render, show, write
 
         output.use_digits(digits)
         if max_nodes < 1:
             raise UsageError("--max-nodes must be at least 1")
         checked_limit(layout_timeout)
+        rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)
@@ -356,6 +359,7 @@ def draw(
             outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
             highlight=names_list(highlight, "--highlight"), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
         )  # fmt: skip
+        graph.compact, graph.rankdir = compact, rankdir
         if blame:
             marked = next((n for n in graph.nodes if n.blamed), None)
             if found is None:

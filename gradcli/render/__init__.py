@@ -13,8 +13,8 @@ n2 = add(x, 1)  # AddBackward0  value=3  grad=2
 f = mul(n2, x)  # MulBackward0  value=6  grad=1  output
 <BLANKLINE>
 
-``graph(y).dot()``, ``.json()``, ``.tree()`` and ``.save("g.png")`` give the
-other views; without a trace the graph has its structure but not the values
+``graph(y).dot()``, ``.json()``, ``.tree()``, ``.html()`` and ``.save("g.png")`` give the
+other views (in Jupyter the graph shows itself as the interactive page); without a trace the graph has its structure but not the values
 of intermediate nodes.
 """
 
@@ -62,8 +62,14 @@ class View:
     def json(self) -> dict[str, Any]:
         return self.model.to_dict()
 
+    def html(self) -> str:
+        """The interactive page: one self-contained HTML file (``.save("g.html")`` writes it)."""
+        from .page import page
+
+        return page(self.model)
+
     def save(self, path: str | Path, fmt: str | None = None, layout_timeout: float | None = 30.0) -> Path:
-        """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .dot .json .txt).
+        """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .html .dot .json .txt).
         Graphviz gets ``layout_timeout`` seconds to draw a picture (None: no limit)."""
         from .layout import time_limit
         from .output import write
@@ -76,6 +82,17 @@ class View:
 
         return picture(self.model, "svg").decode()
 
+    def _repr_html_(self) -> str | None:
+        """The interactive page in Jupyter, in a frame of its own (its script and ids apart from the
+        notebook's); None without Graphviz, so Jupyter shows the text instead."""
+        from ..errors import MissingProgram
+        from .page import framed
+
+        try:
+            return framed(self.model)
+        except MissingProgram:
+            return None
+
 
 def graph(
     *outputs: Any,
@@ -84,10 +101,18 @@ def graph(
     point: bool = True,
     highlight: Sequence[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
+    compact: bool = False,
+    rankdir: str | None = None,
 ) -> View:
-    """The graph behind tensors built in Python (``recording()`` around the code adds values)."""
+    """The graph behind tensors built in Python (``recording()`` around the code adds values).
+    ``compact`` shows names and values without formulas; ``rankdir`` ("TB" or "LR") forces the
+    pictures' direction, else chosen from the graph's shape."""
+    from .layout import checked_rankdir
+
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    return View(build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes))
+    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    model.compact, model.rankdir = compact, checked_rankdir(rankdir)
+    return View(model)
 
 
 __all__ = ["Edge", "Graph", "GraphNode", "Node", "View", "build", "graph", "recording"]

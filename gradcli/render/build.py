@@ -94,6 +94,9 @@ def build(
     for node in blamed:  # marked by gradcli check --blame
         if node in builder.ids:
             graph.node(builder.ids[node]).blamed = True
+    from .summary import find_groups
+
+    graph.groups = find_groups(graph)
     return graph
 
 
@@ -415,24 +418,28 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         one = np.ones_like(model.value)[()]
         edges = {e.input: e for e in graph.inputs_of(node_id)}
         refs = [
-            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "?"
+            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "…"
             for i in range(len(inputs))
         ]
         for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
             edge = edges.get(i)
-            if rule is None or edge is None or graph.node(edge.source).kind == "constant":
+            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden"):
                 continue
             try:
                 with np.errstate(all="ignore"):
                     edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
             except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
                 continue
-            if i < len(prim.formulas):
-                edge.formula = _formula(prim.formulas[i], refs, model.ref)
+            if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
+                edge.formula = _formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 
-def _formula(template: str, refs: list[str], out: str) -> str:
-    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``."""
+def _formula(template: str, refs: list[str], out: str, unary: str | None = None) -> str:
+    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``; a unary
+    operation's own value by its name: ``sigmoid({0})*(1-sigmoid({0}))`` of ``f = sigmoid(n3)``
+    is ``f*(1-f)``."""
+    if unary is not None:
+        template = template.replace(f"{unary}({{0}})", "{out}")
     whole = template.strip("{}")
     if template == "{" + whole + "}" and whole.isdigit() and int(whole) < len(refs):
         ref = refs[int(whole)]
@@ -459,7 +466,10 @@ def _tidy(text: str) -> str:
 
 
 def _gradient_parts(graph: Graph) -> None:
-    """At a node with several consumers, each consumer's share of its gradient."""
+    """At a node with several consumers, each consumer's share of its gradient: parts that add up
+    to the gradient, or none. A consumer beyond ``--max-nodes`` (nearer the leaves than the node
+    on another path) or one without a scalar local derivative leaves the sum incomplete: no parts
+    then, rather than a sum that does not add up."""
     for node in graph.nodes:
         consumers = graph.consumers_of(node.id)
         if len(consumers) < 2 or node.grad is None or np.size(node.grad) != 1:
@@ -470,8 +480,31 @@ def _gradient_parts(graph: Graph) -> None:
             if edge.local_grad is None or target.grad is None or np.size(target.grad) != 1:
                 parts = []
                 break
-            parts.append(np.asarray(target.grad).reshape(()) * edge.local_grad)
-        node.grad_parts = parts or None
+            with np.errstate(all="ignore"):
+                parts.append(np.asarray(target.grad).reshape(()) * edge.local_grad)
+        node.grad_parts = _adding_up(parts, np.asarray(node.grad).reshape(()))
+
+
+def _adding_up(parts: list[Any], total: Any) -> list[Any] | None:
+    """``parts`` if they add up to ``total`` (up to rounding, which goes to the largest part, so
+    that their sum in order is the total), else None."""
+    if not parts:
+        return None
+    values = [float(p) for p in parts]
+    grad = float(total)
+    if not all(np.isfinite(values)) or not np.isfinite(grad):
+        return parts if all(np.isfinite(values)) == np.isfinite(grad) else None
+    scale = max(sum(abs(v) for v in values), abs(grad))
+    if abs(sum(values) - grad) > 1e-9 * scale:
+        return None  # a share is missing: a consumer not shown
+    for _ in range(3):  # the rounding of the sum in order, moved to the largest part
+        rest = grad - sum(values)
+        if rest == 0:
+            break
+        k = max(range(len(values)), key=lambda i: abs(values[i]))
+        values[k] += rest
+    dtype = np.asarray(parts[0]).dtype
+    return [np.asarray(v, dtype=dtype) for v in values]
 
 
 def _highlight(graph: Graph, names: Sequence[str]) -> None:

@@ -47,6 +47,18 @@ def checked_limit(seconds: float | None) -> float | None:
     return seconds
 
 
+RANKDIRS = ("TB", "LR")
+
+
+def checked_rankdir(rankdir: str | None) -> str | None:
+    """``TB`` or ``LR`` (any case), or None for the direction chosen from the graph's shape."""
+    if rankdir is None:
+        return None
+    if rankdir.upper() not in RANKDIRS:
+        raise UsageError(f"--rankdir must be TB (top to bottom) or LR (left to right), not {rankdir!r}")
+    return rankdir.upper()
+
+
 def current_limit() -> float | None:
     return _limit.get()
 
@@ -55,9 +67,16 @@ class RenderWarning(UserWarning):
     """Something Graphviz said while drawing (the picture was still made)."""
 
 
-def run_dot(source: str, fmt: str, timeout: float | None = LAYOUT_TIMEOUT, nodes: int | None = None) -> bytes:
+def run_dot(
+    source: str,
+    fmt: str,
+    timeout: float | None = LAYOUT_TIMEOUT,
+    nodes: int | None = None,
+    options: tuple[str, ...] = (),
+    engine: str = "dot",
+) -> bytes:
     """The picture ``dot -T<fmt>`` draws from ``source``, within ``timeout`` seconds (None: no limit)."""
-    program = shutil.which("dot")
+    program = shutil.which(engine)
     if program is None:
         raise MissingProgram(
             f"{fmt.upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
@@ -66,7 +85,7 @@ def run_dot(source: str, fmt: str, timeout: float | None = LAYOUT_TIMEOUT, nodes
     with _ended_on_signals() as children:
         try:
             child = subprocess.Popen(
-                [program, f"-T{fmt}"],
+                [program, f"-T{fmt}", *options],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -93,6 +112,46 @@ def run_dot(source: str, fmt: str, timeout: float | None = LAYOUT_TIMEOUT, nodes
 
 
 _SCALED = re.compile(r"too large for cairo-renderer bitmaps\. Scaling by ([\d.eE+-]+) to fit")
+
+
+MAX_SIDE = 8000  # pixels: the most a bitmap picture has on a side
+MAX_PIXELS = 30_000_000  # and in all
+DPI = 96  # Graphviz's own for bitmaps
+
+
+def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = None) -> bytes:
+    """A PNG no larger than ``MAX_SIDE`` on a side and ``MAX_PIXELS`` in all: dot lays the graph out
+    once (``-Tdot`` adds the positions), the resolution that fits is worked out from the layout's
+    bounding box, and ``neato -n2`` draws the laid-out graph at it (no second layout). A picture
+    drawn smaller than its full size says so in one warning."""
+    import time
+
+    start = time.monotonic()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        laid = run_dot(source, "dot", timeout, nodes).decode("utf-8")
+    box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
+    if box is None:  # not a layout we can read: dot draws the picture itself
+        return run_dot(source, fmt, timeout, nodes)
+    for message in said:  # what dot said while laying out (said once, by the picture below otherwise)
+        warnings.warn(message.message, RenderWarning, stacklevel=2)
+    width, height = (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
+    full = (round(width * DPI), round(height * DPI))
+    dpi = float(DPI)
+    if width > 0 and height > 0:
+        side = MAX_SIDE - 16  # dot adds a few pixels of margin
+        dpi = min(dpi, side / width, side / height, (MAX_PIXELS / (width * height)) ** 0.5 * 0.99)
+    left = None if timeout is None else max(timeout - (time.monotonic() - start), 1.0)
+    picture = run_dot(laid, fmt, left, nodes, options=("-n2", f"-Gdpi={dpi:.3f}"), engine="neato")
+    if dpi < DPI:
+        warnings.warn(
+            f"the picture would be {full[0]:,}x{full[1]:,} pixels: drawn at {dpi / DPI:.2g} of its size, "
+            f"{round(width * dpi):,}x{round(height * dpi):,} (write .svg or .pdf for full size, "
+            "or show fewer nodes with --max-nodes)",
+            RenderWarning,
+            stacklevel=2,
+        )
+    return picture
 
 
 def _graphviz_said(stderr: str) -> str:

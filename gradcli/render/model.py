@@ -33,6 +33,8 @@ class GraphNode:
     blamed: bool = False
     generated: bool = False  # the label was made from ids (no program text): show the id too
     named_by_view: bool = False  # the name is the view's own ("f" for an unnamed output), not the program's
+    count: int = 0  # a group's node (kind "group", summary.collapsed): how many repeats, and nodes in all
+    size: int = 0
 
     @property
     def is_leaf(self) -> bool:
@@ -57,28 +59,12 @@ class GraphNode:
 
     @property
     def ref(self) -> str:
-        """How a formula refers to it: its name, its expression in parentheses if short, else its id."""
+        """How a formula refers to it: its name, or for an unnamed operation its id (``n7``), which
+        every view shows beside its expression (``n7 = w * x + b``): an edge's derivative reads
+        ``∂f/∂n7 = f*(1-f)``, never the sub-expression repeated."""
         if self.name or self.kind != "op":
             return self.key
-        if not self.generated and len(self.label) <= REF_LIMIT:
-            return self.label if _atomic(self.label) else f"({self.label})"
         return self.id
-
-
-REF_LIMIT = 20
-
-
-def _atomic(text: str) -> bool:
-    """Reads as one term (``x``, ``sin(x)``, ``x[0]``), so needs no parentheses in a formula."""
-    depth = 0
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and (ch == " " or ch in "+-*/^@<>=!,"):
-            return False
-    return not text.startswith("-")
 
 
 @dataclass
@@ -89,6 +75,7 @@ class Edge:
     local_grad: Any = None  # d target / d source, where both are scalars
     formula: str | None = None  # the same as a formula of the inputs ("b", "cos(x)")
     highlighted: bool = False
+    count: int = 1  # edges it stands for (into or out of a collapsed group)
 
 
 @dataclass
@@ -100,6 +87,9 @@ class Graph:
     hidden_kinds: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     has_point: bool = False  # values and gradients were computed
+    compact: bool = False  # views show names and values, not formulas (--compact)
+    rankdir: str | None = None  # "TB" or "LR" for pictures; None: chosen from the graph's shape
+    groups: list[dict[str, Any]] = field(default_factory=list)  # repeated structure (summary.find_groups)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -142,6 +132,7 @@ class Graph:
                     "grad": _plain(n.grad),
                     "kind": n.kind,
                     "name": n.name,
+                    "ref": n.ref,  # the short name formulas and the other views use (n7)
                     "shape": list(n.shape),
                     "saves": n.saves,
                     "freed": n.freed,
@@ -167,6 +158,7 @@ class Graph:
             "hidden": self.hidden,
             **({"hidden_kinds": self.hidden_kinds} if self.hidden else {}),
             "notes": self.notes,
+            "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
         }
 
 

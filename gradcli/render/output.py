@@ -11,6 +11,7 @@ from ..errors import UsageError
 from .model import Graph
 
 EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".json": "json", ".txt": "text"}
+EXTENSIONS.update({".html": "html", ".htm": "html"})  # the interactive page (page.py)
 BINARY = ("png", "svg", "pdf")
 
 
@@ -50,6 +51,10 @@ def render(graph: Graph, fmt: str, digits: int | None | str = KEEP) -> bytes | s
         return views.tree_plain(graph, **places)
     if fmt in BINARY:
         return views.picture(graph, fmt)
+    if fmt == "html":
+        from .page import page
+
+        return page(graph)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(views.FORMATS)}")
 
 
@@ -64,6 +69,8 @@ def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
 def show(graph: Graph, fmt: str, rich: bool = False, digits: int | None | str = KEEP, console: Any = None) -> None:
     """Print a text format (svg included) to stdout; the tree as a rich tree when ``rich`` (the caller knows
     the terminal, and gives the ``console``). PNG and PDF are bytes: the caller writes them."""
+    if fmt == "html":
+        raise UsageError("--format html needs -o FILE (a page is not text)")
     if fmt in BINARY and fmt != "svg":
         raise UsageError(f"--format {fmt} needs -o FILE (a picture is not text)")
     if fmt == "tree" and rich:

@@ -24,21 +24,33 @@ HUMAN = 6  # significant digits in the tree and the picture (text and JSON keep 
 
 def title(node: GraphNode) -> str:
     """``a = x + w``, ``x + w``, ``x`` or ``1``: what the node is, as the program says it."""
-    if node.kind == "op" and node.label != node.ref and not node.ref.startswith("("):
-        return f"{node.ref} = {node.label}"  # named, or too long to be its own reference
+    if node.kind == "op" and node.label != node.ref:
+        return f"{node.ref} = {node.label}"  # its name (or id) first: formulas refer to it so
     return node.name or node.label
 
 
+def heading(graph: Graph, node: GraphNode) -> str:
+    """The node's title, or with ``--compact`` its name (or id) alone."""
+    if graph.compact and node.kind == "op":
+        return node.ref
+    return title(node)
+
+
 PARTS_SHOWN = 8  # contributions written out in a human view (a label must stay short for dot)
+PARTS_LEAD = 3  # beyond PARTS_SHOWN: the first few, then how many there are in all
 
 
-def grad_text(node: GraphNode, digits: int | None = HUMAN) -> str:
+def grad_text(node: GraphNode, digits: int | None = HUMAN, with_parts: bool = True) -> str:
+    """``5 = 2 + 3``; with many contributions ``49.58 = 0.22 + 0.31 + 0.4 + … (27 terms)``: the
+    total first (the gradient itself), every term written or the count of all of them, never a
+    sum that leaves terms out without saying so."""
     text = number(node.grad, digits)
-    if node.grad_parts:
+    if node.grad_parts and with_parts:
         parts = node.grad_parts
-        text += " = " + _signed_sum(parts[:PARTS_SHOWN], digits)
-        if len(parts) > PARTS_SHOWN:
-            text += f" + ... ({len(parts) - PARTS_SHOWN:,} more terms)"
+        if len(parts) <= PARTS_SHOWN:
+            text += " = " + _signed_sum(parts, digits)
+        else:
+            text += " = " + _signed_sum(parts[:PARTS_LEAD], digits) + f" + … ({len(parts):,} terms)"
     return text
 
 
@@ -58,7 +70,7 @@ def partial(graph: Graph, edge: Edge, digits: int | None = HUMAN) -> str:
     """``∂y/∂a = b = 2``: the local derivative along an edge, formula and value."""
     target, source = graph.node(edge.target), graph.node(edge.source)
     text = f"∂{target.ref}/∂{source.ref}"
-    if edge.formula and edge.formula != number(edge.local_grad):
+    if edge.formula and edge.formula != number(edge.local_grad) and not graph.compact:
         text += f" = {edge.formula}"
     if edge.local_grad is not None:
         text += f" = {number(edge.local_grad, digits)}"
@@ -112,9 +124,12 @@ def _ref(graph: Graph, edge: Edge) -> str:
     return graph.node(edge.source).key
 
 
-def _compact(value: Any, digits: int | None = None) -> str:
+def _compact(value: Any, digits: int | None = None, most: int = 8) -> str:
     a = np.asarray(value)
-    return number(a, digits) if a.size <= 8 else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
+    return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
+
+
+PICTURE_VALUES = 4  # array elements written in a picture's node (more: their count and mean)
 
 
 # --- tree: the output at the root, inputs below ------------------------------------------------------------
@@ -131,7 +146,7 @@ def tree_lines(graph: Graph, digits: int | None = HUMAN) -> list[tuple[int, str,
         node = graph.node(node_id)
         edge_text = partial(graph, edge, digits) if edge is not None and edge.local_grad is not None else ""
         if node_id in seen and node.kind != "constant":
-            rows.append((depth, f"{title(node)}  (shown above)", edge_text))
+            rows.append((depth, f"{heading(graph, node)}  (shown above)", edge_text))
             continue
         seen.add(node_id)
         rows.append((depth, _describe(graph, node, digits), edge_text))
@@ -141,7 +156,7 @@ def tree_lines(graph: Graph, digits: int | None = HUMAN) -> list[tuple[int, str,
 
 
 def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
-    parts = [title(node)]
+    parts = [heading(graph, node)]
     if node.kind == "op":
         parts.append(f"[{node.grad_fn}]")
     elif node.kind == "variable":
@@ -153,7 +168,7 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
     if graph.has_point and node.value is not None and node.kind != "constant":
         parts.append(f"value {_compact(node.value, digits)}")
     if node.grad is not None:
-        parts.append(f"grad {grad_text(node, digits)}")
+        parts.append(f"grad {grad_text(node, digits, with_parts=not graph.compact)}")
     if node.freed:
         parts.append("saved values freed")
     if node.blamed:
@@ -231,20 +246,39 @@ COLOURS = {
 }
 
 
-def dot(graph: Graph) -> str:
-    """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes."""
+def dot(graph: Graph, collapse: bool = True) -> str:
+    """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes.
+    Over ``summary.SUMMARY_NODES`` nodes, each group of repeated structure is drawn as one node
+    (unless ``collapse`` is False: the page draws every node and collapses groups itself)."""
     import graphviz
 
-    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "bgcolor": "white",
+    from .summary import SUMMARY_NODES, collapsed
+
+    if collapse and len(graph.nodes) > SUMMARY_NODES and graph.groups:
+        graph = collapsed(graph, graph.groups)
+    if collapse and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
+        from .page import summarised
+
+        graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
+
+    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
     for node in graph.nodes:
         g.node(node.id, _dot_label(graph, node), **_dot_style(node))
+    # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
+    # rank of its own to lay out, three times the time at 300 nodes
+    label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
     for edge in graph.edges:
         attrs: dict[str, str] = {}
-        if edge.local_grad is not None:
-            attrs["label"] = " " + printable(partial(graph, edge)) + " "
+        if edge.count > 1:
+            attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
+        elif edge.local_grad is not None and "group" not in (
+            graph.node(edge.source).kind,
+            graph.node(edge.target).kind,
+        ):
+            attrs[label_key] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
         if edge.highlighted:
             attrs.update(color=COLOURS["highlight"], penwidth="2.6")
@@ -257,6 +291,53 @@ def dot(graph: Graph) -> str:
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
+PICTURE_MAX_NODES = 300  # nodes drawn, groups collapsed: beyond, those nearest the output (dot lays 300 out in ~7 s)
+
+
+def rankdir(graph: Graph) -> str:
+    """``TB`` or ``LR``, whichever gives the picture the shape nearer a square: a node's rank is
+    its longest path from a leaf; each rank's nodes stand side by side (TB) or one above the
+    other (LR), sized from their labels, and edge labels add a row (TB) or a column (LR) between
+    ranks. Deep narrow graphs go top to bottom, wide shallow ones left to right."""
+    rank: dict[str, int] = {}
+    for node in graph.nodes:  # evaluation order: inputs first
+        rank[node.id] = 1 + max((rank.get(e.source, 0) for e in graph.inputs_of(node.id)), default=-1)
+    for node in graph.nodes:  # dot keeps edges short: a leaf sits just before its first consumer
+        if not graph.inputs_of(node.id) and graph.consumers_of(node.id):
+            rank[node.id] = min(rank[e.target] for e in graph.consumers_of(node.id)) - 1
+    widths: dict[int, float] = {}
+    heights: dict[int, float] = {}
+    tallest: dict[int, float] = {}
+    widest: dict[int, float] = {}
+    for node in graph.nodes:
+        w, h = _label_size(graph, node)
+        r = rank[node.id]
+        widths[r] = widths.get(r, 0.0) + w + 25
+        heights[r] = heights.get(r, 0.0) + h + 25
+        tallest[r] = max(tallest.get(r, 0.0), h)
+        widest[r] = max(widest.get(r, 0.0), w)
+    label = max((len(partial(graph, e)) * 6.0 for e in graph.edges if e.local_grad is not None), default=0.0)
+    gap_tb = 58 + (58 + 16 if label else 0)  # an edge label is a rank of its own
+    gap_lr = 58 + (58 + label if label else 0)
+    tb = (max(widths.values(), default=1.0), sum(tallest.values()) + gap_tb * len(tallest))
+    lr = (sum(widest.values()) + gap_lr * len(widest), max(heights.values(), default=1.0))
+
+    def skew(size: tuple[float, float]) -> float:
+        w, h = max(size[0], 1.0), max(size[1], 1.0)
+        return max(w / h, h / w)
+
+    return "TB" if skew(tb) < skew(lr) else "LR"
+
+
+def _label_size(graph: Graph, node: GraphNode) -> tuple[float, float]:
+    """Roughly the pixels a node's label takes (11 pt Helvetica, ~6.5 px a character)."""
+    import re
+
+    lines = [re.sub(r"<[^>]+>", "", line) for line in _dot_label(graph, node)[1:-1].split("<br/>")]
+    width = max((len(html.unescape(line)) for line in lines), default=1) * 6.5 + 20
+    if node.kind == "variable":
+        width *= 1.3  # an ellipse around the text
+    return width, len(lines) * 15.0 + 10
 
 
 def _layout_limits(graph: Graph) -> dict[str, str]:
@@ -279,6 +360,8 @@ def _dot_style(node: GraphNode) -> dict[str, str]:
         style = {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": COLOURS["constant"], "color": "#999999"}
     elif node.kind == "hidden":
         style = {"shape": "note", "style": "filled", "fillcolor": "#eeeeee"}
+    elif node.kind == "group":
+        style = {"shape": "box3d", "style": "filled", "fillcolor": "#fff1d6"}
     else:
         style = {"shape": "box", "style": "rounded,filled", "fillcolor": COLOURS["op"]}
     if node.output:
@@ -294,7 +377,9 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
 
-    lines = [f"<b>{esc(title(node))}</b>"]
+    if node.kind == "group":
+        return _group_label(graph, node, esc)
+    lines = [f"<b>{esc(heading(graph, node))}</b>"]
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
     elif node.kind == "variable":
@@ -302,9 +387,14 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if node.shape:
         lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
     if graph.has_point and node.value is not None and node.kind != "constant":
-        lines.append(f"value {esc(_compact(node.value, HUMAN))}")
+        lines.append(f"value {esc(_compact(node.value, HUMAN, PICTURE_VALUES))}")
     if node.grad is not None:
-        lines.append(f'<font color="#1f4e96">grad {esc(grad_text(node))}</font>')
+        grad = (
+            grad_text(node, with_parts=not graph.compact)
+            if np.size(node.grad) == 1
+            else _compact(node.grad, HUMAN, PICTURE_VALUES)
+        )
+        lines.append(f'<font color="#1f4e96">grad {esc(grad)}</font>')
     if node.freed:
         lines.append('<font color="#aa5500" point-size="9">saved values freed</font>')
     if node.blamed:
@@ -312,12 +402,29 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     return "<" + "<br/>".join(lines) + ">"
 
 
-FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf")
+def _group_label(graph: Graph, node: GraphNode, esc: Any) -> str:
+    count, size = node.count, node.size
+    chain = node.label.endswith(" chain")
+    lines = [f"<b>{esc(node.label)} ×{count:,}</b>"]
+    lines.append(f'<font color="#777777" point-size="9">{size:,} nodes{" in a row" if chain else " in all"}</font>')
+    if graph.has_point and node.value is not None:
+        lines.append(f"total value {esc(number(node.value, HUMAN))}")
+    if node.grad is not None:
+        lines.append(f'<font color="#1f4e96">grad {esc(number(node.grad, HUMAN))} each</font>')
+    return "<" + "<br/>".join(lines) + ">"
 
 
-def picture(graph: Graph, fmt: str) -> bytes:
+FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
+
+
+def picture(graph: Graph, fmt: str, collapse: bool = True) -> bytes:
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
-    (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer)."""
-    from .layout import current_limit, run_dot
+    (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
+    ``collapse`` as for ``dot``."""
+    from .layout import bitmap, current_limit, run_dot
 
-    return run_dot(dot(graph), fmt, current_limit(), nodes=sum(n.kind != "hidden" for n in graph.nodes))
+    nodes = sum(n.kind != "hidden" for n in graph.nodes)
+    source = dot(graph, collapse)
+    if fmt == "png":
+        return bitmap(source, fmt, current_limit(), nodes=nodes)
+    return run_dot(source, fmt, current_limit(), nodes=nodes)

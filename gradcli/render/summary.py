@@ -1,0 +1,301 @@
+"""Repeated structure in a graph, found and collapsed: a big graph summarised, not truncated.
+
+Two kinds of group, both found in one pass over the nodes (linear in the graph):
+
+- terms of the same shape: sub-graphs that only their root's consumer uses (a private tree)
+  and that compute the same operations on the same shared inputs, constants aside
+  (``sin(x*k)*y`` for k = 1..60), at least ``GROUP_MIN`` of them: one group ``×60`` with the
+  total of their values;
+- a chain of the same operation (``((t1 + t2) + t3) + ...``), each link used only by the next:
+  one group ``add ×59``.
+
+A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the page's ``groups``);
+``collapsed(graph)`` is the graph with each group drawn as one node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .model import Edge, Graph, GraphNode
+
+GROUP_MIN = 4  # repeats before a shape becomes a group
+SUMMARY_NODES = 100  # pictures of more nodes than this are drawn with their groups collapsed
+
+
+def find_groups(graph: Graph) -> list[dict[str, Any]]:
+    """The groups of repeated structure in ``graph``, largest first."""
+    nodes = [n for n in graph.nodes if n.kind != "hidden"]
+    consumers: dict[str, int] = {}
+    for e in graph.edges:
+        consumers[e.source] = consumers.get(e.source, 0) + 1
+    table: dict[tuple[Any, ...], int] = {}
+    sig: dict[str, int] = {}
+    private: dict[str, list[str]] = {}  # node -> its private inputs (used by it alone)
+    for node in nodes:
+        parts: list[Any] = [node.kind, node.op]
+        mine = []
+        for e in graph.inputs_of(node.id):
+            source = graph.node(e.source) if e.source != "hidden" else None
+            if source is None:
+                parts.append(("hidden",))
+            elif source.kind == "constant":
+                parts.append(("constant", source.shape))
+                if consumers.get(source.id, 0) == 1:
+                    mine.append(source.id)
+            elif source.kind == "op" and consumers.get(source.id, 0) == 1 and not source.name:
+                parts.append(sig[source.id])
+                mine.append(source.id)
+            else:
+                parts.append(("shared", source.id))
+        if node.kind == "variable":
+            parts.append(node.id)  # every variable is itself
+        sig[node.id] = table.setdefault(tuple(parts), len(table))
+        private[node.id] = mine
+    count: dict[int, int] = {}
+    for node in nodes:
+        if node.kind == "op":
+            count[sig[node.id]] = count.get(sig[node.id], 0) + 1
+    consumer_of = {e.source: e.target for e in graph.edges if consumers.get(e.source) == 1}
+
+    def repeated(node_id: str) -> bool:
+        return graph.node(node_id).kind == "op" and count[sig[node_id]] >= GROUP_MIN
+
+    def members(root: str) -> list[str]:
+        found, stack = [], [root]
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack.extend(private[current])
+        return found
+
+    groups: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    roots: dict[int, list[str]] = {}
+    for node in nodes:  # maximal repeated trees: the consumer does not repeat with it inside
+        if not repeated(node.id) or node.output or not private[node.id]:
+            continue
+        parent = consumer_of.get(node.id)
+        if parent is not None and node.id in private.get(parent, ()) and repeated(parent):
+            continue
+        roots.setdefault(sig[node.id], []).append(node.id)
+    for found in roots.values():
+        if len(found) < GROUP_MIN:
+            continue
+        group_members = [m for r in found for m in members(r)]
+        taken.update(group_members)
+        groups.append(
+            {
+                "label": _shape(graph, found[0], private),
+                "members": sorted(group_members, key=_order(graph)),
+                "roots": found,
+                "count": len(found),
+                "total": _total(graph, found),
+            }
+        )
+    groups += _chains(graph, nodes, consumers, consumer_of, taken)
+    groups.sort(key=lambda g: -len(g["members"]))
+    for k, g in enumerate(groups):
+        g["id"] = f"g{k}"
+        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES  # as pictures draw them
+    return [{key: g[key] for key in ("id", "label", "members", "count", "collapsed", "total", "roots")} for g in groups]
+
+
+def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], consumer_of: dict[str, str],
+            taken: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+    """Runs of a repeating step, each link used only by the next one: a long sum's additions
+    (``add chain ×59``), a Horner scheme's ``h * x + k`` (a step of two operations)."""
+    groups = []
+    seen: set[str] = set()
+
+    def below(node_id: str) -> str | None:
+        found = [
+            e.source for e in graph.inputs_of(node_id)
+            if e.source != "hidden" and graph.node(e.source).kind == "op" and consumers.get(e.source) == 1
+            and e.source not in taken and not graph.node(e.source).output
+        ]  # fmt: skip
+        return found[0] if len(found) == 1 else None
+
+    def local(node_id: str, link: str | None) -> tuple[Any, ...]:
+        parts: list[Any] = [graph.node(node_id).op]
+        for e in graph.inputs_of(node_id):
+            if e.source == link:
+                parts.append("link")
+            elif e.source == "hidden":
+                parts.append("hidden")
+            elif graph.node(e.source).kind == "constant":
+                parts.append(("constant", graph.node(e.source).shape))
+            else:
+                parts.append(("input", e.source if e.source not in taken else "group"))
+        return tuple(parts)
+
+    for node in reversed(nodes):  # from the output down: each run found from its last link
+        if node.kind != "op" or node.id in seen or node.id in taken:
+            continue
+        run, links = [node.id], []
+        while (step := below(run[-1])) is not None and step not in seen:
+            links.append(step)
+            run.append(step)
+        links.append(None)
+        seen.update(run)
+        steps = [local(n, link) for n, link in zip(run, links)]
+        i = 1  # the run's result (its first node) stays a node of its own
+        while i < len(run):
+            best = (0, 0)  # (nodes covered, period)
+            for period in range(1, 5):
+                j = i
+                while j + period < len(run) and steps[j] == steps[j + period]:
+                    j += 1
+                repeats = (j - i + period) // period
+                if repeats >= GROUP_MIN and repeats * period > best[0]:
+                    best = (repeats * period, period)
+            if not best[0]:
+                i += 1
+                continue
+            covered, period = best
+            members = run[i : i + covered]
+            constants = [
+                e.source for m in members for e in graph.inputs_of(m)
+                if e.source != "hidden" and graph.node(e.source).kind == "constant" and consumers.get(e.source) == 1
+            ]  # fmt: skip
+            groups.append(
+                {
+                    "label": _step_text(graph, members[:period], period),
+                    "members": sorted(members + constants, key=_order(graph)),
+                    "roots": [members[0]],
+                    "count": covered // period,
+                    "total": None,
+                }
+            )
+            i += covered
+    return groups
+
+
+def _step_text(graph: Graph, step: list[str], period: int) -> str:
+    """``add chain`` for a step of one operation, else the step as an expression of ``h``, the
+    previous step's result: ``h * x + k``."""
+    from .build import INFIX, _expression
+
+    if period == 1:
+        return f"{graph.node(step[0]).op} chain"
+    text = "h"
+    for k in range(len(step) - 1, -1, -1):  # the step's first operation is its last node
+        node_id = step[k]
+        link = step[k + 1] if k + 1 < len(step) else None
+        args = []
+        for e in graph.inputs_of(node_id):
+            source = None if e.source == "hidden" else graph.node(e.source)
+            if (link is not None and e.source == link) or (link is None and source is not None and source.kind == "op"
+                                                           and graph.consumers_of(e.source)[0].target == node_id
+                                                           and len(graph.consumers_of(e.source)) == 1):  # fmt: skip
+                args.append(_wrap(text) if graph.node(node_id).op in INFIX else text)
+            elif source is None:
+                args.append("...")
+            else:
+                args.append("k" if source.kind == "constant" else source.ref)
+        text = _expression(graph.node(node_id).op, args)
+    return f"{text} chain"
+
+
+def _order(graph: Graph) -> Any:
+    position = {n.id: i for i, n in enumerate(graph.nodes)}
+    return lambda node_id: position[node_id]
+
+
+def _shape(graph: Graph, root: str, private: dict[str, list[str]]) -> str:
+    """The tree's expression with its constants as ``k``: ``sin(x * k) * y``."""
+    from .build import INFIX, _expression
+
+    def text(node_id: str, depth: int) -> str:
+        args = []
+        for e in graph.inputs_of(node_id):
+            source = None if e.source == "hidden" else graph.node(e.source)
+            if source is None:
+                args.append("...")
+            elif source.kind == "constant":
+                args.append("k")
+            elif e.source in private[node_id]:
+                inner = text(e.source, depth + 1) if depth < 6 else "…"
+                args.append(_wrap(inner) if graph.node(node_id).op in INFIX else inner)
+            else:
+                args.append(source.ref)
+        return _expression(graph.node(node_id).op, args)
+
+    return text(root, 0)
+
+
+def _wrap(text: str) -> str:
+    """Parentheses around an operand with an operator outside any parentheses (``x * k``)."""
+    depth = 0
+    for ch in text:
+        depth += ch in "([" and 1 or (-1 if ch in ")]" else 0)
+        if depth == 0 and ch == " ":
+            return f"({text})"
+    return text
+
+
+def _total(graph: Graph, roots: list[str]) -> Any:
+    values = [graph.node(r).value for r in roots]
+    if any(v is None or np.size(v) != 1 for v in values):
+        return None
+    return float(np.sum([np.asarray(v, dtype=float).reshape(()) for v in values]))
+
+
+def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
+    """``graph`` with each collapsed group as one node (``kind == "group"``): edges into and out of
+    a group are drawn once, labelled with how many they stand for."""
+    where: dict[str, str] = {}
+    group_nodes = []
+    for g in groups:
+        if not g["collapsed"]:
+            continue
+        for m in g["members"]:
+            where[m] = g["id"]
+        chain = g["label"].endswith(" chain")
+        ops = [m for m in g["members"] if graph.node(m).kind == "op"] if chain else g["roots"]
+        root_grads = [graph.node(r).grad for r in ops]  # "grad 1 each" only if it is so for each
+        node = GraphNode(g["id"], "group", "group", g["label"])
+        node.value = g["total"]
+        grads = {float(np.asarray(x)) for x in root_grads if x is not None and np.size(x) == 1}
+        node.grad = grads.pop() if len(grads) == 1 and None not in root_grads else None
+        node.grad_parts = None
+        node.shape = ()
+        node.count, node.size = g["count"], len(g["members"])
+        group_nodes.append(node)
+    if not group_nodes:
+        return graph
+    nodes: list[GraphNode] = []
+    placed: set[str] = set()
+    by_id = {n.id: n for n in group_nodes}
+    for n in graph.nodes:
+        gid = where.get(n.id)
+        if gid is None:
+            nodes.append(n)
+        elif gid not in placed:
+            placed.add(gid)
+            nodes.append(by_id[gid])
+    counted: dict[tuple[str, str], list[Edge]] = {}
+    for e in graph.edges:
+        s, t = where.get(e.source, e.source), where.get(e.target, e.target)
+        if s == t:
+            continue
+        counted.setdefault((s, t), []).append(e)
+    edges = []
+    for (s, t), run in counted.items():
+        if len(run) == 1 and s == run[0].source and t == run[0].target:
+            edges.append(run[0])
+        else:
+            edge = Edge(s, t, run[0].input, highlighted=any(e.highlighted for e in run))
+            edge.count = len(run)
+            edges.append(edge)
+    shown = sum(len(g["members"]) for g in groups if g["collapsed"])
+    notes = [
+        f"{shown:,} nodes in {len(group_nodes)} group{'s' if len(group_nodes) > 1 else ''} of repeated structure "
+        "drawn as one node each (--format json lists them under groups)",
+        *graph.notes,
+    ]
+    out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
+    out.compact, out.rankdir, out.groups = graph.compact, graph.rankdir, groups
+    return out
