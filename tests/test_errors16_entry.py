@@ -227,7 +227,7 @@ def test_completion_of_commands_options_and_values():
     assert complete_bash("gradcli ") == ["eval", "diff", "graph", "jacobian", "hessian", "check", "ops", "help"]
     assert complete_bash("gradcli ev") == ["eval"]
     assert complete_bash("gradcli eval x --w") == ["--wrt"]
-    assert complete_bash("gradcli graph x --format ") == ["tree", "text", "dot", "png", "svg", "pdf", "json"]
+    assert complete_bash("gradcli graph x --format ") == ["tree", "text", "dot", "png", "svg", "pdf", "html", "json"]
     assert complete_bash("gradcli graph x --format s") == ["svg"]
     assert complete_bash("gradcli jacobian x --mode ") == ["auto", "forward", "reverse"]
     assert complete_bash("gradcli help ja") == ["jacobian"]

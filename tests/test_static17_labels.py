@@ -63,7 +63,7 @@ def test_the_page_panel_uses_the_same_names():
 
 
 def test_compact_keeps_names_and_values_and_drops_formulas():
-    tree = run("graph", NEURON, "--at", AT, "--compact").stdout
+    tree = run("graph", NEURON, "--at", AT, "--compact", "--digits", "6").stdout
     assert tree.splitlines()[0].startswith("f  [SigmoidBackward0]  value 0.924142  grad 1")
     assert "∂f/∂n4 = 0.0701037" in tree and "f*(1-f)" not in tree and "w * x" not in tree
     assert "x  (variable)  value 1  grad 0.140207   · ∂n2/∂x = 2" in tree

@@ -312,12 +312,12 @@ def draw(
     with reported():
         from pathlib import Path
 
-        from ..errors import UsageError, printable
+        from ..errors import UsageError
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
-        from ..render.layout import checked_limit, checked_rankdir, time_limit
-        from ..render.output import BINARY, format_for, render, show, write
+        from ..render.layout import checked_limit, checked_rankdir
+        from ..render.output import format_for
 
         output.use_digits(digits)
         if max_nodes < 1:
@@ -361,27 +361,42 @@ def draw(
         )  # fmt: skip
         graph.compact, graph.rankdir = compact, rankdir
         if blame:
-            marked = next((n for n in graph.nodes if n.blamed), None)
-            if found is None:
-                sys.stderr.write("blame: every node's derivative agrees with finite differences\n")
-            else:
-                where = f"node {marked.id} ({marked.label})" if marked else "a node not shown"
-                sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
+            _say_blame(graph, found)
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
-        with time_limit(layout_timeout):
-            if path is not None:
-                from .progress import working
+        _emit_graph(graph, path, fmt, layout_timeout)
 
-                what = f"Graphviz is drawing {len(graph.nodes)} nodes"
-                with working(what, quiet=fmt not in BINARY):  # the picture formats are laid out by dot
-                    write(graph, path, fmt)
-                sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
-            elif fmt in ("png", "pdf"):
-                output.write_binary(render(graph, fmt), f"--format {fmt}")
-            else:
-                rich = output.rich_wanted()
-                show(graph, fmt, rich=rich, digits=output.digits(), console=output.console() if rich else None)
+
+def _say_blame(graph: Any, found: Any) -> None:
+    """``graph --blame``'s finding on stderr: the node marked in red, or that every node agrees."""
+    marked = next((n for n in graph.nodes if n.blamed), None)
+    if found is None:
+        sys.stderr.write("blame: every node's derivative agrees with finite differences\n")
+    else:
+        where = f"node {marked.id} ({marked.label})" if marked else "a node not shown"
+        sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
+
+
+def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -> None:
+    """The graph to ``path`` (with a spinner while Graphviz lays out a picture or page), bytes to a
+    stdout that is not a terminal, or text to stdout."""
+    from ..errors import printable
+    from ..render.layout import time_limit
+    from ..render.output import BINARY, render, show, write
+
+    with time_limit(layout_timeout):
+        if path is not None:
+            from .progress import working
+
+            what = f"Graphviz is drawing {len(graph.nodes)} nodes"
+            with working(what, quiet=fmt not in (*BINARY, "html")):  # the pictures and the page are laid out by dot
+                write(graph, path, fmt)
+            sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
+        elif fmt in ("png", "pdf"):
+            output.write_binary(render(graph, fmt), f"--format {fmt}")
+        else:
+            rich = output.rich_wanted()
+            show(graph, fmt, rich=rich, digits=output.digits(), console=output.console() if rich else None)
 
 
 class _ProgramTexts:

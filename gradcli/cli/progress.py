@@ -104,13 +104,18 @@ class Work:
 
 
 @contextmanager
-def working(what: str, *, total: int | None = None, quiet: bool = False, delay: float = DELAY) -> Iterator[Work]:
+def working(what: str, *, total: int | None = None, quiet: bool = False, delay: float | None = None) -> Iterator[Work]:
     """Show ``what`` with a spinner on stderr while the block runs, if it runs longer than ``delay``.
 
     ``total``: the amount of work, counted as ``work.advance(n)`` says (``12,000 of 50,000``).
     ``quiet`` (``--json``): nothing. Nothing either when stderr is not a terminal. Nothing may be
     written to a terminal's stdout while it shows: ``work.finish()`` first.
     """
+    if delay is None:  # GRADCLI_PROGRESS_DELAY: seconds before the display shows (tests set 0)
+        try:
+            delay = max(0.0, float(os.environ.get("GRADCLI_PROGRESS_DELAY", DELAY)))
+        except ValueError:
+            delay = DELAY
     work = Work(what, total, delay)
     if not shown(quiet):
         yield work

@@ -74,12 +74,14 @@ def run_dot(
     nodes: int | None = None,
     options: tuple[str, ...] = (),
     engine: str = "dot",
+    wanted: str | None = None,
 ) -> bytes:
-    """The picture ``dot -T<fmt>`` draws from ``source``, within ``timeout`` seconds (None: no limit)."""
+    """The picture ``dot -T<fmt>`` draws from ``source``, within ``timeout`` seconds (None: no limit);
+    ``wanted``: the format the user asked for, named if Graphviz is missing (``fmt`` may be a step)."""
     program = shutil.which(engine)
     if program is None:
         raise MissingProgram(
-            f"{fmt.upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
+            f"{(wanted or fmt).upper()} output needs Graphviz's dot program: install it (Debian/Ubuntu: apt-get install graphviz; "
             "macOS: brew install graphviz); --format dot writes the DOT text without it"
         )
     with _ended_on_signals() as children:
@@ -129,7 +131,7 @@ def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = Non
     start = time.monotonic()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        laid = run_dot(source, "dot", timeout, nodes).decode("utf-8")
+        laid = run_dot(source, "dot", timeout, nodes, wanted=fmt).decode("utf-8")
     box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
     if box is None:  # not a layout we can read: dot draws the picture itself
         return run_dot(source, fmt, timeout, nodes)
