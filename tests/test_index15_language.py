@@ -7,6 +7,8 @@ tests/test_roads_library_functions.py cannot call with the language's arguments)
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -88,3 +90,26 @@ def test_points_run_each_point(tmp_path):
     # gather: 0.4 + 0.2 + 0.35 + 0.35 = 1.3 (times s); repeat: 2 * 3.1 = 6.2 (times s)
     assert [float(v) for v in lines[1].split(",")[:3]] == pytest.approx([1.0, 7.5, 7.5], rel=1e-14)
     assert [float(v) for v in lines[2].split(",")[:3]] == pytest.approx([2.0, 15.0, 7.5], rel=1e-14)
+
+
+def test_narrow_in_the_language_is_the_library_s_narrow_with_the_axis_last():
+    """narrow(x, start, length[, axis]): the language puts the axis last (last axis by default)."""
+    import gradcli as gc
+
+    A = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]
+    result = runner.invoke(app, ["eval", "sum(narrow(A, 1, 2)^2) + sum(narrow(A, 0, 2, 0) * x)", "--at", f"A={A}",
+                                 "--at", "x=2", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    a = gc.tensor(A, requires_grad=True)
+    x = gc.tensor(2.0, requires_grad=True)
+    y = gc.sum(gc.narrow(a, -1, 1, 2) ** 2) + gc.sum(gc.narrow(a, 0, 0, 2) * x)
+    y.backward()
+    assert doc["value"] == 261.0 == y.item()
+    assert doc["gradient"]["A"] == [[2.0, 6.0, 8.0], [2.0, 12.0, 14.0], [0.0, 16.0, 18.0]] == a.grad.tolist()
+    assert doc["gradient"]["x"] == 21.0 == x.grad.item()
+    bad = runner.invoke(app, ["eval", "narrow(v, 2, 5)", "--at", "v=[1,2,3]"])
+    assert bad.exit_code == 2
+    assert bad.stderr.splitlines()[0] == (
+        "error: narrow() at column 1: start (2) + length (5) exceeds dimension size (3)."
+    )

@@ -22,7 +22,7 @@ OTHER = [0.6, 0.3, 0.75]
 MATRIX = [[0.2, 0.9, 0.4], [0.7, 0.35, 0.55]]
 # PyTorch's signatures, which the language's do not share (dim before index, boolean masks, integer
 # positions): compared with the language in tests/test_index15_language.py.
-TORCH_SIGNATURE = {"gather", "index_select", "masked_fill", "repeat"}
+TORCH_SIGNATURE = {"gather", "index_select", "masked_fill", "repeat", "narrow"}
 
 
 def cases():

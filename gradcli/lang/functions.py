@@ -509,6 +509,21 @@ def _sym_repeat(sp: Any, x: Any, sizes: Any) -> Any:
     return np.tile(arr.reshape((1,) * (len(counts) - arr.ndim) + arr.shape), counts)
 
 
+def _narrow_index(ndim: int, start: Any, length: Any, axis: Any) -> tuple:
+    a = _axis(axis) % max(ndim, 1)
+    s, n = _axis(start), _axis(length)
+    return (slice(None),) * a + (slice(s, s + n if s + n != 0 else None),)
+
+
+def _narrow(gc: Any, x: Any, start: Any, length: Any, axis: Any = -1) -> Any:
+    return gc.narrow(x, _axis(axis), _axis(start), _axis(length))
+
+
+def _sym_narrow(sp: Any, x: Any, start: Any, length: Any, axis: Any = -1) -> Any:
+    arr = _objects(x)
+    return arr[_narrow_index(arr.ndim, start, length, axis)]
+
+
 def _indexing(table: dict[str, BuiltinFunction]) -> None:
     """gather, index_select, masked_fill, repeat (as PyTorch's, axes last and the last by default)."""
     table["gather"] = BuiltinFunction(
@@ -528,6 +543,12 @@ def _indexing(table: dict[str, BuiltinFunction]) -> None:
         "masked_fill", (3,), _masked_fill, "d/dx = 1 where mask is 0; d/dvalue = 1 summed where mask is not 0",
         _sym_masked_fill, ops.MASKED_FILL,
         "masked_fill(x, mask, value): value (a number) where mask is not 0, x elsewhere",
+    )  # fmt: skip
+    table["narrow"] = BuiltinFunction(
+        "narrow", (3, 4), _narrow, "d/dx = 1 at each element kept, 0 elsewhere",
+        _sym_narrow, ops.GETITEM,
+        "narrow(x, start, length): length elements from start along the last axis; narrow(x, start, length, axis)"
+        " along another (chunk and unbind, which give several values, are library only)",
     )  # fmt: skip
     table["repeat"] = BuiltinFunction(
         "repeat", (2,), _repeat, "d/dx = the sum over the copies",

@@ -469,7 +469,8 @@ def matrix_structure(A, B, v):
 
 @program(
     "sum(gather(A, [[2, 0], [1, 1], [0, 2]])^2) + sum(index_select(A, [2, 0, 2]) * A[[1, 0, 2]]) "
-    "+ sum(masked_fill(A, A > 0.8, x) * A) + sum(repeat(A[0], [2, 2])^3) + sum(A[A > 0.1] ^ 2)",
+    "+ sum(masked_fill(A, A > 0.8, x) * A) + sum(repeat(A[0], [2, 2])^3) + sum(A[A > 0.1] ^ 2)"
+    " + sum(narrow(A, 1, 2)^2) + sum(narrow(A, 0, 2, 0) * x)",
     {"A": [[1.0, 2.0, -0.5], [0.3, -1.0, 2.0], [1.5, 0.2, 0.7]], "x": 0.5},
     "matrix",
 )  # fmt: skip
@@ -482,6 +483,8 @@ def index_functions(A, x):
         + gc.sum(gc.masked_fill(A, A > 0.8, x) * A)
         + gc.sum(A[0].repeat(2, 2) ** 3)
         + gc.sum(A[A > 0.1] ** 2)
+        + gc.sum(gc.narrow(A, -1, 1, 2) ** 2)
+        + gc.sum(gc.narrow(A, 0, 0, 2) * x)
     )
 
 
