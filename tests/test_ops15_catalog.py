@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
+from terminal import gradcli_on_terminal
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
@@ -189,37 +189,12 @@ def test_plain_output_has_every_function_complete_on_its_line():
     assert re.match(r"round +rounding +1 +0 everywhere +yes +d/dx = 0", rows["round"])
 
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def in_terminal(args: list[str], columns: int = 80) -> str:
     """What gradcli writes to a pseudo-terminal ``columns`` wide (colour codes removed)."""
-    pty = pytest.importorskip("pty")
-    import fcntl
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
-    env.update(TERM="xterm-256color", COLUMNS=str(columns))
-    # read while it writes: a terminal holds only a few KB, and a table larger than that would block
-    done = subprocess.Popen([sys.executable, "-m", "gradcli", *args], stdout=follower, stderr=subprocess.PIPE, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal's other end is closed: everything is read
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    done.stderr_text = done.stderr.read().decode()
-    done.wait(timeout=120)
-    assert done.returncode == 0, done.stderr_text
-    return ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r\n", "\n")
+    pytest.importorskip("pty")
+    code, text, _ = gradcli_on_terminal(args, columns)
+    assert code == 0, text
+    return text
 
 
 def test_in_an_80_column_terminal_the_table_fits_and_wraps_the_derivatives():

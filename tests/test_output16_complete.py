@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from terminal import on_terminal
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
-ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 _SCRIPT = Path(sys.executable).with_name("gradcli")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "gradcli"]  # the installed command
 
@@ -31,28 +30,7 @@ def piped(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def in_terminal(*args: str, columns: int = 80, no_color: bool = False) -> tuple[int, str, str]:
     """(exit code, output without escape codes, raw output) of gradcli on a pseudo-terminal."""
-    import pty
-
-    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"}
-    env.pop("NO_COLOR", None)
-    if no_color:
-        env["NO_COLOR"] = "1"
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: gradcli on the terminal
-        os.execve(COMMAND[0], [*COMMAND, *args], env)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    raw = out.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    return os.waitstatus_to_exitcode(status), ANSI.sub("", raw), raw
+    return on_terminal([*COMMAND, *args], columns, no_color=no_color)
 
 
 # --- complete in a pipe ------------------------------------------------------------------------------------------

@@ -9,34 +9,16 @@ import subprocess
 import sys
 
 import pytest
+from terminal import gradcli_on_terminal
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 POINT = "x=1.123456789012345,y=2.2222222222222"
 EXPRESSION = "x*y + 123456789.123456789*x"
 
 
 def in_terminal(args: list[str], columns: int) -> str:
     """gradcli's output on a pseudo-terminal ``columns`` wide (colour codes removed)."""
-    import pty
-
-    env = {**os.environ, "COLUMNS": str(columns), "LINES": "50", "TERM": "xterm"}
-    env.pop("NO_COLOR", None)
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: gradcli on the terminal
-        os.execve(sys.executable, [sys.executable, "-m", "gradcli", *args], env)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.waitpid(pid, 0)
-    os.close(fd)
-    return ANSI.sub("", out.decode("utf-8", errors="replace")).replace("\r\n", "\n")
+    return gradcli_on_terminal(args, columns, term="xterm")[1]
 
 
 def plain(args: list[str]) -> str:

@@ -224,6 +224,10 @@ TRIU = _triangle("triu", np.triu, "on and above the diagonal")
 # --- inverse ------------------------------------------------------------------------------------------
 
 
+def _sympy_matrix(sp, x):
+    return sp.Matrix(np.asarray(x, dtype=object).tolist())
+
+
 def _inv_rule(g, out, x):
     """d inv(A) = -inv(A) dA inv(A): the gradient -inv(A)^T g inv(A)^T (from the output, as PyTorch)."""
     t = np.swapaxes(out, -1, -2)
@@ -241,7 +245,7 @@ INV = primitive(
     formulas=("-{out}^T g {out}^T",),
     jvp=lambda ts, out, x: -(out @ ts[0] @ out),
     batch="loop",
-    sympy=lambda sp, x: np.array(sp.Matrix(np.asarray(x, dtype=object).tolist()).inv().tolist(), dtype=object),
+    sympy=lambda sp, x: np.array(_sympy_matrix(sp, x).inv().tolist(), dtype=object),
     domain=((0.5, 1.5),),
     doc="inverse of a square matrix",
 )
@@ -302,10 +306,6 @@ def cofactors(a):
 
 def _det_rule(g, out, a):
     return np.reshape(g, np.shape(g) + (1, 1)) * cofactors(a)
-
-
-def _sympy_matrix(sp, x):
-    return sp.Matrix(np.asarray(x, dtype=object).tolist())
 
 
 DET = primitive(
