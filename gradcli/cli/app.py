@@ -423,6 +423,31 @@ def ops_command(
     commands.list_functions(name, json)
 
 
+@app.command("plot")
+def plot_command(
+    expression: str = EXPR,
+    at: list[str] = AT,
+    file: str = FILE,
+    python: str = PYTHON,
+    ranges: list[str] = typer.Option(
+        None, "--range", metavar="[NAME=]A,B", help="the axis from A to B, or one variable's (default: -5,5)"
+    ),
+    order: int = typer.Option(1, "--order", metavar="1|2", help="2: also f″ (one variable)"),
+    out: str = typer.Option(
+        None, "-o", "--output", metavar="FILE", help="write a picture: .png, .svg or .pdf (else drawn on the terminal)"
+    ),
+) -> None:
+    """Plot f and f′ (and f″) of one variable, or contours and gradient arrows of two.
+
+    --at gives parameters (a=2) and the point of the tangent or gradient (x=1).
+
+    Example: gradcli plot "x^2 * sin(3*x)" --range -3,3 --at x=1 -o plot.png
+    """
+    from .plot import plot
+
+    plot(expression, file, python, at or [], ranges or [], order, out)
+
+
 def command_names() -> list[str]:
     """Every registered command, in the order ``gradcli --help`` lists them: what tests loop over
     (a command added here is checked everywhere, with no list of names to keep up to date)."""

@@ -408,4 +408,49 @@ class _BatchedRun(_Run):
         return _Batched(gc.stack([self.spread(v) for v in items], dim=1))
 
 
-__all__ = ["PointsResult", "evaluate_points"]
+def derivative_series(
+    program: Program, name: str, grid: np.ndarray, values: Mapping[str, Any], depth: int
+) -> list[np.ndarray]:
+    """``[f, f', ..., f^(depth)]`` of a scalar program in the one variable ``name`` at every point of
+    ``grid`` (the other variables fixed by ``values``): one batched run and ``depth`` backward passes
+    of the points' sum, each kept differentiable for the next (the points are independent, so the
+    derivative of the sum at a point is that point's own derivative). A Python function, or what
+    cannot be batched, runs point by point."""
+    grid = np.asarray(grid, dtype=np.float64).reshape(-1)
+    probe = single_output(program.run({**values, name: grid[0]}, [name]))
+    if probe.numel() != 1:
+        raise UsageError(f"plot needs one number for each point; the output has shape {tuple(probe.shape)}")
+    with np.errstate(all="ignore"):
+        if program.tree is not None:
+            try:
+                t = gc.tensor(grid, requires_grad=True)
+                t.name = name
+                env: dict[str, Any] = {name: _Batched(t)}
+                for other, value in values.items():
+                    if other != name:
+                        env[other] = gc.tensor(value)
+                        env[other].name = other
+                out = _BatchedRun(program, env, len(grid)).output().reshape(len(grid))
+                return _derivatives(out, t, depth)
+            except _Unbatchable:
+                pass
+        rows = []
+        for x in grid:
+            evaluation = program.run({**values, name: x}, [name])
+            rows.append(_derivatives(single_output(evaluation).reshape(()), evaluation.inputs[name], depth))
+    return [np.array([row[k] for row in rows], dtype=np.float64) for k in range(depth + 1)]
+
+
+def _derivatives(out: gc.Tensor, leaf: gc.Tensor, depth: int) -> list[np.ndarray]:
+    found = [np.asarray(out.array, dtype=np.float64)]
+    for k in range(depth):
+        if not out.requires_grad:  # constant in the variable: every further derivative is zero
+            found.append(np.zeros_like(found[0]))
+            continue
+        seed = gc.tensor(np.ones(out.shape))
+        (out,) = gc.grad(out, [leaf], grad_outputs=seed, create_graph=k + 1 < depth, materialize_grads=True)
+        found.append(np.asarray(out.array, dtype=np.float64).reshape(found[0].shape))
+    return found
+
+
+__all__ = ["PointsResult", "derivative_series", "evaluate_points"]

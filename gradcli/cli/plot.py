@@ -1,0 +1,199 @@
+"""``gradcli plot``: read the options, choose the variables and ranges, draw to a file or the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import output, reported, warn_later
+
+DEFAULT_SPAN = 5.0  # without --range: -5..5 (around the --at point if there is one)
+
+
+def plot(
+    expression: str | None,
+    file: str | None,
+    python: str | None,
+    at: list[str],
+    ranges: list[str],
+    order: int,
+    out: str | None,
+) -> None:
+    with reported():
+        from ..errors import UsageError, printable
+        from ..files import write_atomic
+        from ..lang.program import load, unused_values
+        from ..lang.values import assignments
+        from ..render import plot as drawing
+
+        if order not in (1, 2):
+            raise UsageError(f"--order {order}: give 1 (f and f′) or 2 (f, f′ and f″)")
+        fmt = drawing.format_of(out) if out is not None else None
+        if fmt is None and not output.terminal():
+            raise UsageError(
+                "plot draws a picture: give -o FILE.png (or .svg, .pdf); without -o it is drawn only on a terminal"
+            )
+        if fmt is not None:
+            drawing.require_matplotlib()  # exit 3 before any work
+        program = load(expression, file, python)
+        values = assignments(at)
+        said = unused_values(program, values)
+        if said:
+            warn_later(said)
+        named, shared = _ranges(ranges)
+        names = _plotted(program, values, named)
+        spans = [named.get(n) or shared or _around(values.get(n)) for n in names]
+        point = _point(names, values)
+        fixed = {k: v for k, v in values.items() if k not in names}
+        if len(names) == 1:
+            data: Any = drawing.curves(
+                program, names[0], spans[0], fixed, order, at=None if point is None else point[0]
+            )
+        else:
+            if order != 1:
+                raise UsageError("--order 2 draws f″ of one variable; a plot of two shows f and its gradient")
+            data = drawing.field(program, (names[0], names[1]), (spans[0], spans[1]), fixed, at=point)
+        title = _title(program, expression)
+        note = ", ".join(f"{k} = {output.array(v, summarize=True, digits=4)}" for k, v in fixed.items())
+        if fmt is not None:
+            write_atomic(out, drawing.picture(data, title, fmt, note))  # whole or nothing
+            sys.stderr.write(f"wrote {printable(str(out))}\n")
+        else:
+            _on_terminal(data, title if not note else f"{title}   ({note})")
+
+
+def _ranges(items: list[str]) -> tuple[dict[str, tuple[float, float]], tuple[float, float] | None]:
+    """``--range A,B`` (every axis) and ``--range NAME=A,B`` (one variable's)."""
+    from ..errors import UsageError
+
+    named: dict[str, tuple[float, float]] = {}
+    shared = None
+    for item in items:
+        name, equals, text = item.partition("=")
+        if not equals:
+            name, text = "", item
+        elif not name.strip().isidentifier():
+            raise UsageError(f"--range {item}: give A,B or NAME=A,B")
+        span = _span(item, text)
+        if not name:
+            if shared is not None:
+                raise UsageError("give one --range A,B for every axis, or one --range NAME=A,B per variable")
+            shared = span
+        elif name.strip() in named:
+            raise UsageError(f"--range {item}: a second range for {name.strip()}")
+        else:
+            named[name.strip()] = span
+    return named, shared
+
+
+def _span(item: str, text: str) -> tuple[float, float]:
+    from ..errors import UsageError
+    from ..lang.values import constant, split_top_level
+
+    pieces = split_top_level(text)
+    if len(pieces) != 2:
+        raise UsageError(f"--range {item}: give two numbers, the start and the end (--range -2,2)")
+    ends = []
+    for _, piece in pieces:
+        try:
+            value = constant(piece.strip(), "--range")
+        except UsageError:
+            raise UsageError(f"--range {item}: {piece.strip()!r} is not a number") from None
+        if value.ndim != 0 or not np.isfinite(value):
+            raise UsageError(f"--range {item}: {piece.strip()!r} is not a finite number")
+        ends.append(float(value))
+    if not ends[0] < ends[1]:
+        raise UsageError(f"--range {item}: the start must be below the end")
+    return ends[0], ends[1]
+
+
+def _around(value: Any) -> tuple[float, float]:
+    centre = float(value) if value is not None and np.ndim(value) == 0 and np.isfinite(value) else 0.0
+    return centre - DEFAULT_SPAN, centre + DEFAULT_SPAN
+
+
+def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float, float]]) -> list[str]:
+    """The one or two variables along the axes: those named by --range, and every free variable
+    without an --at value (with --at it is a parameter); when every one of one or two variables has
+    an --at value, they are plotted and the values are the point."""
+    from ..errors import UsageError
+    from ..lang.evaluate import free_variables, suggest
+
+    free = free_variables(program.tree, [*values, *named]) if program.tree is not None else program.variables
+    for name in named:
+        if name not in free:
+            said = ", ".join(free) if free else "none"
+            raise UsageError(f"--range {name}=...: '{name}' is not a variable of the expression{suggest(name, free)} "
+                             f"(its variables: {said})")  # fmt: skip
+    names = [*named, *(v for v in free if v not in values and v not in named)]
+    if not names:
+        if not free:
+            raise UsageError("the expression has no variable to plot")
+        if len(free) > 2:
+            raise UsageError(
+                f"every variable ({', '.join(free)}) has a value from --at: name the one or two to plot with "
+                "--range NAME=A,B"
+            )
+        names = free  # every variable has its --at value: that is the point (of the tangent, of the arrow)
+    if len(names) > 2:
+        raise UsageError(
+            f"plot draws one or two variables, and {len(names)} are free: {', '.join(names)}; "
+            f"give the others a value with --at (say --at {names[-1]}=1) or choose them with --range NAME=A,B"
+        )
+    return names
+
+
+def _point(names: list[str], values: dict[str, Any]) -> tuple[float, ...] | None:
+    """The --at point along the plotted variables: every one, or none."""
+    from ..errors import UsageError
+
+    given = [n for n in names if n in values]
+    if not given:
+        return None
+    if len(given) != len(names):
+        missing = next(n for n in names if n not in values)
+        raise UsageError(f"--at: give the point's {missing} too (a point of the plot has all of {', '.join(names)})")
+    for name in names:
+        if np.ndim(values[name]) != 0:
+            raise UsageError(f"--at {name}: the point of a plot is one number for each variable")
+    return tuple(float(values[n]) for n in names)
+
+
+def _title(program: Any, expression: str | None) -> str:
+    """The expression in the language (a program's lines joined by '; '), or the Python function."""
+    from ..errors import printable
+
+    text = "; ".join(line.strip() for line in program.tree.text.splitlines() if line.strip()) if program.tree else None
+    text = text or expression or program.origin
+    return printable(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _on_terminal(data: Any, title: str) -> None:
+    """Curves in Braille characters (the terminal's width, about 20 rows); a two-variable plot as
+    arrows of the gradient coloured by f."""
+    import shutil
+
+    from ..render import braille
+    from ..render import plot as drawing
+
+    width = min(shutil.get_terminal_size((80, 24)).columns, 160)
+    console = output.console()
+    if isinstance(data, drawing.Field):
+        console.print(braille.arrows(data, title, width), end="", soft_wrap=True)
+        return
+    styles = ["blue", "red", "green"]
+    series = [(xs, ys, styles[k]) for k, (xs, ys) in enumerate(zip(data.xs, data.drawn))][::-1]  # f on top
+    labels = [("━━", label, styles[k]) for k, label in enumerate(data.labels)]
+    marks = []
+    limits = drawing.y_limits(data.drawn) or (-1.0, 1.0)
+    if data.at is not None:
+        a, fa, slope = data.at
+        series.insert(0, (data.x, fa + slope * (data.x - a), "bright_black"))
+        labels.append(("━━", f"tangent at {data.name} = {a:.4g}: f = {fa:.4g}, f′ = {slope:.4g}", "bright_black"))
+        marks.append((a, fa, "bold"))
+    xlim = (float(data.x[0]), float(data.x[-1]))
+    height = max(8, min(20, shutil.get_terminal_size((80, 24)).lines - 8))
+    text = braille.figure(series, labels, xlim, limits, title, data.name, width, height, marks)
+    console.print(text, end="", soft_wrap=True)
