@@ -187,7 +187,7 @@ def _on_terminal(data: Any, title: str) -> None:
     series = [(xs, ys, styles[k]) for k, (xs, ys) in enumerate(zip(data.xs, data.drawn))][::-1]  # f on top
     labels = [("━━", label, styles[k]) for k, label in enumerate(data.labels)]
     marks = []
-    limits = drawing.y_limits(data.drawn) or (-1.0, 1.0)
+    limits = drawing.y_limits(data) or (-1.0, 1.0)
     if data.at is not None:
         a, fa, slope = data.at
         series.insert(0, (data.x, fa + slope * (data.x - a), "bright_black"))

@@ -152,15 +152,27 @@ def _scalar_output(program: Any, point: Mapping[str, Any], names: Sequence[str])
         raise UsageError(f"plot needs one number for each point; the output has shape {tuple(out.shape)}")
 
 
-def y_limits(curves_: Sequence[np.ndarray]) -> tuple[float, float] | None:
-    """The y range to show: everything, unless a few values near a pole would squash the rest
-    (then the central 90 % of the values, with a margin)."""
-    data = np.concatenate([np.asarray(c, dtype=np.float64).ravel() for c in curves_])
-    data = data[np.isfinite(data)]
-    if not data.size:
+def y_limits(data: Curves) -> tuple[float, float] | None:
+    """The y range to show: every value, except those close to a break of any curve (a pole's, which
+    would squash the rest: within 3 % of the x range of one), and if a few values still dwarf the others (a pole
+    between two samples), the central 90 % with a margin."""
+    width = 0.03 * (data.x[-1] - data.x[0])
+    gaps = np.unique(np.concatenate([xs[np.isnan(ys)] for xs, ys in zip(data.xs, data.drawn)]))  # of every curve
+    kept = []
+    for xs, ys in zip(data.xs, data.drawn):
+        near = np.zeros(len(xs), dtype=bool)
+        if gaps.size:
+            at = np.searchsorted(gaps, xs)  # the nearest break on either side of each point
+            left = np.abs(xs - gaps[np.clip(at - 1, 0, len(gaps) - 1)])
+            right = np.abs(gaps[np.clip(at, 0, len(gaps) - 1)] - xs)
+            near = np.minimum(left, right) < width
+        values = ys[np.isfinite(ys) & ~near]
+        kept.append(values if values.size else ys[np.isfinite(ys)])
+    values = np.concatenate(kept)
+    if not values.size:
         return None
-    lo, hi = float(data.min()), float(data.max())
-    q_lo, q_hi = (float(q) for q in np.quantile(data, [0.05, 0.95]))
+    lo, hi = float(values.min()), float(values.max())
+    q_lo, q_hi = (float(q) for q in np.quantile(values, [0.05, 0.95]))
     if hi - lo > 3 * (q_hi - q_lo) and q_hi > q_lo:
         lo, hi = q_lo - 0.25 * (q_hi - q_lo), q_hi + 0.25 * (q_hi - q_lo)
     margin = 0.05 * (hi - lo) or max(1.0, abs(hi)) * 0.1
@@ -229,7 +241,7 @@ def _curves_figure(plt: Any, data: Curves) -> Any:
     for k, (xs, ys, label) in enumerate(zip(data.xs, data.drawn, data.labels)):
         axes.plot(xs, ys, color=COLORS[k], linewidth=2.2 if k == 0 else 1.6, label=label,
                   linestyle="-" if k == 0 else "--" if k == 1 else ":")  # fmt: skip
-    limits = y_limits(data.drawn)
+    limits = y_limits(data)
     if data.at is not None:
         a, fa, slope = data.at
         tangent = fa + slope * (data.x - a)
