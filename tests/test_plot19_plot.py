@@ -259,7 +259,7 @@ def test_curves_in_a_terminal():
     assert max(len(line) for line in lines) <= 80
     axis = next(line for line in lines if "└" in line)
     ticks = lines[lines.index(axis) + 1].split()
-    assert ticks == ["-1", "0", "1"]
+    assert ticks == ["-1", "-0.5", "0", "0.5", "1"]
     assert "\x1b[" in raw  # in colour
 
 

@@ -77,7 +77,60 @@ def _clipped(x0: float, y0: float, x1: float, y1: float, right: float, bottom: f
 
 
 def tick(value: float) -> str:
-    return f"{value:.4g}"
+    return f"{value:.4g}" if value != 0 else "0"
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About ``count`` round values (steps of 1, 2 or 5 times a power of ten) from lo to hi.
+
+    >>> nice_ticks(-9.3, 16.9, count=8)
+    [-5.0, 0.0, 5.0, 10.0, 15.0]
+    """
+    raw = (hi - lo) / max(1, count - 1)
+    power = 10.0 ** np.floor(np.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = np.ceil(lo / step - 1e-9) * step
+    return [float(v) + 0.0 for v in np.round(np.arange(first, hi + step * 1e-9, step) / step) * step]
+
+
+def _place(value: float, lo: float, hi: float, cells: int, dots: int) -> int:
+    """The cell (row or column) of ``value`` on an axis of ``cells`` cells of ``dots`` dots each."""
+    return int((value - lo) / (hi - lo) * (cells * dots - 1) + 0.5) // dots
+
+
+def _row_labels(ylim: tuple[float, float], height: int, dots: int) -> dict[int, str]:
+    """Tick labels by row (row 0 at the top, the highest y)."""
+    found = {}
+    for t in nice_ticks(*ylim, count=max(3, height // 2)):
+        found.setdefault(height - 1 - _place(t, ylim[0], ylim[1], height, dots), tick(t))
+    return found
+
+
+def _axis_text(xlim: tuple[float, float], inner: int, dots: int) -> str:
+    """The x axis's tick labels, each centred under its column, none overlapping."""
+    line = [" "] * (inner + 8)
+    free = 0
+    for t in nice_ticks(*xlim, count=max(3, inner // 8)):
+        text = tick(t)
+        at = max(0, _place(t, xlim[0], xlim[1], inner, dots) - len(text) // 2)
+        if at >= free and at + len(text) <= len(line):
+            line[at : at + len(text)] = list(text)
+            free = at + len(text) + 2
+    return "".join(line).rstrip()
+
+
+def _rows_with_axis(rows: list[Any], labels: dict[int, str], margin: int) -> Any:
+    """The canvas rows with the y axis: a tick (``┤``) and its label on the rows in ``labels``."""
+    from rich.text import Text
+
+    out = Text()
+    for r, row in enumerate(rows):
+        label = labels.get(r)
+        out.append(label.rjust(margin - 1) + " ┤" if label is not None else " " * margin + "│")
+        for char, style in row:
+            out.append(char, style=style or None)
+        out.append("\n")
+    return out
 
 
 def figure(
@@ -95,28 +148,19 @@ def figure(
     below, the legend (``labels``: symbol, text, style) and ``marks`` (a point drawn as ●)."""
     from rich.text import Text
 
-    ticks = [tick(ylim[1]), tick((ylim[0] + ylim[1]) / 2), tick(ylim[0])]
-    margin = max(len(t) for t in ticks) + 1
+    labels_by_row = _row_labels(ylim, height, 4)
+    margin = max(len(t) for t in labels_by_row.values()) + 1 if labels_by_row else 2
     inner = max(10, width - margin - 1)
     cells = canvas(series, xlim, ylim, inner, height)
     for x, y, style in marks:
-        col = round((x - xlim[0]) / (xlim[1] - xlim[0]) * (inner - 1))
-        row = round((ylim[1] - y) / (ylim[1] - ylim[0]) * (height - 1))
+        col = _place(x, xlim[0], xlim[1], inner, 2)
+        row = height - 1 - _place(y, ylim[0], ylim[1], height, 4)
         if 0 <= col < inner and 0 <= row < height:
             cells[row][col] = ("●", style)
     out = Text(title.center(margin + 1 + inner).rstrip() + "\n", style="bold")
-    for r, row in enumerate(cells):
-        label = ticks[0] if r == 0 else ticks[2] if r == height - 1 else ticks[1] if r == height // 2 else ""
-        out.append(label.rjust(margin - 1) + " ┤" if label else " " * margin + "│")
-        for char, style in row:
-            out.append(char, style=style or None)
-        out.append("\n")
+    out.append_text(_rows_with_axis(cells, labels_by_row, margin))
     out.append(" " * margin + "└" + "─" * inner + "\n")
-    left, middle, right = tick(xlim[0]), tick((xlim[0] + xlim[1]) / 2), tick(xlim[1])
-    axis = [" "] * (inner + 1)
-    for text, at in ((left, 0), (middle, inner // 2 - len(middle) // 2), (right, inner + 1 - len(right))):
-        axis[at : at + len(text)] = list(text)
-    out.append(" " * margin + "".join(axis).rstrip() + "\n")
+    out.append(" " * (margin + 1) + _axis_text(xlim, inner, 2) + "\n")
     out.append(" " * margin + xlabel.center(inner).rstrip() + "\n")
     out.append(" " * margin)
     for i, (symbol, text, style) in enumerate(labels):
@@ -135,40 +179,31 @@ def arrows(data: Any, title: str, width: int, height: int = 16) -> Any:
     coloured by the value of f (blue low, red high); ● the --at point."""
     from rich.text import Text
 
-    ticks = [tick(data.y[-1]), tick((data.y[0] + data.y[-1]) / 2), tick(data.y[0])]
-    margin = max(len(t) for t in ticks) + 1
+    ylim, xlim = (float(data.y[0]), float(data.y[-1])), (float(data.x[0]), float(data.x[-1]))
+    labels_by_row = _row_labels(ylim, height, 1)
+    margin = max(len(t) for t in labels_by_row.values()) + 1 if labels_by_row else 2
     inner = max(10, min(width - margin - 1, 2 * height * 2))
     cols = np.round(np.linspace(0, len(data.x) - 1, inner)).astype(int)
     rows = np.round(np.linspace(len(data.y) - 1, 0, height)).astype(int)  # the top row is the highest y
     f, gx, gy = (np.asarray(a)[np.ix_(rows, cols)] for a in (data.f, data.gx, data.gy))
     finite = np.isfinite(f) & np.isfinite(gx) & np.isfinite(gy)
     levels = np.quantile(f[finite], [0.2, 0.4, 0.6, 0.8]) if finite.any() else np.zeros(4)
-    mark = None
+    cells = [[(" ", "")] * inner for _ in range(height)]
+    for r, c in zip(*np.nonzero(finite)):
+        shade = SHADES[int(np.searchsorted(levels, f[r, c]))]
+        if gx[r, c] == 0 and gy[r, c] == 0:
+            cells[r][c] = ("·", shade)
+        else:
+            cells[r][c] = (ARROWS[int(np.round(np.arctan2(gy[r, c], gx[r, c]) / (np.pi / 4))) % 8], shade)
     if data.at is not None:
-        a, b = data.at[:2]
-        mark = (round((data.y[-1] - b) / (data.y[-1] - data.y[0]) * (height - 1)),
-                round((a - data.x[0]) / (data.x[-1] - data.x[0]) * (inner - 1)))  # fmt: skip
+        row = height - 1 - _place(data.at[1], *ylim, height, 1)
+        col = _place(data.at[0], *xlim, inner, 1)
+        if 0 <= row < height and 0 <= col < inner:
+            cells[row][col] = ("●", "bold")
     out = Text(title.center(margin + 1 + inner).rstrip() + "\n", style="bold")
-    for r in range(height):
-        label = ticks[0] if r == 0 else ticks[2] if r == height - 1 else ticks[1] if r == height // 2 else ""
-        out.append(label.rjust(margin - 1) + " ┤" if label else " " * margin + "│")
-        for c in range(inner):
-            if mark == (r, c):
-                out.append("●", style="bold")
-            elif not finite[r, c]:
-                out.append(" ")
-            elif gx[r, c] == 0 and gy[r, c] == 0:
-                out.append("·", style=SHADES[int(np.searchsorted(levels, f[r, c]))])
-            else:
-                k = int(np.round(np.arctan2(gy[r, c], gx[r, c]) / (np.pi / 4))) % 8
-                out.append(ARROWS[k], style=SHADES[int(np.searchsorted(levels, f[r, c]))])
-        out.append("\n")
+    out.append_text(_rows_with_axis(cells, labels_by_row, margin))
     out.append(" " * margin + "└" + "─" * inner + "\n")
-    left, middle, right = tick(data.x[0]), tick((data.x[0] + data.x[-1]) / 2), tick(data.x[-1])
-    axis = [" "] * (inner + 1)
-    for text, at in ((left, 0), (middle, inner // 2 - len(middle) // 2), (right, inner + 1 - len(right))):
-        axis[at : at + len(text)] = list(text)
-    out.append(" " * margin + "".join(axis).rstrip() + "\n")
+    out.append(" " * (margin + 1) + _axis_text(xlim, inner, 1) + "\n")
     out.append(" " * margin + f"{data.names[0]} →, {data.names[1]} ↑".center(inner).rstrip() + "\n")
     out.append(" " * margin + "arrows: the direction of ∇f; colour: f from ")
     for shade in SHADES:
