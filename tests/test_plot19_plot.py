@@ -273,3 +273,25 @@ def test_a_gradient_field_in_a_terminal():
     corners = rows[0][0], rows[0][-1], rows[-1][0], rows[-1][-1]
     assert corners == ("↖", "↗", "↙", "↘")  # ∇f of x^2 + y^2 points away from the origin
     assert "● (0.5, 0.5): f = 0.5, ∇f = (1, 1)" in text
+
+
+@pytest.mark.parametrize("expression", ["0*x*y", "log(x*y)", "1/(x^2 + y^2)", "log(x)"])
+def test_flat_fields_and_undefined_regions_draw_without_python_warnings(tmp_path, expression):
+    import warnings
+
+    path = tmp_path / "p.svg"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = run(expression, "-o", str(path))
+    assert (done.exit_code, done.stderr) == (0, f"wrote {path}\n")
+    assert not caught, [str(w.message) for w in caught]
+    ET.parse(path)
+
+
+def test_an_empty_picture_and_a_point_outside_are_said(tmp_path):
+    path = tmp_path / "p.png"
+    done = run("sqrt(-1 - x^2)", "-o", str(path))
+    assert done.stderr == f"wrote {path}\nwarning: f has no finite value in the range: the picture is empty\n"
+    done = run("x^2", "--at", "x=7", "--range", "-1,1", "-o", str(path))
+    assert done.exit_code == 0
+    assert done.stderr.endswith("warning: --at x=7 is outside the range -1..1: the point is not shown\n")

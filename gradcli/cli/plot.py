@@ -55,6 +55,7 @@ def plot(
             if order != 1:
                 raise UsageError("--order 2 draws f″ of one variable; a plot of two shows f and its gradient")
             data = drawing.field(program, (names[0], names[1]), (spans[0], spans[1]), fixed, at=point)
+        _say_what_is_missing(data, names, spans, point)
         title = _title(program, expression)
         note = ", ".join(f"{k} = {output.array(v, summarize=True, digits=4)}" for k, v in fixed.items())
         if fmt is not None:
@@ -159,6 +160,16 @@ def _point(names: list[str], values: dict[str, Any]) -> tuple[float, ...] | None
         if np.ndim(values[name]) != 0:
             raise UsageError(f"--at {name}: the point of a plot is one number for each variable")
     return tuple(float(values[n]) for n in names)
+
+
+def _say_what_is_missing(data: Any, names: list[str], spans: list[tuple[float, float]], point: Any) -> None:
+    """Warnings for a picture with nothing, or without its point, in it."""
+    values = data.raw[0] if hasattr(data, "raw") else data.f
+    if not np.isfinite(values).any():
+        warn_later("f has no finite value in the range: the picture is empty")
+    for name, span, value in zip(names, spans, point or ()):
+        if not span[0] <= value <= span[1]:
+            warn_later(f"--at {name}={value:g} is outside the range {span[0]:g}..{span[1]:g}: the point is not shown")
 
 
 def _title(program: Any, expression: str | None) -> str:

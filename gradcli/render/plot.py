@@ -189,20 +189,17 @@ def format_of(path: str) -> str:
     return FORMATS[suffix]
 
 
-def _pyplot() -> Any:
+def _matplotlib() -> Any:
     try:
         import matplotlib
     except ImportError:
         raise MissingProgram('gradcli plot needs matplotlib: pip install "gradcli[plot]"') from None
-    matplotlib.use("Agg", force=True)  # no display: a file is written
-    import matplotlib.pyplot as plt
-
-    return plt
+    return matplotlib
 
 
 def require_matplotlib() -> None:
     """Say that Matplotlib is missing (exit 3) before any work is done."""
-    _pyplot()
+    _matplotlib()
 
 
 STYLE = {
@@ -220,19 +217,20 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c"]
 def picture(data: Curves | Field, title: str, fmt: str, note: str = "") -> bytes:
     """The figure as PNG, SVG or PDF bytes: ``title`` on top (the expression), ``note`` below it
     (the fixed parameters)."""
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure  # no pyplot: no backend, no display, no global state touched
+
+    with matplotlib.rc_context(STYLE), np.errstate(all="ignore"):
         if isinstance(data, Curves):
-            figure = _curves_figure(plt, data)
+            figure = _curves_figure(Figure(figsize=(8, 5)), data)
         else:
-            figure = _field_figure(plt, data)
+            figure = _field_figure(Figure(figsize=(7.5, 6)), data)
         axes = figure.axes[0]
         axes.set_title(title + (f"\n{note}" if note else ""))
         figure.tight_layout()
         buffer = io.BytesIO()
         metadata = {"Software": None} if fmt == "png" else {"Creator": None} if fmt == "pdf" else {"Date": None}
         figure.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
-        plt.close(figure)
     return _palette(buffer.getvalue()) if fmt == "png" else buffer.getvalue()
 
 
@@ -246,8 +244,8 @@ def _palette(png: bytes) -> bytes:
     return out.getvalue()
 
 
-def _curves_figure(plt: Any, data: Curves) -> Any:
-    figure, axes = plt.subplots(figsize=(8, 5))
+def _curves_figure(figure: Any, data: Curves) -> Any:
+    axes = figure.add_subplot()
     for k, (xs, ys, label) in enumerate(zip(data.xs, data.drawn, data.labels)):
         axes.plot(xs, ys, color=COLORS[k], linewidth=2.2 if k == 0 else 1.6, label=label,
                   linestyle="-" if k == 0 else "--" if k == 1 else ":")  # fmt: skip
@@ -270,8 +268,8 @@ def _curves_figure(plt: Any, data: Curves) -> Any:
     return figure
 
 
-def _field_figure(plt: Any, data: Field) -> Any:
-    figure, axes = plt.subplots(figsize=(7.5, 6))
+def _field_figure(figure: Any, data: Field) -> Any:
+    axes = figure.add_subplot()
     f = np.where(np.isfinite(data.f), data.f, np.nan)
     finite = f[np.isfinite(f)]
     if finite.size and finite.max() > finite.min():
@@ -286,11 +284,13 @@ def _field_figure(plt: Any, data: Field) -> Any:
     step = ARROWS_EVERY
     u, v = data.gx[::step, ::step], data.gy[::step, ::step]
     length = np.hypot(u, v)
-    cap = float(np.nanquantile(length[np.isfinite(length)], 0.95)) if np.isfinite(length).any() else 0.0
-    with np.errstate(all="ignore"):
-        shrink = np.where(length > cap, cap / length, 1.0) if cap > 0 else np.ones_like(length)
-    axes.quiver(data.x[::step], data.y[::step], u * shrink, v * shrink, color="#d62728",
-                label=f"∇f = (∂f/∂{data.names[0]}, ∂f/∂{data.names[1]})")  # fmt: skip
+    finite = np.isfinite(length)
+    if finite.any() and length[finite].max() > 0:  # arrows over the 95th percentile drawn at its length (a pole's)
+        cap = float(np.quantile(length[finite], 0.95)) or float(length[finite].max())
+        shrink = np.where(finite & (length > cap), cap / np.where(length > 0, length, 1), 1.0)
+        u, v = np.where(finite, u * shrink, 0.0), np.where(finite, v * shrink, 0.0)
+        axes.quiver(data.x[::step], data.y[::step], u, v, color="#d62728",
+                    label=f"∇f = (∂f/∂{data.names[0]}, ∂f/∂{data.names[1]})")  # fmt: skip
     if data.at is not None:
         a, b, fab, da, db = data.at
         scale = 0.15 * max(data.x[-1] - data.x[0], data.y[-1] - data.y[0]) / (np.hypot(da, db) or 1.0)
@@ -306,7 +306,8 @@ def _field_figure(plt: Any, data: Field) -> Any:
     axes.set_xlabel(data.names[0])
     axes.set_ylabel(data.names[1])
     axes.grid(False)
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=10, frameon=False)
+    if axes.get_legend_handles_labels()[0]:  # f constant and no point: nothing to name
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=10, frameon=False)
     return figure
 
 
