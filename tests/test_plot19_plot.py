@@ -295,3 +295,27 @@ def test_an_empty_picture_and_a_point_outside_are_said(tmp_path):
     done = run("x^2", "--at", "x=7", "--range", "-1,1", "-o", str(path))
     assert done.exit_code == 0
     assert done.stderr.endswith("warning: --at x=7 is outside the range -1..1: the point is not shown\n")
+
+
+def test_the_grid_is_one_batched_evaluation_not_a_loop(monkeypatch):
+    from gradcli.lang import points
+    from gradcli.lang.program import Program
+
+    counts = {"batched": 0, "single": 0}
+    batched, single = points._BatchedRun.output, Program.run
+
+    def counted_batched(self):
+        counts["batched"] += 1
+        return batched(self)
+
+    def counted_single(self, *args, **kwargs):
+        counts["single"] += 1
+        return single(self, *args, **kwargs)
+
+    monkeypatch.setattr(points._BatchedRun, "output", counted_batched)
+    monkeypatch.setattr(Program, "run", counted_single)
+    curves(load("x^2 * sin(3*x)"), "x", (-3.0, 3.0), {}, order=2)
+    assert counts == {"batched": 1, "single": 1}  # 801 points at once; one point first, for eval's errors
+    counts.update(batched=0, single=0)
+    field(load("x^2*y + sin(x)"), ("x", "y"), ((-2.0, 2.0), (-2.0, 2.0)), {})
+    assert counts["batched"] == 1 and counts["single"] <= 2  # 121 x 121 points at once

@@ -24,8 +24,9 @@ import numpy as np
 from ..errors import MissingProgram, UsageError
 
 SAMPLES = 801  # points of a curve: a pole or a jump between two of them is found from the slopes
-GRID = 121  # points along each axis of a two-variable plot (121 x 121 values, every 6th an arrow)
-ARROWS_EVERY = 6
+GRID = 121  # points along each axis of a two-variable plot (121 x 121 values)
+GRID_PYTHON = 61  # for a Python function, which runs point by point (its control flow may differ)
+ARROWS = 21  # arrows along each axis
 PRIMES = ["", "′", "″"]
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
@@ -122,11 +123,15 @@ def field(
     names: tuple[str, str],
     spans: tuple[tuple[float, float], tuple[float, float]],
     values: Mapping[str, Any],
-    samples: int = GRID,
+    samples: int | None = None,
     at: tuple[float, float] | None = None,
 ) -> Field:
-    """f and its gradient over the grid of ``spans`` (one batched evaluation of every point)."""
+    """f and its gradient over the grid of ``spans`` (one batched evaluation of every point; a
+    Python function on a coarser grid, point by point)."""
     from ..lang.points import evaluate_points
+
+    if samples is None:
+        samples = GRID if program.tree is not None else GRID_PYTHON
 
     x = np.linspace(*spans[0], samples)
     y = np.linspace(*spans[1], samples)
@@ -281,7 +286,7 @@ def _field_figure(figure: Any, data: Field) -> Any:
         lines = axes.contour(data.x, data.y, f, levels=levels, colors="black", linewidths=0.6)
         axes.clabel(lines, levels[::2], fontsize=8, fmt="%.3g")
         figure.colorbar(filled, ax=axes, label="f")
-    step = ARROWS_EVERY
+    step = max(1, (len(data.x) - 1) // (ARROWS - 1))
     u, v = data.gx[::step, ::step], data.gy[::step, ::step]
     length = np.hypot(u, v)
     finite = np.isfinite(length)
