@@ -319,3 +319,38 @@ def test_the_grid_is_one_batched_evaluation_not_a_loop(monkeypatch):
     counts.update(batched=0, single=0)
     field(load("x^2*y + sin(x)"), ("x", "y"), ((-2.0, 2.0), (-2.0, 2.0)), {})
     assert counts["batched"] == 1 and counts["single"] <= 2  # 121 x 121 points at once
+
+
+# --- --json and --wrt: the plotted values for a script ---------------------------------------------------
+
+
+def test_json_is_the_plotted_data():
+    import json
+
+    done = run("1/x", "--range", "-1,2", "--at", "x=1", "--json")
+    assert done.exit_code == 0 and done.stderr == ""
+    doc = json.loads(done.stdout)
+    x = np.array(doc["x"])
+    assert doc["variables"] == ["x"] and len(x) == 801
+    np.testing.assert_allclose(doc["f"], 1 / x, rtol=1e-15)
+    np.testing.assert_allclose(doc["df/dx"], -1 / x**2, rtol=1e-15)
+    assert len(doc["breaks"]["f"]) == 1 and abs(doc["breaks"]["f"][0]) < 3 / 800  # the pole, between two samples
+    assert doc["point"] == {"x": 1.0, "f": 1.0, "df/dx": -1.0}
+
+
+def test_json_of_a_field_and_wrt_chooses_the_variables():
+    import json
+
+    doc = json.loads(run("x*y + y^2", "--range", "-1,1", "--json").stdout)
+    assert doc["variables"] == ["x", "y"] and np.shape(doc["f"]) == (121, 121)
+    gx, gy = np.meshgrid(doc["x"], doc["y"])
+    np.testing.assert_allclose(doc["df/dx"], gy)
+    np.testing.assert_allclose(doc["df/dy"], gx + 2 * gy)
+    one = json.loads(run("a*x^2", "--at", "a=2,x=0.5", "--wrt", "x", "--range", "-1,1", "--json").stdout)
+    assert one["variables"] == ["x"] and one["point"] == {"x": 0.5, "f": 0.5, "df/dx": 2.0}
+    done = run("x*y", "--wrt", "z", "--json")
+    assert done.exit_code == 2
+    assert json.loads(done.stdout) == {
+        "error": "--wrt z: 'z' is not a variable of the expression (its variables: x, y)",
+        "exit_code": 2,
+    }

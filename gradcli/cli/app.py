@@ -427,6 +427,10 @@ def ops_command(
 def plot_command(
     expression: str = EXPR,
     at: list[str] = AT,
+    wrt: list[str] = typer.Option(
+        None, "--wrt", metavar="NAME,...", help="the one or two variables to plot (default: those without --at)"
+    ),
+    json: bool = typer.Option(False, "--json", help="the plotted values as one JSON document (no picture needed)"),
     file: str = FILE,
     python: str = PYTHON,
     ranges: list[str] = typer.Option(
@@ -445,7 +449,7 @@ def plot_command(
     """
     from .plot import plot
 
-    plot(expression, file, python, at or [], ranges or [], order, out)
+    plot(expression, file, python, at or [], ranges or [], order, out, wrt or [], json)
 
 
 def command_names() -> list[str]:

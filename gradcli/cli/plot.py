@@ -20,18 +20,20 @@ def plot(
     ranges: list[str],
     order: int,
     out: str | None,
+    wrt: list[str] | None = None,
+    as_json: bool = False,
 ) -> None:
     with reported():
         from ..errors import UsageError, printable
         from ..files import write_atomic
         from ..lang.program import load, unused_values
-        from ..lang.values import assignments
+        from ..lang.values import assignments, names_list
         from ..render import plot as drawing
 
         if order not in (1, 2):
             raise UsageError(f"--order {order}: give 1 (f and f′) or 2 (f, f′ and f″)")
         fmt = drawing.format_of(out) if out is not None else None
-        if fmt is None and not output.terminal():
+        if fmt is None and not as_json and not output.terminal():
             raise UsageError(
                 "plot draws a picture: give -o FILE.png (or .svg, .pdf); without -o it is drawn only on a terminal"
             )
@@ -43,7 +45,7 @@ def plot(
         if said:
             warn_later(said)
         named, shared = _ranges(ranges)
-        names = _plotted(program, values, named)
+        names = _plotted(program, values, named, names_list(wrt or []))
         spans = [named.get(n) or shared or _around(values.get(n)) for n in names]
         point = _point(names, values)
         fixed = {k: v for k, v in values.items() if k not in names}
@@ -61,7 +63,9 @@ def plot(
         if fmt is not None:
             write_atomic(out, drawing.picture(data, title, fmt, note))  # whole or nothing
             sys.stderr.write(f"wrote {printable(str(out))}\n")
-        else:
+        if as_json:
+            output.print_json(drawing.document(data))
+        elif fmt is None:
             _on_terminal(data, title if not note else f"{title}   ({note})")
 
 
@@ -115,20 +119,25 @@ def _around(value: Any) -> tuple[float, float]:
     return centre - DEFAULT_SPAN, centre + DEFAULT_SPAN
 
 
-def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float, float]]) -> list[str]:
-    """The one or two variables along the axes: those named by --range, and every free variable
-    without an --at value (with --at it is a parameter); when every one of one or two variables has
-    an --at value, they are plotted and the values are the point."""
+def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float, float]], wrt: list[str]) -> list[str]:
+    """The one or two variables along the axes: those of --wrt, else those named by --range and every
+    free variable without an --at value (with --at it is a parameter); when every one of one or two
+    variables has an --at value, they are plotted and the values are the point."""
     from ..errors import UsageError
     from ..lang.evaluate import free_variables, suggest
 
-    free = free_variables(program.tree, [*values, *named]) if program.tree is not None else program.variables
-    for name in named:
-        if name not in free:
+    free = free_variables(program.tree, [*values, *named, *wrt]) if program.tree is not None else program.variables
+    for option, name in [*(("--wrt", n) for n in wrt), *(("--range", f"{n}=...") for n in named)]:
+        plain = name.removesuffix("=...")
+        if plain not in free:
             said = ", ".join(free) if free else "none"
-            raise UsageError(f"--range {name}=...: '{name}' is not a variable of the expression{suggest(name, free)} "
+            raise UsageError(f"{option} {name}: '{plain}' is not a variable of the expression{suggest(plain, free)} "
                              f"(its variables: {said})")  # fmt: skip
-    names = [*named, *(v for v in free if v not in values and v not in named)]
+    if wrt:
+        outside = [n for n in named if n not in wrt]
+        if outside:
+            raise UsageError(f"--range {outside[0]}=...: '{outside[0]}' is not among --wrt {','.join(wrt)}")
+    names = list(dict.fromkeys(wrt)) or [*named, *(v for v in free if v not in values and v not in named)]
     if not names:
         if not free:
             raise UsageError("the expression has no variable to plot")

@@ -184,6 +184,30 @@ def y_limits(data: Curves) -> tuple[float, float] | None:
     return lo - margin, hi + margin
 
 
+def document(data: Curves | Field) -> dict[str, Any]:
+    """The plotted values for ``--json``: the grid, f and its derivatives as autograd gives them (NaN
+    and infinities as strings once written), where each curve breaks, and the --at point.
+
+    >>> from gradcli.lang.program import load
+    >>> from gradcli.text import jsonable
+    >>> jsonable(document(curves(load("1/x"), "x", (-1.0, 2.0), {}, samples=4, at=1.0)))
+    {'variables': ['x'], 'x': [-1.0, 0.0, 1.0, 2.0], 'f': [-1.0, 'inf', 1.0, 0.5], 'df/dx': [-1.0, '-inf', -1.0, -0.25], 'breaks': {'f': [0.0], 'df/dx': [0.0]}, 'point': {'x': 1.0, 'f': 1.0, 'df/dx': -1.0}}
+    """
+    if isinstance(data, Field):
+        a, b = data.names
+        found = {"variables": [a, b], a: data.x, b: data.y, "f": data.f, f"df/d{a}": data.gx, f"df/d{b}": data.gy}
+        if data.at is not None:
+            found["point"] = dict(zip([a, b, "f", f"df/d{a}", f"df/d{b}"], data.at))
+        return found
+    x = data.name
+    keys = ["f", f"df/d{x}", f"d2f/d{x}2"][: len(data.drawn)]
+    found = {"variables": [x], x: data.x, **dict(zip(keys, data.raw))}
+    found["breaks"] = {k: xs[np.isnan(ys)] for k, xs, ys in zip(keys, data.xs, data.drawn)}  # x of each gap
+    if data.at is not None:
+        found["point"] = dict(zip([x, "f", f"df/d{x}"], data.at))
+    return found
+
+
 def format_of(path: str) -> str:
     """png, svg or pdf from the file's extension."""
     from pathlib import Path
