@@ -224,7 +224,10 @@ def complete_bash(words: str) -> list[str]:
 
 
 def test_completion_of_commands_options_and_values():
-    assert complete_bash("gradcli ") == ["eval", "diff", "graph", "jacobian", "hessian", "check", "ops", "help"]
+    from gradcli.cli.app import command_names  # the registry: a new command (plot) is completed too
+
+    assert complete_bash("gradcli ") == command_names()
+    assert command_names()[:7] == ["eval", "diff", "graph", "jacobian", "hessian", "check", "ops"]
     assert complete_bash("gradcli ev") == ["eval"]
     assert complete_bash("gradcli eval x --w") == ["--wrt"]
     assert complete_bash("gradcli graph x --format ") == ["tree", "text", "dot", "png", "svg", "pdf", "html", "json"]
