@@ -427,6 +427,17 @@ def _quick_exit() -> None:
     os._exit(_ended_with[0])
 
 
+def _from_the_script(caller: dict) -> bool:
+    """Whether main() is called by the ``gradcli`` console script or ``python -m gradcli`` (whose
+    last act it is), not by other code that goes on after it."""
+    if caller.get("__name__") != "__main__":
+        return False
+    spec = caller.get("__spec__")
+    return getattr(spec, "name", None) == "gradcli.__main__" or os.path.basename(
+        caller.get("__file__") or ""
+    ).startswith("gradcli")
+
+
 def _ends_quickly(entry):  # noqa: ANN001, ANN202
     """``main`` as the console script (or ``python -m gradcli``) calls it: a plain ``eval`` ends
     by ``_quick_exit``. Called in-process (the tests), main() returns and raises as always."""
@@ -434,7 +445,7 @@ def _ends_quickly(entry):  # noqa: ANN001, ANN202
 
     @wraps(entry)
     def run() -> None:
-        if sys._getframe(1).f_globals.get("__name__") != "__main__" or fast_eval(sys.argv[1:]) is None:
+        if not _from_the_script(sys._getframe(1).f_globals) or fast_eval(sys.argv[1:]) is None:
             return entry()
         import atexit
 
