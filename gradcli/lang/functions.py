@@ -609,6 +609,9 @@ class _Table(Mapping):
     def __contains__(self, name: object) -> bool:
         return name in self._built()
 
+    def get(self, name: str, default: BuiltinFunction | None = None) -> BuiltinFunction | None:  # type: ignore[override]
+        return self._built().get(name, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._built())
 
