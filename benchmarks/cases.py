@@ -165,14 +165,13 @@ def installed(source: Path | None = None) -> Path:
         [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    dependencies = {
-        str(Path(importlib.util.find_spec(name).origin).parent.parent)
-        for name in ("numpy", "typer", "rich", "sympy", "graphviz", "click")
-    }
+    specs = [importlib.util.find_spec(name) for name in ("numpy", "typer", "rich", "sympy", "graphviz")]
+    dependencies = {str(Path(spec.origin).parent.parent) for spec in specs if spec is not None and spec.origin}
     Path(site, "zz_gradcli_bench_dependencies.pth").write_text("".join(f"{d}\n" for d in sorted(dependencies)))
     where = subprocess.run(
-        [str(python), "-c", "import gradcli; print(gradcli.__file__)"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+        [str(python), "-c", "import gradcli; print(gradcli.__file__)"], capture_output=True, text=True, check=True,
+        cwd=folder,  # not a checkout's folder, which python -c would put first on the path
+    ).stdout.strip()  # fmt: skip
     assert where.startswith(site), f"the benchmark's venv imports gradcli from {where}, not its own install"
     _INSTALL[str(source)] = venv
     return venv

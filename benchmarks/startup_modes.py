@@ -9,9 +9,9 @@ the same venv's python, in the same round:
 
 - regular install: ``pip install .`` into a fresh venv (bytecode compiled by pip), as users get it;
 - editable install (``pip install -e .``, this interpreter's venv): a finder hook imported at
-  every start; with PYTHONDONTWRITEBYTECODE set (as on this machine) and no ``__pycache__``,
-  every module of gradcli is compiled again at every start (simulated with an empty
-  PYTHONPYCACHEPREFIX);
+  every start; with PYTHONDONTWRITEBYTECODE set (as on this machine) and no ``__pycache__``
+  in the checkout, every module of gradcli is compiled again at every start (the row "sources
+  without bytecode": a copy of the sources on PYTHONPATH, NumPy's bytecode as installed);
 - ``--baseline REV``: the same regular install of another revision (git archive), to compare;
 - blocks: the same two commands, 21 runs of one then 21 of the other, instead of alternating:
   the machine's drift between the blocks lands in the ratio.
@@ -110,12 +110,13 @@ def main() -> None:
         commands[f"gradcli eval, regular install of {args.baseline}"] = ([str(old / "bin" / "gradcli"), *EVAL], None)
         reference[f"gradcli eval, regular install of {args.baseline}"] = "numpy (regular venv's python)"
     if editable and Path(editable).exists():
-        empty_cache = tempfile.mkdtemp(prefix="gradcli-nopyc-")
-        no_pyc = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=empty_cache)
+        source = Path(tempfile.mkdtemp(prefix="gradcli-nopyc-"))  # the sources alone: no __pycache__
+        shutil.copytree(ROOT / "gradcli", source / "gradcli", ignore=shutil.ignore_patterns("__pycache__"))
+        no_pyc = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(source))
         commands["numpy (editable venv's python)"] = ([sys.executable, "-c", "import numpy"], None)
         commands["gradcli eval, editable install"] = ([editable, *EVAL], None)
-        commands["gradcli eval, editable, no bytecode"] = ([editable, *EVAL], no_pyc)
-        for name in ("numpy (editable venv's python)", "gradcli eval, editable install", "gradcli eval, editable, no bytecode"):  # fmt: skip
+        commands["gradcli eval, sources without bytecode"] = ([sys.executable, "-m", "gradcli", *EVAL], no_pyc)
+        for name in ("numpy (editable venv's python)", "gradcli eval, editable install", "gradcli eval, sources without bytecode"):  # fmt: skip
             reference[name] = "numpy (editable venv's python)"
 
     for command, env in commands.values():  # warm the page cache
