@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -93,16 +94,18 @@ class Timed:
 
 
 def isolated(job: str, library: str) -> Callable[[], Timed]:
-    """Run ``worker.py job library`` in a fresh process (see worker.py for why)."""
+    """Run ``worker.py job library`` in a fresh process (see worker.py for why); gradcli's from
+    the regular install (``installed``), as its users run it."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
     script = str(Path(__file__).resolve().parent / "worker.py")
+    python = str(installed() / "bin" / "python") if library == "gradcli" else sys.executable
 
     def run() -> Timed:
-        done = subprocess.run([sys.executable, script, job, library], capture_output=True, text=True, check=True)
+        done = subprocess.run([python, script, job, library], capture_output=True, text=True, check=True)
         return Timed(**json.loads(done.stdout))
 
     return run
@@ -128,29 +131,73 @@ def _chain():
     return contenders, notes
 
 
-# --- start-up: a whole process, gradcli eval vs python -c "import numpy" -----------------------------
+# --- a regular install, as users get it ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+_INSTALL: dict[str, Path] = {}
 
 
-def _startup():
-    import compileall
+def installed(source: Path | None = None) -> Path:
+    """The folder of a temporary venv holding a regular (not editable) ``pip install`` of the
+    checkout ``source`` (this one by default), built once per benchmark run: what a user runs.
+    Its dependencies are this interpreter's (a ``.pth`` line naming their folders, read as a
+    plain path: none of that folder's own ``.pth`` hooks run), so only gradcli is installed.
+    pip compiles the bytecode as it installs; an editable install instead runs an import hook
+    in every process and, with PYTHONDONTWRITEBYTECODE set, compiles gradcli on every start."""
+    import atexit
+    import importlib.util
     import shutil
     import subprocess
     import sys
-    from pathlib import Path
+    import tempfile
 
-    # bytecode as an install leaves it (this machine sets PYTHONDONTWRITEBYTECODE)
-    compileall.compile_dir(str(Path(gc.__file__).parent), quiet=1)
-    command = shutil.which("gradcli")
-    gradcli = [command] if command else [sys.executable, "-m", "gradcli"]
+    source = Path(source or ROOT)
+    if str(source) in _INSTALL:
+        return _INSTALL[str(source)]
+    folder = Path(tempfile.mkdtemp(prefix="gradcli-bench-venv-"))
+    atexit.register(shutil.rmtree, folder, True)
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check"]
+    subprocess.run([*pip, str(source)], check=True, stdout=subprocess.DEVNULL)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    specs = [importlib.util.find_spec(name) for name in ("numpy", "typer", "rich", "sympy", "graphviz")]
+    dependencies = {str(Path(spec.origin).parent.parent) for spec in specs if spec is not None and spec.origin}
+    Path(site, "zz_gradcli_bench_dependencies.pth").write_text("".join(f"{d}\n" for d in sorted(dependencies)))
+    where = subprocess.run(
+        [str(python), "-c", "import gradcli; print(gradcli.__file__)"], capture_output=True, text=True, check=True,
+        cwd=folder,  # not a checkout's folder, which python -c would put first on the path
+    ).stdout.strip()  # fmt: skip
+    assert where.startswith(site), f"the benchmark's venv imports gradcli from {where}, not its own install"
+    _INSTALL[str(source)] = venv
+    return venv
+
+
+# --- start-up: a whole process, gradcli eval vs python -c "import numpy" -----------------------------
+
+EVAL = ["eval", "(x+w)*(w+1)", "--at", "x=2,w=1"]
+
+
+def _startup():
+    import subprocess
+
+    venv = installed()
+    python, gradcli = str(venv / "bin" / "python"), str(venv / "bin" / "gradcli")
 
     def run(args):
-        return lambda: subprocess.run(args, stdout=subprocess.DEVNULL, check=True)
+        return lambda: subprocess.run(args, stdout=subprocess.PIPE, check=True)
 
     contenders = {
-        'python -c "import numpy"': run([sys.executable, "-c", "import numpy"]),
-        "gradcli eval": run([*gradcli, "eval", "(x+w)*(w+1)", "--at", "x=2,w=1"]),
+        'python -c "import numpy"': run([python, "-c", "import numpy"]),
+        "gradcli eval": run([gradcli, *EVAL]),
     }
-    return contenders, ["output to a pipe (plain text, as scripts and CI read it)"]
+    return contenders, [
+        "each process started by the same venv's python, a regular `pip install .` of this checkout; output to a pipe"
+    ]
 
 
 # --- --points: value and gradient at every row of a CSV file ------------------------------------
@@ -160,9 +207,7 @@ N_POINTS = 10**6
 
 def _points():
     import subprocess
-    import sys
     import tempfile
-    from pathlib import Path
 
     folder = Path(tempfile.mkdtemp(prefix="gradcli-points-"))
     rng = np.random.default_rng(0)
@@ -178,7 +223,8 @@ def _points():
         table = np.column_stack([x, w, value, dx, dw])
         np.savetxt(target, table, delimiter=",", header="x,w,value,grad_x,grad_w", comments="", fmt="%.17g")
 
-    command = [sys.executable, "-m", "gradcli", "eval", "(x + w) * (w + 1) + sin(x * w)", "--points", str(source)]
+    gradcli = str(installed() / "bin" / "gradcli")
+    command = [gradcli, "eval", "(x + w) * (w + 1) + sin(x * w)", "--points", str(source)]
 
     def gradcli_points():  # the whole command, process start-up included
         with open(target, "w") as out:
@@ -366,9 +412,9 @@ CASES = [
     Case(
         "start-up, whole process",
         'python -c "import numpy"',
-        "gradcli eval <= 2.0x import numpy (issue 3); <= 1.3x (issue 7)",
+        "gradcli eval <= 2.0x import numpy (issue 3); <= 1.3x (issue 7); <= 1.2x (issue 21)",
         _startup,
-        rounds=15,
+        rounds=21,
     ),
     *(
         Case(

@@ -36,6 +36,13 @@ def _library(name: str):
 
 
 def scalar_graph(name: str) -> float:
+    # variants for benchmarks/startup_modes.py --scalar (why measurements differ); defaults as run.py
+    if os.environ.get("BENCH_WITH_TORCH") == "1":
+        import torch  # noqa: F401  (its objects in the same process: the collector scans them too)
+    if os.environ.get("BENCH_GC") == "off":
+        import gc
+
+        gc.disable()
     lib, leaf = _library(name)
     coefficients = [0.1 + 0.9 * k / (TERMS - 1) for k in range(TERMS)]
     sin, exp = lib.sin, lib.exp
@@ -50,7 +57,8 @@ def scalar_graph(name: str) -> float:
         assert abs(x.grad.item()) > 0
         return time.perf_counter() - start
 
-    run()  # warm-up
+    if os.environ.get("BENCH_WARM", "1") == "1":
+        run()  # warm-up
     return run()
 
 

@@ -13,6 +13,15 @@ tensor(5.)
 <MulBackward0 object at ...>
 """
 
+import gc as _gc
+
+if _gc.isenabled():  # start-up: no cycle collections while NumPy and the engine load (nothing to free)
+    _gc.disable()
+    try:
+        from . import autograd
+    finally:
+        _gc.enable()
+
 from . import autograd, functional
 from .autograd import (
     Function,

@@ -20,7 +20,7 @@ CONTEXT = 36  # characters shown on each side of the caret in a long line
 
 # C0 and C1 controls (ESC, CR, newline, tab, DEL), and the invisible characters that reorder or hide
 # text on a terminal (bidi overrides and isolates, zero-width characters, line separators, BOM)
-_UNSAFE = re.compile(
+_UNSAFE_CHARACTERS = (
     "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
 )
 
@@ -30,10 +30,15 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+_unsafe: list[re.Pattern[str]] = []  # compiled on first use: an error or a warning (start-up)
+
+
 def printable(text: str) -> str:
     """User text made safe to echo: controls and invisible characters as escapes (``\\x1b``, ``\\u202e``),
     so a message is one line that cannot move the cursor, recolour the terminal or reorder itself."""
-    return _UNSAFE.sub(_escape, text)
+    if not _unsafe:
+        _unsafe.append(re.compile(_UNSAFE_CHARACTERS))
+    return _unsafe[0].sub(_escape, text)
 
 
 _user_code: list[str] = []  # "file.py:func" of the user's Python function, once one is loaded

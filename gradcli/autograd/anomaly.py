@@ -23,10 +23,10 @@ a debugging tool, off by default (the engine then reads one flag per node).
 from __future__ import annotations
 
 import linecache
+import os
 import sys
 import warnings
 from contextlib import ContextDecorator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from . import record as _record
 #: read by the engine for every node: keep it a plain module attribute
 active = False
 check_nan = True
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # not pathlib: start-up
 
 
 class Finding:

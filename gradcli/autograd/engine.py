@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc as _gc
 import sys
-import threading
+from _thread import _local as _thread_local  # threading.local; threading itself when a thread is needed
 from collections.abc import Sequence
 from typing import Any
 
@@ -203,7 +203,7 @@ def run_backward(
             _gc.enable()
 
 
-class _Reentrant(threading.local):
+class _Reentrant(_thread_local):
     depth = 0  # backward passes running on this thread (more than 1: reentrant)
 
 
@@ -226,6 +226,8 @@ def _on_fresh_stack(fn: Any) -> Any:
             outcome[0] = fn()
         except BaseException as exc:  # re-raised in the caller's thread
             outcome[1] = exc
+
+    import threading
 
     worker = threading.Thread(target=run, name="gradcli-reentrant-backward")
     worker.start()

@@ -10,7 +10,7 @@ primitive added to the table is usable everywhere at once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -591,5 +591,57 @@ def _number(value: Any) -> float:
     return float(value.item() if hasattr(value, "item") else value)
 
 
-FUNCTIONS = _build()
+class _Table(dict):
+    """The table before its first use: a plain expression (``(x+w)*(w+1)``) calls no function, and
+    building ~90 entries was a tenth of ``gradcli eval``'s start-up over NumPy's. The first read
+    fills it and makes it a plain dict (``_Built``), as fast to read as before."""
+
+    __slots__ = ()
+
+    def _filled(self) -> dict[str, BuiltinFunction]:
+        if type(self) is _Table:
+            self.update(_build())
+            self.__class__ = _Built
+        return self
+
+    def __getitem__(self, name: str) -> BuiltinFunction:
+        return self._filled()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._filled()
+
+    def get(self, name: str, default: BuiltinFunction | None = None) -> BuiltinFunction | None:  # type: ignore[override]
+        return self._filled().get(name, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._filled())
+
+    def __len__(self) -> int:
+        return len(self._filled())
+
+    def keys(self):  # noqa: ANN201
+        return self._filled().keys()
+
+    def values(self):  # noqa: ANN201
+        return self._filled().values()
+
+    def items(self):  # noqa: ANN201
+        return self._filled().items()
+
+    def __repr__(self) -> str:
+        return repr(self._filled())
+
+    def __eq__(self, other: object) -> bool:
+        return self._filled() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Built(dict):
+    """The filled table: dict's own methods."""
+
+    __slots__ = ()
+
+
+FUNCTIONS: dict[str, BuiltinFunction] = _Table()
 CONSTANTS = {"pi": math.pi, "e": math.e}

@@ -7,14 +7,12 @@ compute, as library calls the commands only format.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,7 +83,7 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
     if expression == "-":
         return Program("<stdin>", tree=parse(read_stdin().removeprefix("\ufeff"), "<stdin>"))
     match = _PYTHON_FUNCTION.match(expression.strip())
-    if match and Path(match["path"]).is_file():
+    if match and _is_file(match["path"]):
         return Program(expression, function=_load_function(match["path"], match["name"]))
     try:
         return Program("expression", tree=parse(expression))
@@ -93,6 +91,12 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
         if match:  # meant as a function, surely: say what is missing rather than a syntax error
             raise UsageError(f"{match['path']}: no such file") from None
         raise
+
+
+def _is_file(path: str) -> bool:
+    from pathlib import Path
+
+    return Path(path).is_file()
 
 
 def read_stdin() -> str:
@@ -112,6 +116,9 @@ def read_stdin() -> str:
 
 def _load_function(path: str, name: str) -> Callable[..., Any]:
     """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
+    import importlib.util  # here, as pathlib: a plain expression's start-up does without them
+    from pathlib import Path
+
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"{path}: no such file")
