@@ -88,8 +88,8 @@ def _source_text(program: Any, expression: str | None) -> str:
     """The heading: the program's text on one line, controls (ESC in a comment, say) escaped."""
     from ..errors import printable
 
-    if program.tree is not None:
-        text = " ".join(program.tree.text.split())
+    if program.text is not None:
+        text = " ".join(program.text.split())
         return printable(text if len(text) <= 60 else text[:57] + "...")
     return printable(expression or program.origin)
 

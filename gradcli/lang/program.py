@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,19 +32,51 @@ _PYTHON_FUNCTION = re.compile(r"^(?P<path>[^\s#]+\.py):(?P<name>[A-Za-z_][A-Za-z
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass
 class Program:
-    """What to differentiate: ``text`` (a parsed program) or a Python ``function``."""
+    """What to differentiate: ``text`` (a parsed program) or a Python ``function``.
 
-    origin: str
-    tree: ast.SyntaxTree | None = None
-    function: Callable[..., Any] | None = None
-    #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
-    escapes: list[str] = field(default_factory=list)
+    A long expression that the flat road (flat.py) reads is parsed into a syntax tree only when
+    something asks for ``tree``: ``eval`` at a point of float numbers never does."""
+
+    def __init__(
+        self,
+        origin: str,
+        tree: ast.SyntaxTree | None = None,
+        function: Callable[..., Any] | None = None,
+        escapes: list[str] | None = None,
+        *,
+        flat: Any = None,
+        parse_origin: str = "expression",
+    ) -> None:
+        self.origin = origin
+        self._tree = tree
+        self.function = function
+        #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
+        self.escapes: list[str] = [] if escapes is None else escapes
+        self.flat = flat
+        self._parse_origin = parse_origin
+
+    def __repr__(self) -> str:
+        return f"Program(origin={self.origin!r}, tree={self.tree!r}, function={self.function!r})"
+
+    @property
+    def tree(self) -> ast.SyntaxTree | None:
+        if self._tree is None and self.flat is not None:
+            self._tree = parse(self.flat.text, self._parse_origin)
+        return self._tree
+
+    @property
+    def text(self) -> str | None:
+        """The program's source text (None for a Python function)."""
+        if self.flat is not None:
+            return self.flat.text
+        return self._tree.text if self._tree is not None else None
 
     @property
     def variables(self) -> list[str]:
         """Free variables in order of first appearance (a function's parameters)."""
+        if self._tree is None and self.flat is not None:
+            return self.flat.free_variables()
         if self.tree is not None:
             return free_variables(self.tree)
         assert self.function is not None
@@ -54,12 +86,31 @@ class Program:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         ]
 
+    def free_variables(self, given: Any = ()) -> list[str]:
+        """``evaluate.free_variables`` of the program's text (constants count when ``given`` a value)."""
+        if self._tree is None and self.flat is not None:
+            return self.flat.free_variables(given)
+        assert self.tree is not None
+        return free_variables(self.tree, given)
+
     def run(self, values: Mapping[str, Any], wrt: Sequence[str] = (), record_steps: bool = False) -> Evaluation:
         if self.tree is not None:
             check_names(self.tree, values)
             with np.errstate(all="ignore"):
                 return evaluate(self.tree, values, wrt, record_steps=record_steps)
         return _run_function(self, values, wrt)
+
+
+def _from_text(text: str, origin: str) -> Program:
+    """A program of the language: on the flat road when it is one long scalar expression (flat.py)."""
+    from .flat import compile_flat
+
+    if len(text) > MAX_CHARACTERS:
+        parse(text, origin)  # says the limit
+    flat = compile_flat(text)
+    if flat is not None:
+        return Program(origin, flat=flat, parse_origin=origin)
+    return Program(origin, tree=parse(text, origin))
 
 
 def load(expression: str | None, file: str | None = None, python: str | None = None) -> Program:
@@ -77,16 +128,16 @@ def load(expression: str | None, file: str | None = None, python: str | None = N
         raise UsageError("give the expression either as EXPR or with -f FILE, not both")
     if file is not None:
         text = read_stdin() if file == "-" else read_text(file, "-f", text_bytes_limit(), program_too_long(file))
-        return Program(file, tree=parse(text.removeprefix("\ufeff"), file))  # a BOM, as --points takes it
+        return _from_text(text.removeprefix("\ufeff"), file)  # a BOM, as --points takes it
     if expression is None:
         raise UsageError("missing EXPR: give an expression, - to read standard input, or -f FILE")
     if expression == "-":
-        return Program("<stdin>", tree=parse(read_stdin().removeprefix("\ufeff"), "<stdin>"))
+        return _from_text(read_stdin().removeprefix("\ufeff"), "<stdin>")
     match = _PYTHON_FUNCTION.match(expression.strip())
     if match and _is_file(match["path"]):
         return Program(expression, function=_load_function(match["path"], match["name"]))
     try:
-        return Program("expression", tree=parse(expression))
+        return _from_text(expression, "expression")
     except UsageError:
         if match:  # meant as a function, surely: say what is missing rather than a syntax error
             raise UsageError(f"{match['path']}: no such file") from None
@@ -374,7 +425,7 @@ def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Grad
 def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> list[str]:
     """``--wrt`` names, checked; by default every free variable, in order of first appearance."""
     if not wrt:
-        variables = free_variables(program.tree, values) if program.tree is not None else program.variables
+        variables = program.free_variables(values) if program.text is not None else program.variables
         return [v for v in variables if v in values] or list(values)
     known = set(program.variables) | set(values)
     for name in wrt:
@@ -418,6 +469,10 @@ def value_and_grad(
 ) -> Gradient:
     """The value and the gradient (or ``v^T J`` with ``seed``) at one point."""
     names = resolve_wrt(program, values, wrt)
+    if program.flat is not None and seed is None:
+        found = program.flat.value_and_grad(values, names)
+        if found is not None:
+            return _flat_gradient(program, found, names)
     evaluation = program.run(values, names)
     output = single_output(evaluation)
     if seed is None and output.numel() != 1:
@@ -436,6 +491,17 @@ def value_and_grad(
     if evaluation.nonfinite is None and not all(np.isfinite(g).all() for g in gradient.values()):
         result.backward_nonfinite = backward_anomaly(program, values, names, vector)
     return result
+
+
+def _flat_gradient(program: Program, found: Any, names: Sequence[str]) -> Gradient:
+    """``value_and_grad``'s result from the flat road's ``(value, differentiable, grads, inputs)``."""
+    value, _, grads, inputs = found
+    output = gc.tensor(value)
+    start, end = program.flat.span
+    evaluation = Evaluation([output], inputs, {}, [Source(program.flat.text).excerpt(start, end)])
+    gradient = {n: np.asarray(gc.zeros_like(inputs[n]).array if grads[n] is None else grads[n]) for n in names}
+    unconnected = tuple(n for n in names if grads[n] is None)
+    return Gradient(np.asarray(output.array).reshape(()), gradient, evaluation, unconnected=unconnected)
 
 
 def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any) -> str | None:
