@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ...errors import UsageError
-from .source import CSV, IPC, PARQUET, Chunk, arrow, has_arrow
+from .source import CSV, IPC, PARQUET, Chunk, arrow, float_numpy, has_arrow
 
 JSON = "json"
 OUT_EXTENSIONS = {".csv": CSV, ".txt": CSV, ".jsonl": JSON, ".json": JSON, ".parquet": PARQUET, ".pq": PARQUET,
@@ -43,9 +43,8 @@ def formatted(values: Any) -> Any:
     texts = pc.cast(pa.array(array), pa.string())
     integral = np.isfinite(array) & (array == np.trunc(array))
     if integral.any():
-        plain = integral & ~pc.match_substring(texts, "e").to_numpy(zero_copy_only=False)
-        if plain.any():
-            texts = pc.if_else(pa.array(plain), pc.binary_join_element_wise(texts, ".0", ""), texts)
+        plain = pc.and_(pa.array(integral), pc.invert(pc.match_substring(texts, "e")))
+        texts = pc.if_else(plain, pc.binary_join_element_wise(texts, ".0", ""), texts)
     return texts
 
 
@@ -137,7 +136,7 @@ class Sink:
         if isinstance(cells, list):
             return pa.array(cells, pa.string())
         if pa.types.is_floating(cells.type):
-            return formatted(cells.to_numpy(zero_copy_only=False))
+            return formatted(float_numpy(cells.cast(pa.float64())))
         if pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type):
             return cells
         return cells.cast(pa.string())
