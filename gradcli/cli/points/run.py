@@ -15,7 +15,9 @@ from ...errors import UsageError
 from .sink import CSV, JSON, Sink, out_kind
 from .source import Chunk, Columns, chunks, resolve
 
-CHUNK_ROWS = 100_000  # rows a chunk by default: ~100 MB of work at two variables (and faster than larger chunks: caches)
+CHUNK_ROWS = (
+    100_000  # rows a chunk by default: ~100 MB of work at two variables (and faster than larger chunks: caches)
+)
 
 
 def check_chunk_rows(rows: int | None) -> int:

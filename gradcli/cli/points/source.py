@@ -120,11 +120,7 @@ class Columns:
 
 def choose_columns(header: Sequence[str], what: str, used: set[str], keep: bool) -> Columns:
     """Which columns are the program's variables (those it uses) and which go to the output."""
-    header = list(header)
-    if not keep:
-        for h in header:
-            if not NAME_CHARS(h):
-                raise UsageError(f"{what}: header column {h!r} is not a variable name")
+    header = list(header)  # a column that is not a name (grad_v[0]) is no variable: dropped, or kept as it is
     if len(set(header)) != len(header):
         raise UsageError(f"{what}: a column is named twice in the header")
     variables = [h for h in header if h in used]
