@@ -411,6 +411,10 @@ def check_command(
     blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
     sympy_timeout: float = SYMPY_TIMEOUT,
     digits: int = DIGITS,
+    points: str = typer.Option(
+        None, "--points", metavar="DATA", help="check at every row of a data set (fd, complex step: batched)"
+    ),
+    chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
 ) -> None:
     """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
@@ -420,7 +424,7 @@ def check_command(
     """
     commands.check(
         expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
-        python, digits,
+        python, digits, points, chunk_rows,
     )  # fmt: skip
 
 

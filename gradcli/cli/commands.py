@@ -606,6 +606,8 @@ def check(
     sympy_timeout: float = SYMPY_SECONDS,
     python: str | None = None,
     digits: int | None = None,
+    points: str | None = None,
+    chunk_rows: int | None = None,
 ) -> None:
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
@@ -623,6 +625,10 @@ def check(
         values = assignments(at)
         _warn_unused(program, values)
         formulas = _expectations(expect)
+        if points is not None:
+            _check_points(
+                program, points, values, names_list(wrt), methods, rtol, atol, seed, formulas, as_json, chunk_rows
+            )
         locate = None
         if blame:
             from ..render.build import locate_blamed as locate
@@ -642,6 +648,16 @@ def check(
             _print_check(result, _source_text(program, expression), _point_text(values))
         if not result.ok:
             raise SystemExit(1)
+
+
+def _check_points(program: Any, points: str, values: dict[str, Any], wrt: list[str], *options: Any) -> None:
+    """``check --points DATA``: every point checked, the numeric methods batched; exit 1 on a mismatch."""
+    from .points.check import check_points_file
+    from .progress import working
+
+    with working(f"checking the gradient at the points of {_shown_path(points)}", quiet=options[-2]):
+        ok = check_points_file(program, points, values, wrt, *options)
+    raise SystemExit(0 if ok else 1)
 
 
 def _expectations(items: list[str]) -> dict[str, str]:

@@ -85,6 +85,24 @@ def evaluate_points(
     return names, _point_by_point(program, columns, values, names, seed, n, offset)
 
 
+def point_values(program: Program, columns: Mapping[str, np.ndarray], values: Mapping[str, Any]) -> np.ndarray:
+    """Every point's value alone, ``(n, *shape)``, without a gradient: one batched run (what the numeric
+    checks of ``check --points`` call, with columns of real or complex numbers), or one run a point."""
+    n = len(next(iter(columns.values())))
+    if program.tree is not None:
+        env: dict[str, Any] = {}
+        for name, value in {**values, **columns}.items():
+            t = gc.tensor(np.asarray(columns[name]) if name in columns else value)
+            t.name = name
+            env[name] = _Batched(t) if name in columns else t
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(_BatchedRun(program, env, n).output().array)
+        except _Unbatchable:
+            pass
+    return np.stack([np.asarray(single_output(program.run(_point(columns, values, i))).array) for i in range(n)])
+
+
 def _point(columns: Mapping[str, np.ndarray], values: Mapping[str, Any], i: int) -> dict[str, Any]:
     return {**values, **{name: column[i] for name, column in columns.items()}}
 
@@ -413,4 +431,4 @@ class _BatchedRun(_Run):
         return _Batched(gc.stack([self.spread(v) for v in items], dim=1))
 
 
-__all__ = ["PointsResult", "evaluate_points"]
+__all__ = ["PointsResult", "evaluate_points", "point_values"]
