@@ -170,7 +170,7 @@ def evaluate_points_file(
                     sink.start(columns[0].kept, results.labels)
                 lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
                 sink.write(chunk, arrays, lines)
-                work.say(pace.text(sink.rows, what))
+                work.say(pace.text(sink.rows, "evaluating points"))
         finally:
             sink.close()
     if not sink.rows:
