@@ -117,9 +117,7 @@ def _probe(
 def _read(dd: Any, files: list[str], columns: Columns) -> Any:
     if kind_of(files[0]) == CSV:
         types = {h: (np.float64 if h in columns.variables else str) for h in columns.header}
-        return dd.read_csv(
-            files, usecols=columns.kept, dtype=types, float_precision="round_trip", blocksize="64MB", quotechar="\0"
-        )
+        return dd.read_csv(files, usecols=columns.kept, dtype=types, float_precision="round_trip", blocksize="64MB")
     return dd.read_parquet(files, columns=columns.kept)
 
 

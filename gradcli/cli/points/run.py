@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import UsageError
 from .sink import CSV, JSON, Sink, out_kind
-from .source import Chunk, Columns, chunks, resolve
+from .source import Chunk, Columns, arrow, chunks, resolve
 
 CHUNK_ROWS = (
     100_000  # rows a chunk by default: ~100 MB of work at two variables (and faster than larger chunks: caches)
@@ -155,6 +155,8 @@ def evaluate_points_file(
 
     rows = check_chunk_rows(chunk_rows)
     kind = out_kind(out, as_json)
+    if kind not in (CSV, JSON):
+        arrow(f"-o {out}")  # said before any work
     sink = Sink(out, kind)
     results = Results(program, values, wrt, seed)
     columns: list[Columns] = []
