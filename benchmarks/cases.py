@@ -235,6 +235,38 @@ def _points():
     ]
 
 
+# --- --points at scale (issue 18): streamed CSV against pyarrow by hand, with peak memory ----------
+
+
+def _points_at_scale(rows: int):
+    def setup():
+        import os
+        import tempfile
+        from pathlib import Path
+
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        folder = Path(tempfile.mkdtemp(prefix="gradcli-scale-"))
+        source = folder / "points.csv"
+        rng = np.random.default_rng(18)
+        with pcsv.CSVWriter(source, pa.schema([("x", pa.float64()), ("w", pa.float64())])) as writer:
+            for start in range(0, rows, 10**6):  # in parts: the benchmark itself stays small
+                n = min(10**6, rows - start)
+                writer.write_table(pa.table({"x": rng.uniform(-2, 2, n), "w": rng.uniform(-2, 2, n)}))
+        os.environ["GRADCLI_BENCH_POINTS"] = str(source)
+        os.environ["GRADCLI_BENCH_OUT"] = str(folder / "out.csv")
+        size = source.stat().st_size / 1e6
+        notes = [f"{rows:,} rows of x,w ({size:,.0f} MB of CSV, shortest round-trip floats): read, value + gradient "
+                 "of (x+w)*(w+1), write CSV; each in a process of its own (time inside it, its VmHWM)"]  # fmt: skip
+        return {
+            "pyarrow by hand": isolated("points", "arrow"),
+            "gradcli eval --points": isolated("points", "gradcli"),
+        }, notes
+
+    return setup
+
+
 # --- the language: parse + evaluate + backward of a long expression --------------------------------
 
 
@@ -455,6 +487,16 @@ CASES = [
         "gradcli <= 2x numpy by hand (issue 7)",
         _points,
         rounds=3,
+    ),
+    *(
+        Case(
+            f"--points at scale, {rows:.0e} rows",
+            "pyarrow by hand",
+            "gradcli <= 1.5x pyarrow by hand, peak <= 400 MB (issue 18)",
+            _points_at_scale(rows),
+            rounds=3,
+        )
+        for rows in (10**6, 10**7)
     ),
     Case(
         "gradcli check, 1e3-term expression",

@@ -75,7 +75,37 @@ def chain(name: str) -> float:
     return time.perf_counter() - start
 
 
-JOBS = {"scalar_graph": scalar_graph, "chain": chain}
+def points(name: str) -> float:
+    """``--points`` on the CSV file named by GRADCLI_BENCH_POINTS (columns x,w), output CSV to
+    GRADCLI_BENCH_OUT: ``gradcli`` runs the whole command in this process (its peak memory is then
+    this process's), ``arrow`` is the job by hand: pyarrow's read_csv, NumPy formulas, write_csv."""
+    source, target = os.environ["GRADCLI_BENCH_POINTS"], os.environ["GRADCLI_BENCH_OUT"]
+    start = time.perf_counter()
+    if name == "arrow":
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        table = pcsv.read_csv(source)
+        x, w = table.column("x").to_numpy(), table.column("w").to_numpy()
+        value = (x + w) * (w + 1)
+        dx = w + 1
+        dw = (w + 1) + (x + w)
+        out = pa.table({"x": x, "w": w, "value": value, "grad_x": dx, "grad_w": np.asarray(dw)})
+        pcsv.write_csv(out, target)
+        return time.perf_counter() - start
+    from gradcli.cli import main
+
+    sys.argv = ["gradcli", "eval", "(x+w)*(w+1)", "--points", source, "-o", target]
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+    return time.perf_counter() - start
+
+
+JOBS = {"scalar_graph": scalar_graph, "chain": chain, "points": points}
 
 
 def peak_mb() -> float:

@@ -181,4 +181,9 @@ def test_missing_files_and_directories_are_named(tmp_path, option):
     assert result.stderr == f"error: {option} {tmp_path / 'nope.txt'}: no such file\n"
     result = runner.invoke(app, [*args, option, str(tmp_path)])
     assert result.exit_code == 2
+    if option == "--points":  # a folder is a data set (issue 18): this one has no data files
+        assert (
+            result.stderr == f"error: --points {tmp_path}: the folder has no .csv, .parquet, .arrow or .feather files\n"
+        )
+        return
     assert result.stderr == f"error: {option} {tmp_path}: is a directory\n"

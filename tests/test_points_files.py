@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.lang import values
+from gradcli.cli.points import source
 
 runner = CliRunner()
 
@@ -51,19 +51,17 @@ def test_crlf_line_ends_are_read(tmp_path):
     assert result.stdout == "x,y,value,grad_x,grad_y\n1,2,2.0,2.0,1.0\n3,4,12.0,4.0,3.0\n"
 
 
-def test_dev_zero_is_refused_after_the_limit(monkeypatch):
-    monkeypatch.setattr(values, "MAX_POINTS_BYTES", 1000)
+def test_dev_zero_is_refused_at_its_first_row(monkeypatch):
+    # issue 18: files are streamed (no size limit), but a row has one: /dev/zero never ends its first line
+    monkeypatch.setattr(source, "MAX_ROW_BYTES", 1000)
     result = runner.invoke(app, ["eval", "x", "--points", "/dev/zero"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --points /dev/zero: more than 1,000 bytes; split it into smaller files\n"
+    assert result.stderr == "error: --points /dev/zero: row 1 is longer than 1,000 bytes: is it a CSV file?\n"
 
 
-def test_a_large_regular_file_is_refused_before_reading(tmp_path, monkeypatch):
-    monkeypatch.setattr(values, "MAX_POINTS_BYTES", 100)
+def test_a_large_regular_file_is_streamed_not_refused(tmp_path):
     path = tmp_path / "big.csv"
     path.write_text("x\n" + "1\n" * 100)
-    result = runner.invoke(app, ["eval", "x", "--points", str(path)])
-    assert result.exit_code == 2
-    assert result.stderr == f"error: --points {path}: more than 100 bytes; split it into smaller files\n"
-    monkeypatch.setattr(values, "MAX_POINTS_BYTES", 1000)
-    assert runner.invoke(app, ["eval", "x", "--points", str(path)]).exit_code == 0
+    result = runner.invoke(app, ["eval", "x", "--points", str(path), "--chunk-rows", "7"])
+    assert result.exit_code == 0
+    assert result.stdout == "x,value,grad_x\n" + "1,1.0,1.0\n" * 100

@@ -102,8 +102,8 @@ def test_csv_output_matches_json_lines(points_file):
     """CSV: one column per element of a vector or matrix value or gradient, C order, named like jacobian's."""
     args = ["eval", "A*x + v", "--points", str(points_file), "--at", f"{A},{V}", "--seed", "ones"]
     csv_lines = _invoke(args).splitlines()
-    assert csv_lines[0] == (
-        "x,y,value[0,0],value[0,1],value[1,0],value[1,1],"
+    assert csv_lines[0] == (  # y is not used: it passes through only with --keep-columns (issue 18)
+        "x,value[0,0],value[0,1],value[1,0],value[1,1],"
         "grad_A[0,0],grad_A[0,1],grad_A[1,0],grad_A[1,1],grad_x,grad_v[0],grad_v[1]"
     )
     json_lines = _invoke([*args, "--json"]).splitlines()
@@ -111,7 +111,7 @@ def test_csv_output_matches_json_lines(points_file):
         doc = json.loads(line)
         flat = [doc["value"], *doc["gradient"].values()]
         numbers = np.concatenate([np.ravel(f) for f in flat])
-        np.testing.assert_array_equal(np.array(row.split(",")[2:], dtype=float), numbers)
+        np.testing.assert_array_equal(np.array(row.split(",")[1:], dtype=float), numbers)
 
 
 def test_the_issue_examples_exactly(tmp_path):

@@ -180,6 +180,11 @@ EVAL_OPTIONS = {
     "--points": ("points", str),
     "--python": ("python", str),
     "--digits": ("digits", int),
+    "-o": ("out", str),
+    "--output": ("out", str),
+    "--chunk-rows": ("chunk_rows", int),
+    "--keep-columns": ("keep_columns", bool),
+    "--dask": ("dask", str),
 }
 
 
@@ -202,6 +207,10 @@ def fast_eval(argv: list[str]) -> dict | None:
         "points": None,
         "python": None,
         "digits": None,
+        "out": None,
+        "chunk_rows": None,
+        "keep_columns": False,
+        "dask": None,
     }
     args = iter(argv[1:])
     for arg in args:

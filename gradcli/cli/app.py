@@ -261,14 +261,29 @@ def eval_command(
     file: str = FILE,
     python: str = PYTHON,
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
-    points: str = typer.Option(None, "--points", metavar="FILE.csv", help="evaluate every row of a CSV file at once"),
+    points: str = typer.Option(
+        None,
+        "--points",
+        metavar="DATA",
+        help="every row a point: FILE.csv|.parquet|.arrow, a folder, a glob, - (stdin)",
+    ),
     digits: int = DIGITS,
+    out: str = typer.Option(
+        None, "-o", "--output", metavar="FILE", help="with --points: write to FILE (.csv .jsonl .parquet .arrow)"
+    ),
+    chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
+    keep_columns: bool = typer.Option(False, "--keep-columns", help="with --points: pass unused columns through"),
+    dask: str = typer.Option(
+        None, "--dask", metavar="ADDRESS|local:N", help="with --points: run on a Dask cluster, -o DIR of Parquet parts"
+    ),
 ) -> None:
     """Value and gradient of EXPR at a point.
 
     Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
     """
-    commands.evaluate(expression, file, at or [], wrt or [], json, seed, points, python, digits)
+    commands.evaluate(
+        expression, file, at or [], wrt or [], json, seed, points, python, digits, out, chunk_rows, keep_columns, dask
+    )
 
 
 @app.command("diff")
@@ -396,6 +411,10 @@ def check_command(
     blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
     sympy_timeout: float = SYMPY_TIMEOUT,
     digits: int = DIGITS,
+    points: str = typer.Option(
+        None, "--points", metavar="DATA", help="check at every row of a data set (fd, complex step: batched)"
+    ),
+    chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
 ) -> None:
     """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
@@ -405,7 +424,7 @@ def check_command(
     """
     commands.check(
         expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
-        python, digits,
+        python, digits, points, chunk_rows,
     )  # fmt: skip
 
 

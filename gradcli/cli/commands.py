@@ -29,6 +29,10 @@ def evaluate(
     points: str | None,
     python: str | None = None,
     digits: int | None = None,
+    out: str | None = None,
+    chunk_rows: int | None = None,
+    keep_columns: bool = False,
+    dask: str | None = None,
 ) -> None:
     with reported():
         from ..lang.program import load, unseen_in_gradient, value_and_grad
@@ -38,8 +42,10 @@ def evaluate(
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)
+        scale = {"out": out, "chunk_rows": chunk_rows, "keep_columns": keep_columns, "dask": dask}
+        _points_only(points, scale)
         if points is not None:
-            _evaluate_points(program, points, values, names_list(wrt), as_json, seed)
+            _evaluate_points(program, points, values, names_list(wrt), as_json, seed, scale)
             return
         result = value_and_grad(program, values, names_list(wrt) or None, seed)
         unseen = unseen_in_gradient(program, values, result)
@@ -57,6 +63,16 @@ def evaluate(
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
         output.print_rows(rows, heading=_source_text(program, expression), detail=detail, note=_left_out(shown))
+
+
+def _points_only(points: str | None, scale: dict[str, Any] | None) -> None:
+    """``-o``, ``--chunk-rows``, ``--keep-columns`` and ``--dask`` go with ``--points``."""
+    from ..errors import UsageError
+
+    given = [k for k, v in (scale or {}).items() if v not in (None, False)]
+    if points is None and given:
+        option = {"out": "-o", "chunk_rows": "--chunk-rows", "keep_columns": "--keep-columns", "dask": "--dask"}
+        raise UsageError(f"{option[given[0]]} goes with --points DATA")
 
 
 def _warn_unused(program: Any, values: dict[str, Any]) -> None:
@@ -101,52 +117,26 @@ def _shown_path(path: str) -> str:
 
 
 def _evaluate_points(
-    program: Any, path: str, values: dict[str, Any], wrt: list[str], as_json: bool, seed: str | None = None
+    program: Any,
+    path: str,
+    values: dict[str, Any],
+    wrt: list[str],
+    as_json: bool,
+    seed: str | None = None,
+    scale: dict[str, Any] | None = None,
 ) -> None:
-    """Every row of a CSV file as its own point (per-point semantics, computed in one batched pass)."""
-    from ..lang.points import evaluate_points
-    from ..lang.program import element_labels
-    from ..lang.values import read_points_with_rows
-    from .progress import working
+    """Every row of a data set as its own point (per-point semantics, batched a chunk at a time);
+    ``scale``: ``--points`` options (``out``, ``chunk_rows``, ``keep_columns``, ``dask``)."""
+    options = dict(scale or {})
+    dask = options.pop("dask", None)
+    if dask is not None:
+        from .points.distributed import evaluate_on_dask
 
-    # one display for the whole run: reading, evaluating, then a count of the rows written to a file or
-    # a pipe (on a terminal's stdout the rows themselves show progress, and the display ends first)
-    with working(f"evaluating the points of {_shown_path(path)}", quiet=as_json) as work:
-        columns, row_texts = read_points_with_rows(path)
-        work.say(f"evaluating {len(next(iter(columns.values()), ())):,} points")
-        names, result = evaluate_points(program, columns, values, wrt or None, seed)
-        n = len(result.value)
-        if sys.stdout.isatty():
-            work.finish()
-        work.count(n, "writing rows")
-        if result.warning:
-            output.warn(result.warning)
-        arrays = [result.value, *(result.gradient[name] for name in names)]
-        if not as_json:
-            header = [*columns, *element_labels("value", result.value.shape[1:])]
-            for name in names:
-                header += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
-            sys.stdout.write(",".join(header) + "\n")
-        # in blocks of rows: the texts of a million rows of wide gradients would not fit in memory at once
-        block = max(1, POINTS_CELLS // sum(int(np.prod(a.shape[1:])) + 1 for a in arrays))
-        keys = [f'"{name}": ' for name in names]
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            texts = [_element_texts(a[start:stop]) for a in arrays]
-            if as_json:  # JSON lines, written without json.dumps: a million rows in a few seconds
-                value_json, *grads_json = [_nested(t, a.shape[1:], stop - start) for t, a in zip(texts, arrays)]
-                lines = (
-                    '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
-                    for i, v in enumerate(value_json)
-                )
-            else:
-                if row_texts is not None:
-                    point_texts = [row_texts[start:stop]]
-                else:
-                    point_texts = [_texts(c[start:stop]) for c in columns.values()]
-                lines = (",".join(r) for r in zip(*point_texts, *(t for element in texts for t in element)))
-            sys.stdout.write("\n".join(lines) + "\n")
-            work.advance(stop - start)
+        evaluate_on_dask(program, path, values, wrt, seed, dask, **options)
+        return
+    from .points.run import evaluate_points_file
+
+    evaluate_points_file(program, path, values, wrt, as_json, seed, **options)
 
 
 POINTS_CELLS = 2_000_000  # numbers formatted at once by --points
@@ -616,6 +606,8 @@ def check(
     sympy_timeout: float = SYMPY_SECONDS,
     python: str | None = None,
     digits: int | None = None,
+    points: str | None = None,
+    chunk_rows: int | None = None,
 ) -> None:
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
@@ -633,6 +625,10 @@ def check(
         values = assignments(at)
         _warn_unused(program, values)
         formulas = _expectations(expect)
+        if points is not None:
+            _check_points(
+                program, points, values, names_list(wrt), methods, rtol, atol, seed, formulas, as_json, chunk_rows
+            )
         locate = None
         if blame:
             from ..render.build import locate_blamed as locate
@@ -652,6 +648,16 @@ def check(
             _print_check(result, _source_text(program, expression), _point_text(values))
         if not result.ok:
             raise SystemExit(1)
+
+
+def _check_points(program: Any, points: str, values: dict[str, Any], wrt: list[str], *options: Any) -> None:
+    """``check --points DATA``: every point checked, the numeric methods batched; exit 1 on a mismatch."""
+    from .points.check import check_points_file
+    from .progress import working
+
+    with working(f"checking the gradient at the points of {_shown_path(points)}", quiet=options[-2]):
+        ok = check_points_file(program, points, values, wrt, *options)
+    raise SystemExit(0 if ok else 1)
 
 
 def _expectations(items: list[str]) -> dict[str, str]:

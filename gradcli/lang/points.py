@@ -64,8 +64,10 @@ def evaluate_points(
     values: Mapping[str, Any],
     wrt: Sequence[str] | None,
     seed: str | None,
+    offset: int = 0,
 ) -> tuple[list[str], PointsResult]:
-    """The differentiated names and every point's value and gradient."""
+    """The differentiated names and every point's value and gradient (``offset``: the number of points
+    before these in the data set, for the point numbers in messages)."""
     n = len(next(iter(columns.values())))
     first = {**values, **{name: column[0] for name, column in columns.items()}}
     names = resolve_wrt(program, first, wrt)
@@ -77,20 +79,38 @@ def evaluate_points(
     vector = None if seed is None else seed_vector(seed, out.shape)
     if program.tree is not None:
         try:
-            return names, _batched(program, columns, values, names, vector, n, out.shape)
+            return names, _batched(program, columns, values, names, vector, n, out.shape, offset)
         except _Unbatchable:
             pass
-    return names, _point_by_point(program, columns, values, names, seed, n)
+    return names, _point_by_point(program, columns, values, names, seed, n, offset)
+
+
+def point_values(program: Program, columns: Mapping[str, np.ndarray], values: Mapping[str, Any]) -> np.ndarray:
+    """Every point's value alone, ``(n, *shape)``, without a gradient: one batched run (what the numeric
+    checks of ``check --points`` call, with columns of real or complex numbers), or one run a point."""
+    n = len(next(iter(columns.values())))
+    if program.tree is not None:
+        env: dict[str, Any] = {}
+        for name, value in {**values, **columns}.items():
+            t = gc.tensor(np.asarray(columns[name]) if name in columns else value)
+            t.name = name
+            env[name] = _Batched(t) if name in columns else t
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(_BatchedRun(program, env, n).output().array)
+        except _Unbatchable:
+            pass
+    return np.stack([np.asarray(single_output(program.run(_point(columns, values, i))).array) for i in range(n)])
 
 
 def _point(columns: Mapping[str, np.ndarray], values: Mapping[str, Any], i: int) -> dict[str, Any]:
     return {**values, **{name: column[i] for name, column in columns.items()}}
 
 
-def _point_text(columns: Mapping[str, np.ndarray], i: int, shown: int = 6) -> str:
+def _point_text(columns: Mapping[str, np.ndarray], i: int, first: int = 0, shown: int = 6) -> str:
     """``point 2 (x = 0.0, y = 1.5)``: the point's number (the first data row is point 1) and values."""
     cells = [f"{k} = {float(c[i])!r}" for k, c in list(columns.items())[:shown]]
-    return f"point {i + 1} (" + ", ".join(cells) + (", ..." if len(columns) > shown else "") + ")"
+    return f"point {first + i + 1} (" + ", ".join(cells) + (", ..." if len(columns) > shown else "") + ")"
 
 
 def _point_by_point(
@@ -100,6 +120,7 @@ def _point_by_point(
     names: list[str],
     seed: str | None,
     n: int,
+    first: int = 0,
 ) -> PointsResult:
     """One evaluation a point (a Python function's control flow may differ from row to row)."""
     results, warning = [], None
@@ -107,14 +128,14 @@ def _point_by_point(
         try:
             result = value_and_grad(program, _point(columns, values, i), names, seed)
         except UsageError as problem:  # the first point ran before: this one differs from it
-            raise UsageError(f"{_point_text(columns, i)}: {problem.message}") from None
+            raise UsageError(f"{_point_text(columns, i, first)}: {problem.message}") from None
         if warning is None and (result.evaluation.nonfinite or result.backward_nonfinite):
             what = (
                 f"non-finite value: {result.evaluation.nonfinite}"
                 if result.evaluation.nonfinite
                 else f"non-finite gradient: {result.backward_nonfinite}"
             )
-            warning = f"{what} at {_point_text(columns, i)}"
+            warning = f"{what} at {_point_text(columns, i, first)}"
         results.append(result)
     value = np.stack([np.asarray(r.value, dtype=np.float64) for r in results])
     gradient = {name: np.stack([np.asarray(r.gradient[name], dtype=np.float64) for r in results]) for name in names}
@@ -129,6 +150,7 @@ def _batched(
     vector: np.ndarray | None,
     n: int,
     out_shape: tuple[int, ...],
+    first: int = 0,
 ) -> PointsResult:
     assert program.tree is not None
     env: dict[str, Any] = {}
@@ -154,7 +176,7 @@ def _batched(
         grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
     value = np.asarray(out.array, dtype=np.float64)
     gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
-    return PointsResult(value, gradient, _warning(program, columns, values, names, vector, run, value, gradient))
+    return PointsResult(value, gradient, _warning(program, columns, values, names, vector, run, value, gradient, first))
 
 
 def _gradients(
@@ -178,13 +200,14 @@ def _warning(
     run: _BatchedRun,
     value: np.ndarray,
     gradient: dict[str, np.ndarray],
+    first: int = 0,
 ) -> str | None:
     """eval's warning at the first point where a value (or else a gradient) is not finite."""
     if run.nonfinite_point is not None:
         i = run.nonfinite_point
         evaluation = program.run(_point(columns, values, i), names)
         where = evaluation.nonfinite or f"the output gave {_kind(value[i])}"
-        return f"non-finite value: {where} at {_point_text(columns, i)}"
+        return f"non-finite value: {where} at {_point_text(columns, i, first)}"
     bad = np.zeros(len(value), dtype=bool)
     for g in gradient.values():
         bad |= ~np.isfinite(g.reshape(len(g), -1)).all(axis=1)
@@ -195,7 +218,7 @@ def _warning(
     if where is None:
         where = "d/d" + next(k for k, g in gradient.items() if not np.isfinite(g[i]).all())
         where += f" gave {_kind(gradient[where[3:]][i])}"
-    return f"non-finite gradient: {where} at {_point_text(columns, i)}"
+    return f"non-finite gradient: {where} at {_point_text(columns, i, first)}"
 
 
 def _kind(value: Any) -> str:
@@ -453,4 +476,4 @@ def _derivatives(out: gc.Tensor, leaf: gc.Tensor, depth: int) -> list[np.ndarray
     return found
 
 
-__all__ = ["PointsResult", "derivative_series", "evaluate_points"]
+__all__ = ["PointsResult", "derivative_series", "evaluate_points", "point_values"]

@@ -1,0 +1,150 @@
+"""``eval --points DATA --dask ADDRESS -o DIR``: the same job on a Dask cluster.
+
+``dask.dataframe`` reads the CSV or Parquet parts (each partition a piece of the data set, in order),
+every partition is evaluated by gradcli's batched evaluator (``gradcli.lang.points``) on the workers,
+and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition.
+``--dask local:N`` starts a ``LocalCluster`` of N workers on this machine, shut down afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import MissingProgram, UsageError
+from .source import CSV, IPC, SCALE, Chunk, Columns, chunks, kind_of, resolve
+
+DASK_NEEDED = f"--dask needs dask and pyarrow: {SCALE}"
+
+
+def _imports() -> tuple[Any, Any]:
+    try:
+        import dask.dataframe as dd
+        import distributed
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise MissingProgram(DASK_NEEDED) from None
+    return dd, distributed
+
+
+def evaluate_on_dask(
+    program: Any,
+    spec: str,
+    values: dict[str, Any],
+    wrt: list[str],
+    seed: str | None,
+    address: str,
+    out: str | None = None,
+    chunk_rows: int | None = None,
+    keep_columns: bool = False,
+) -> None:
+    """Every row of ``spec`` a point, evaluated on the cluster at ``address``, written to ``out``/."""
+    if out is None:
+        raise UsageError("--dask writes a folder of Parquet parts: give it with -o DIR")
+    files = resolve(spec)
+    if files == ["-"] or kind_of(files[0]) == IPC:
+        raise UsageError("--dask reads CSV or Parquet files (a folder or a glob of parts), not stdin or Arrow IPC")
+    workers = _local_workers(address)
+    dd, distributed = _imports()
+    columns, labels = _probe(program, spec, values, wrt, seed, keep_columns)
+    frame = _read(dd, files, columns)  # partitions of up to 64 MB of CSV, or one a Parquet row group
+    meta = _empty(frame.dtypes, columns.kept, labels)
+    job = (program, columns, values, wrt, seed, labels)
+    result = frame.map_partitions(_partition, job, meta=meta)
+    with _client(distributed, address, workers):
+        try:
+            result.to_parquet(out, write_index=False, overwrite=False)
+        except UsageError:
+            raise
+        except (ValueError, TypeError) as exc:  # a cell pandas could not read as a number
+            raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
+
+
+def _local_workers(address: str) -> int | None:
+    if not address.startswith("local:"):
+        return None
+    count = address.removeprefix("local:")
+    if not count.isdigit() or int(count) < 1:
+        raise UsageError(f"--dask {address}: give local:N with N workers (local:2), or a scheduler's address")
+    return int(count)
+
+
+class _client:
+    """A Dask client for the scheduler at ``address``, or a LocalCluster of ``workers`` (closed after)."""
+
+    def __init__(self, distributed: Any, address: str, workers: int | None) -> None:
+        self.distributed, self.address, self.workers = distributed, address, workers
+        self.cluster: Any = None
+        self.client: Any = None
+
+    def __enter__(self) -> Any:
+        d = self.distributed
+        if self.workers is not None:
+            self.cluster = d.LocalCluster(
+                n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None
+            )
+            self.client = d.Client(self.cluster)
+        else:
+            try:
+                self.client = d.Client(self.address, timeout=10)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--dask {self.address}: cannot reach the scheduler ({exc})") from None
+        return self.client
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def _probe(
+    program: Any, spec: str, values: dict[str, Any], wrt: list[str], seed: str | None, keep: bool
+) -> tuple[Columns, list[str]]:
+    """The header and the output's column names, from the data set's first row, here: an error in
+    the program is said before any worker runs."""
+    from .run import Results
+
+    columns: list[Columns] = []
+    results = Results(program, values, wrt, seed)
+    for chunk in chunks(spec, set(program.variables), keep, 1, columns):
+        results.evaluate(chunk)
+        return columns[0], results.labels
+    raise UsageError(f"--points {spec}: no points after the header")
+
+
+def _read(dd: Any, files: list[str], columns: Columns) -> Any:
+    if kind_of(files[0]) == CSV:
+        types = {h: (np.float64 if h in columns.variables else str) for h in columns.header}
+        return dd.read_csv(files, usecols=columns.kept, dtype=types, float_precision="round_trip", blocksize="64MB")
+    return dd.read_parquet(files, columns=columns.kept)
+
+
+def _empty(dtypes: Any, kept: list[str], labels: list[str]) -> Any:
+    """The result's columns with no rows (the partitions' ``meta``)."""
+    import pandas as pd
+
+    empty = {h: pd.Series([], dtype=dtypes[h]) for h in kept}
+    empty.update({k: pd.Series([], dtype=np.float64) for k in labels})
+    return pd.DataFrame(empty)
+
+
+def _partition(frame: Any, job: tuple) -> Any:
+    """One partition's points (on a worker): the kept columns, the value and the gradients."""
+    import pandas as pd
+
+    from .run import Results
+
+    program, columns, values, wrt, seed, labels = job
+    if len(frame) == 0:
+        return _empty(frame.dtypes, columns.kept, labels)
+    numbers = {v: frame[v].to_numpy(dtype=np.float64) for v in columns.variables}
+    bad = [v for v, c in numbers.items() if not np.isfinite(c).all()]
+    if bad:
+        i = int(np.argmax(~np.isfinite(numbers[bad[0]])))
+        raise UsageError(f"column {bad[0]!r}: a cell that is empty, nan or infinite ({frame.index[i]} in its part)")
+    arrays, _ = Results(program, values, wrt, seed).evaluate(Chunk(numbers, {}, len(frame)))
+    out = {h: frame[h].to_numpy() for h in columns.kept}
+    out.update(zip(labels, arrays))
+    return pd.DataFrame(out)

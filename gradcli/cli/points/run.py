@@ -1,0 +1,206 @@
+"""``eval --points``, streamed: read a chunk, evaluate it batched (``gradcli.lang.points``), write it,
+then the next; memory is bounded by ``--chunk-rows``, not by the data set."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...errors import UsageError
+from .sink import CSV, JSON, Sink, out_kind
+from .source import Chunk, Columns, arrow, chunks, resolve
+
+CHUNK_ROWS = (
+    100_000  # rows a chunk by default: ~100 MB of work at two variables (and faster than larger chunks: caches)
+)
+
+
+def check_chunk_rows(rows: int | None) -> int:
+    if rows is None:
+        return CHUNK_ROWS
+    if rows < 1:
+        raise UsageError(f"--chunk-rows {rows}: give a positive number of rows")
+    return rows
+
+
+class Results:
+    """What one chunk gave, with the output's column names once the first chunk has run."""
+
+    def __init__(self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None) -> None:
+        self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
+        self.names: list[str] = []
+        self.labels: list[str] = []
+        self.warning: str | None = None
+
+    def evaluate(self, chunk: Chunk) -> tuple[list[np.ndarray], Any]:
+        from ...lang.points import evaluate_points
+        from ...lang.program import element_labels
+
+        names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
+        if not self.labels:
+            self.names = names
+            self.labels = element_labels("value", result.value.shape[1:])
+            for name in names:
+                self.labels += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
+        if result.warning and self.warning is None:
+            self.warning = result.warning
+            from .. import output
+
+            output.warn(result.warning)
+        arrays = [result.value, *(result.gradient[name] for name in names)]
+        flat = [a.reshape(chunk.n, -1) for a in arrays]
+        return [f[:, j] for f in flat for j in range(f.shape[1])], result
+
+
+def json_lines(names: list[str], result: Any, n: int) -> list[str]:
+    """eval's JSON document for each point (``value`` and ``gradient``), one a line."""
+    from ..commands import _element_texts, _nested
+
+    arrays = [result.value, *(result.gradient[name] for name in names)]
+    texts = [_element_texts(a) for a in arrays]
+    value_json, *grads_json = [_nested(t, a.shape[1:], n) for t, a in zip(texts, arrays)]
+    keys = [f'"{name}": ' for name in names]
+    return [
+        '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
+        for i, v in enumerate(value_json)
+    ]
+
+
+class Pace:
+    """Rows done, rows per second and the time left, for the progress line."""
+
+    def __init__(self, spec: str) -> None:
+        self.start = time.monotonic()
+        self.rows = 0
+        self.total = _estimated_rows(spec)
+
+    def text(self, rows: int, what: str) -> str:
+        self.rows = rows
+        spent = max(time.monotonic() - self.start, 1e-9)
+        rate = rows / spent
+        text = f"{what}: {rows:,} rows, {rate:,.0f} rows/s"
+        total = self.total(rows) if self.total else None
+        if total and rate > 0 and total > rows:
+            text += f", about {_duration((total - rows) / rate)} left"
+        return text
+
+
+def _estimated_rows(spec: str) -> Any:
+    """A function of the rows done giving the data set's rows: Parquet's metadata, else by bytes."""
+    try:
+        files = resolve(spec)
+    except UsageError:
+        return None
+    if files == ["-"]:
+        return None
+    sizes = [os.path.getsize(f) for f in files]
+    total = sum(sizes)
+    if not total:
+        return None
+    state = {"bytes_per_row": None}
+
+    def estimate(rows: int) -> int | None:
+        if state["bytes_per_row"] is None and rows:
+            state["bytes_per_row"] = _bytes_per_row(files[0], sizes[0])
+        per_row = state["bytes_per_row"]
+        return int(total / per_row) if per_row else None
+
+    return estimate
+
+
+def _bytes_per_row(path: str, size: int) -> float | None:
+    from .source import PARQUET, kind_of
+
+    if kind_of(path) == PARQUET:
+        try:
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # noqa: BLE001 - only an estimate
+            return None
+    else:
+        with open(path, "rb") as stream:
+            rows = stream.read(1 << 20).count(b"\n") or 1
+        size = min(size, 1 << 20)
+    return size / rows if rows else None
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def evaluate_points_file(
+    program: Any,
+    spec: str,
+    values: dict[str, Any],
+    wrt: list[str],
+    as_json: bool,
+    seed: str | None,
+    out: str | None = None,
+    chunk_rows: int | None = None,
+    keep_columns: bool = False,
+) -> None:
+    """Every row of the data set ``spec`` its own point, streamed to stdout or ``out``."""
+    from ..commands import _shown_path
+    from ..progress import working
+
+    rows = check_chunk_rows(chunk_rows)
+    kind = out_kind(out, as_json)
+    if kind not in (CSV, JSON):
+        arrow(f"-o {out}")  # said before any work
+    sink = Sink(out, kind)
+    results = Results(program, values, wrt, seed)
+    columns: list[Columns] = []
+    on_terminal = out is None and _stdout_is_terminal()
+    pace = Pace(spec)
+    what = f"evaluating the points of {_shown_path(spec)}"
+    with working(what, quiet=as_json or on_terminal) as work:
+        try:
+            for chunk in _chunks(spec, program, values, keep_columns, rows, columns):
+                arrays, result = results.evaluate(chunk)
+                if sink.stream is None:
+                    _no_clash(columns[0].kept, results.labels, spec)
+                    sink.start(columns[0].kept, results.labels)
+                lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
+                sink.write(chunk, arrays, lines)
+                work.say(pace.text(sink.rows, "evaluating points"))
+        finally:
+            sink.close()
+    if not sink.rows:
+        shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
+        raise UsageError(f"--points {shown}: no points after the header")
+
+
+def _chunks(
+    spec: str, program: Any, values: dict[str, Any], keep: bool, rows: int, columns: list[Columns]
+) -> Iterator[Chunk]:
+    used = set(program.variables)
+    yield from chunks(spec, used, keep, rows, columns)
+
+
+def _no_clash(inputs: list[str], outputs: list[str], spec: str) -> None:
+    clash = [name for name in outputs if name in inputs]
+    if clash:
+        raise UsageError(
+            f"--points {spec}: the column {clash[0]!r} would be written twice (an input column has the name "
+            "of a result): rename it"
+        )
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+__all__ = ["CHUNK_ROWS", "CSV", "evaluate_points_file"]
