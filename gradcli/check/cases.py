@@ -139,8 +139,6 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
     for name, formula in raw.get("expect", {}).items():
         if not isinstance(formula, str):
             raise UsageError(f"{where}: expect.{name} must be a formula in quotes, got {formula!r}")
-    if "at" in raw and "points" in raw:
-        raise UsageError(f"{where}: give at or points, not both (points may hold parameters: put them in at)")
 
 
 def _kind_name(kind: Any) -> str:
@@ -283,6 +281,9 @@ def _check_points(
 
     path = str(Path(case.base, case.fields["points"]))
     columns = read_points(path)
+    both = [name for name in columns if name in values]
+    if both:
+        raise UsageError(f"{both[0]} is given both by at and by a column of {case.fields['points']}")
     n = len(next(iter(columns.values())))
     failed: list[int] = []
     shown = None
