@@ -39,7 +39,9 @@ def toml_text(found: list) -> str:
     for name, expr, at, expect in found:
         at_text = ", ".join(f"{k} = {v!r}" for k, v in at.items())
         expect_text = ", ".join(f'{k} = "{v}"' for k, v in expect.items())
-        blocks.append(f'[[case]]\nname = "{name}"\nexpr = "{expr}"\nat = {{ {at_text} }}\nexpect = {{ {expect_text} }}\n')
+        blocks.append(
+            f'[[case]]\nname = "{name}"\nexpr = "{expr}"\nat = {{ {at_text} }}\nexpect = {{ {expect_text} }}\n'
+        )
     return "\n".join(blocks)
 
 

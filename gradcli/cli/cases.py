@@ -57,14 +57,15 @@ def check_cases(
             if not as_json:
                 _print_case(result, width)
         summary = summarize(results, len(cases) - len(chosen), len(chosen), time.perf_counter() - started)
-        if junit is not None:
-            _write_junit(junit, results, summary, path)
         if as_json:
             output.print_json(
                 {"file": path, "cases": [r.to_dict() for r in results], "summary": summary.to_dict(), "ok": summary.ok}
             )
         else:
             sys.stdout.write(summary.text() + "\n")
+            sys.stdout.flush()
+        if junit is not None:
+            _write_junit(junit, results, summary, path)
         if not summary.ok:
             raise SystemExit(1)
 
@@ -75,9 +76,9 @@ def _print_case(result: Any, width: int) -> None:
 
     name = printable(result.name)
     lines = [f"{result.status:<12}  {name.ljust(width)}  {result.seconds:.2f} s"]
-    if not result.passed:
-        lines += ["    " + line for line in result.message.splitlines()]
+    if not result.passed:  # as `gradcli check` shows it: the table, the notes, then the verdict
         lines += ["    " + line for line in result.detail.splitlines()]
+        lines += ["    " + line for line in result.message.splitlines()]
     lines += [f"    warning: {w}" for w in result.warnings]
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
