@@ -366,3 +366,20 @@ def test_torch_agrees_with_a_passing_case(tmp_path):
     assert gradient["x"] == pytest.approx(x.grad.item(), rel=1e-12)
     assert gradient["w"] == pytest.approx(w.grad.item(), rel=1e-12)
     assert doc["cases"][0]["name"] == "sin(x*w) * exp(w)"  # a case without a name is named by its program
+
+
+def test_bad_values_and_a_raising_function_are_errors_of_their_case_alone(tmp_path):
+    (tmp_path / "f.py").write_text("def f(x):\n    raise ValueError('no good')\n")
+    path = tmp_path / "values.toml"
+    path.write_text(
+        '[[case]]\nname = "ragged"\nexpr = "x"\nat = { x = [1, [2]] }\n\n'
+        '[[case]]\nname = "infinite"\nexpr = "x"\nat = { x = "1/0" }\n\n'
+        '[[case]]\nname = "raises"\nfunction = "f.py:f"\nat = { x = 1 }\n\n'
+        '[[case]]\nname = "fine"\nexpr = "3*x"\nat = "x=1"\nmethods = "fd"\n'
+    )
+    doc = json.loads(run("--cases", str(path), "--json").stdout)
+    assert [c["status"] for c in doc["cases"]] == ["ERROR", "ERROR", "ERROR", "ok"]
+    assert doc["cases"][0]["error"] == "at x = [1, [2]]: not a number or a rectangular list of numbers"
+    assert doc["cases"][1]["error"] == "at x: '1/0' is not a finite float64 number (too large, or 1/0)"
+    assert "no good" in doc["cases"][2]["error"]
+    assert doc["cases"][3]["result"]["gradient"] == {"x": 3.0}

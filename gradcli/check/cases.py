@@ -359,15 +359,12 @@ def case_values(case: Case) -> dict[str, Any]:
         return assignments([at])
     values = {}
     for name, value in at.items():
-        if isinstance(value, str):
-            values[name] = constant(value, f"at {name}")
-            continue
         try:
-            values[name] = np.asarray(value, dtype=np.float64)
+            values[name] = constant(value, f"at {name}") if isinstance(value, str) else np.asarray(value, np.float64)
         except (ValueError, TypeError):
             raise UsageError(f"at {name} = {value!r}: not a number or a rectangular list of numbers") from None
         if not np.isfinite(values[name]).all():
-            raise UsageError(f"at {name}: {value!r} is not finite")
+            raise UsageError(f"at {name}: {value!r} is not a finite float64 number (too large, or 1/0)")
     return values
 
 
