@@ -37,10 +37,6 @@ class Case:
     base: str  # the folder of the TOML file
     fields: dict[str, Any]
 
-    def program_text(self) -> str:
-        key = next(k for k in PROGRAM_KEYS if k in self.fields)
-        return f"{key} = {self.fields[key]}"
-
 
 @dataclass
 class CaseResult:
