@@ -419,7 +419,7 @@ def check_command(
                  "--method": method, "--rtol": rtol, "--atol": atol, "--seed": seed, "--blame": blame}  # fmt: skip
         run_cases.check_cases(
             cases, json, junit, select, jobs, fail_fast, update, sympy_timeout, digits,
-            [name for name, value in given.items() if value not in (None, False, [])],
+            [name for name, value in given.items() if value is not None and value is not False and value != []],
         )  # fmt: skip
         return
     commands.check(
