@@ -53,7 +53,7 @@ JSON_ERRORS = [
     (["eval", "x[", "--json"], "expected ']' to close '[' at column 2"),  # the fast path's own error
     (["jacobian", "x", "--at", "x=1", "--mode", "bogus", "--json"], "--mode bogus: use auto, forward or reverse"),
     (["hessian", "x*y", "--at", "x=1", "--json"], "missing value for 'y': give it with --at y=..."),
-    (["check", "x^2", "--at", "x=1", "--bogus", "--json"], "no such option: --bogus"),
+    (["check", "x^2", "--at", "x=1", "--bogus", "--json"], "no such option: --bogus; did you mean --jobs?"),
     (["ops", "--json", "--x"], "no such option: --x"),
     (["eval", "x", "--at", "x=1,x=2", "--json"], "--at x is given twice: give each name one value"),
 ]

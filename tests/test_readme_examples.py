@@ -33,6 +33,7 @@ DOCUMENTED_EXIT_CODES = (0, 1, 2, 3)
 NORMALISE = [
     (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x..."),  # object addresses in a repr
     (re.compile(r"\b\d+(?:\.\d+)? ?(?:ms|s)\b(?= elapsed| taken)"), "<time>"),  # a duration said in passing
+    (re.compile(r"\b\d+\.\d+ s$"), "<time>"),  # check --cases: each case's time, and the summary's
 ]
 
 

@@ -415,13 +415,33 @@ def check_command(
         None, "--points", metavar="DATA", help="check at every row of a data set (fd, complex step: batched)"
     ),
     chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
+    cases: str = typer.Option(
+        None, "--cases", metavar="FILE.toml", help="check every [[case]] of a TOML file, one verdict each"
+    ),
+    junit: str = typer.Option(None, "--junit", metavar="FILE.xml", help="with --cases: write a JUnit XML report"),
+    select: str = typer.Option(None, "-k", metavar="PATTERN", help="with --cases: only names matching (and/or/not)"),
+    jobs: int = typer.Option(1, "--jobs", metavar="N", help="with --cases: run the cases in N processes"),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="with --cases: stop at the first case that fails"),
+    update: bool = typer.Option(False, "--update", help="with --cases: write diff's derivative into missing expect"),
 ) -> None:
     """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
     Exit 0 when all agree, 1 on a mismatch or a non-finite value, 2 on bad input.
+    With --cases FILE.toml: every case of the file, a line each and a summary (exit 1 if any fails).
 
     Example: gradcli check "x^2 * y" --at x=2,y=3 --expect x="2*x*y"
     """
+    if cases is not None or junit is not None or select is not None or fail_fast or update or jobs != 1:
+        from . import cases as run_cases
+
+        given = {"EXPR": expression, "--at": at, "--wrt": wrt, "-f": file, "--python": python, "--expect": expect,
+                 "--method": method, "--rtol": rtol, "--atol": atol, "--seed": seed, "--blame": blame,
+                 "--points": points, "--chunk-rows": chunk_rows}  # fmt: skip
+        run_cases.check_cases(
+            cases, json, junit, select, jobs, fail_fast, update, sympy_timeout, digits,
+            [name for name, value in given.items() if value is not None and value is not False and value != []],
+        )  # fmt: skip
+        return
     commands.check(
         expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
         python, digits, points, chunk_rows,
