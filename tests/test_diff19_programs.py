@@ -44,6 +44,7 @@ def test_the_mlp_differentiates_fast_in_its_own_names():
     assert labels == [f"dloss/d{n}" for n in ("yhat", "h", "W1", "x", "b1", "W2", "b2", "y")]
     assert "dloss/db1   = W2*(1 - h^2)*(yhat - y) ≈ " in out
     assert "dloss/dW2   = h*(yhat - y) ≈ " in out
+    assert "dloss/dW1   = outer(W2*(1 - h^2)*(yhat - y), x) ≈ [[-0.2021337912761512, " in out
 
 
 @pytest.mark.parametrize("at", [AT, AT_MATRIX], ids=["W2 a vector", "W2 1x3"])

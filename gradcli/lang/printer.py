@@ -225,6 +225,8 @@ def array_text(array: Any) -> str:
     """An array of derivatives in the language: ``2*x`` when every element is the same expression
     of the same-placed elements of arrays shaped like it (``[2*x[0], 2*x[1]]``), else a nested list."""
     whole = _whole_array(array)
+    if whole is None:
+        whole = _outer(array)
     if whole is not None:
         return whole
     if array.ndim == 0:
@@ -253,3 +255,33 @@ def _whole_array(array: Any) -> str | None:
         elif form != template:
             return None
     return to_language(template)
+
+
+def _outer(array: Any) -> str | None:
+    """A matrix whose element (i, j) is a(i) * b(j), with a and b each the same expression of the
+    i-th (j-th) elements of vectors: ``outer(a, b)`` (dloss/dW1 = outer(W2*(1 - h^2)*(yhat - y), x))."""
+    if array.ndim != 2 or array.size > 400:
+        return None
+    rows, columns = array.shape
+    left = right = None
+    used = [False, False]  # each side holds elements of its vectors
+    for i, j in np.ndindex(array.shape):
+        parts: tuple[list[Any], list[Any]] = ([], [])
+        for factor in sp.Mul.make_args(sp.sympify(array[i, j])):
+            elements = [s for s in factor.free_symbols if isinstance(s, Element)]
+            if all(s.shape == (rows,) and s.index == (i,) for s in elements):
+                used[0] = used[0] or bool(elements)
+                parts[0].append(factor.xreplace({s: sp.Symbol(s.array, real=True) for s in elements}))
+            elif all(s.shape == (columns,) and s.index == (j,) for s in elements):
+                used[1] = True
+                parts[1].append(factor.xreplace({s: sp.Symbol(s.array, real=True) for s in elements}))
+            else:
+                return None
+        a, b = sp.Mul(*parts[0]), sp.Mul(*parts[1])
+        if left is None:
+            left, right = a, b
+        elif (a, b) != (left, right):
+            return None
+    if left is None or not all(used):
+        return None
+    return f"outer({to_language(left)}, {to_language(right)})"
