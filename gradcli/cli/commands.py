@@ -266,9 +266,10 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     """A derivative at the point: (text after the derivative, JSON number(s), exact text or None).
     Exact (``= 2/9``) when the value is a rational number, else ``≈`` its float; None while a
     variable has no value."""
-    import sympy as sp
 
-    flat = [sp.sympify(v) for v in np.asarray(value, dtype=object).reshape(-1)]
+    from ..lang.symbolic import as_expr
+
+    flat = [as_expr(v) for v in np.asarray(value, dtype=object).reshape(-1)]
     if not all(v.is_number for v in flat):
         return None
     shape = np.shape(value)
@@ -286,6 +287,15 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     return f"≈ {output.shown(array)}", array if shape else array.item(), None
 
 
+def _latex_number(text: str) -> str:
+    """``4/3`` as ``\\frac{4}{3}`` (an exact array stays as printed)."""
+    top, bar, bottom = text.partition("/")
+    if bar and top.lstrip("-").isdigit() and bottom.isdigit():
+        sign = "-" if top.startswith("-") else ""
+        return rf"{sign}\frac{{{top.lstrip('-')}}}{{{bottom}}}"
+    return text
+
+
 def _nested_text(nested: Any) -> str:
     return "[" + ", ".join(_nested_text(p) for p in nested) + "]" if isinstance(nested, list) else str(nested)
 
@@ -300,7 +310,7 @@ def _print_latex(explanation: Any, text: dict[str, str], found: dict[str, Any]) 
         value = found.get(row.name)
         if value is not None and value[0] != f"= {text[row.name]}":
             how, number = value[0].split(" ", 1)
-            line += (" = " if how == "=" else r" \approx ") + (sp.latex(sp.sympify(number)) if how == "=" else number)
+            line += (" = " if how == "=" else r" \approx ") + (_latex_number(number) if how == "=" else number)
         if len(explanation.rows) > 1:
             top, bottom = sp.latex(sp.Symbol(explanation.output or "f")), sp.latex(sp.Symbol(row.name))
             line = rf"\frac{{\partial {top}}}{{\partial {bottom}}} = {line}"

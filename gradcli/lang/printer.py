@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
-from .symbolic import Element
+from .symbolic import Element, as_expr
 
 
 class _Sigmoid(sp.Function):
@@ -214,7 +214,7 @@ def _sign_inside(expr: Any) -> Any:
 
 def to_language(expr: Any) -> str:
     """SymPy expression -> text of gradcli's language that ``eval`` reads back."""
-    expr = sp.sympify(expr)
+    expr = as_expr(expr)
     if expr.has(sp.DiracDelta):
         expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
     expr = sigmoid_form(expr)
@@ -239,7 +239,7 @@ def _whole_array(array: Any) -> str | None:
         return None
     template = None
     for index in np.ndindex(array.shape):
-        expr = sp.sympify(array[index])
+        expr = as_expr(array[index])
         swap = {}
         for symbol in expr.free_symbols:
             if not isinstance(symbol, Element):
@@ -267,7 +267,7 @@ def _outer(array: Any) -> str | None:
     used = [False, False]  # each side holds elements of its vectors
     for i, j in np.ndindex(array.shape):
         parts: tuple[list[Any], list[Any]] = ([], [])
-        for factor in sp.Mul.make_args(sp.sympify(array[i, j])):
+        for factor in sp.Mul.make_args(as_expr(array[i, j])):
             elements = [s for s in factor.free_symbols if isinstance(s, Element)]
             if all(s.shape == (rows,) and s.index == (i,) for s in elements):
                 used[0] = used[0] or bool(elements)

@@ -60,6 +60,19 @@ class Element(sp.Symbol):
         return (*super()._hashable_content(), self.array, self.shape, self.index)
 
 
+def as_expr(value: Any) -> Any:
+    """A SymPy expression, or a Python/NumPy number made one (never text: no ``sympify``)."""
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return sp.Integer(int(value))
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    if isinstance(value, (float, np.floating)):
+        return sp.Float(float(value))
+    raise TypeError(f"not a SymPy value: {type(value).__name__}")
+
+
 def number(text: str) -> sp.Rational:
     """An exact rational for a numeric literal (``2.5`` -> 5/2, ``1e-3`` -> 1/1000)."""
     fraction = Fraction(text)
@@ -408,13 +421,13 @@ def differentiate_program(
         elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
         symbol = symbols_for(statement.name, shape, bool(elements & taken))
         for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
-            definitions[s] = sp.sympify(v)
+            definitions[s] = as_expr(v)
         env[statement.name] = symbol
         steps.append((statement.name, symbol))
     outputs = [_convert(item, lookup, source) for item in program.outputs.items]
     if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
-    out = sp.sympify(outputs[0])
+    out = as_expr(outputs[0])
     items = program.outputs.items
     named = isinstance(items[0], ast.Name) and steps and items[0].id == steps[-1][0] and out == steps[-1][1]
     adjoint: dict[Any, list[Any]] = {}
@@ -488,9 +501,9 @@ def exact_point(items: list[str], values: Mapping[str, Any]) -> dict[str, Any]:
                 continue
             try:
                 (value,), _ = to_sympy(parse(text.strip()))
-                value = np.asarray(value, dtype=object) if isinstance(value, np.ndarray) else sp.sympify(value)
+                value = np.asarray(value, dtype=object) if isinstance(value, np.ndarray) else as_expr(value)
                 ok = np.shape(value) == np.shape(values[name]) and all(
-                    sp.sympify(v).is_number for v in np.asarray(value, dtype=object).reshape(-1)
+                    as_expr(v).is_number for v in np.asarray(value, dtype=object).reshape(-1)
                 )
             except Exception:  # the float parser read it; SymPy's road did not (1e400...)
                 ok = False
