@@ -41,7 +41,7 @@ def test_seed_002_two_paths_add_up():
 def test_seed_003_case_1_and_2():
     assert run_json("eval", "(x + 1) * (x + 2)", "--at", "x=2")["gradient"] == {"x": 7.0}
     assert run_json("eval", "x * x * y", "--at", "x=2,y=3") == {"value": 12.0, "gradient": {"x": 12.0, "y": 4.0}}
-    assert run_json("diff", "x * x * y") == {"derivative": {"x": "2*x*y", "y": "x**2"}}
+    assert run_json("diff", "x * x * y") == {"derivative": {"x": "2*x*y", "y": "x^2"}}
 
 
 def test_seed_003_case_3_vector_output_needs_a_seed():
@@ -176,8 +176,8 @@ def test_diff_gives_simplified_sympy_derivatives_and_latex():
     assert run_json("diff", "x^2 * sin(x)", "--latex")["derivative"] == {
         "x": "x \\left(x \\cos{\\left(x \\right)} + 2 \\sin{\\left(x \\right)}\\right)"
     }
-    assert run_json("diff", "sum(x * x)", "--at", "x=[1,2,3]")["derivative"] == {"x": "[2*x_0, 2*x_1, 2*x_2]"}
-    assert run_json("diff", "detach(x^2) * x")["derivative"] == {"x": "stop_gradient(x**2)"}
+    assert run_json("diff", "sum(x * x)", "--at", "x=[1,2,3]")["derivative"] == {"x": "2*x"}
+    assert run_json("diff", "detach(x^2) * x")["derivative"] == {"x": "detach(x^2)"}
 
 
 def test_ops_lists_every_function_from_the_table():

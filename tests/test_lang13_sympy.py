@@ -70,7 +70,7 @@ def test_diff_through_conditions_on_comparison_functions(text, at, expected):
 
 
 def test_diff_of_conditional_on_eq_prints_both_branches():
-    assert run_json("diff", "x if eq(x,1) else 2*x")["derivative"] == {"x": "Piecewise((1, Eq(x, 1)), (2, True))"}
+    assert run_json("diff", "x if eq(x,1) else 2*x")["derivative"] == {"x": "where(x == 1, 1, 2)"}
 
 
 def test_check_at_3_no_longer_reports_a_false_mismatch():
@@ -89,7 +89,7 @@ def test_min_over_where_of_equal_arguments_is_1():
     autograd = value_and_grad(load("min(where(v, x, v))"), {k: np.asarray(v) for k, v in at.items()}, ["x"])
     assert autograd.gradient["x"] == 1.0
     text = run_json("diff", "min(where(v, x, v))", "--at", "v=[1,2,3]", "--wrt", "x")["derivative"]["x"]
-    assert text.startswith("Piecewise((1, Ne(v_0, 0) & Ne(v_1, 0) & Ne(v_2, 0))")  # not 3/2
+    assert text.startswith("where((v[0] != 0)*(v[1] != 0)*(v[2] != 0), 1, ")  # not 3/2
     result = invoke("check", "min(where(v, x, v))", "--at", "v=[1,2,3],x=0.5", "--wrt", "x")
     assert result.exit_code == 0 and json.loads(result.stdout)["checks"]["sympy"]["ok"] is True
 
@@ -119,14 +119,14 @@ def test_element_symbols_of_two_arrays_never_collide():
 
 
 def test_element_symbols_keep_their_plain_names_without_a_collision():
-    assert run_json("diff", "sum(x * x)", "--at", "x=[1,2,3]")["derivative"] == {"x": "[2*x_0, 2*x_1, 2*x_2]"}
+    assert run_json("diff", "sum(x * x)", "--at", "x=[1,2,3]")["derivative"] == {"x": "2*x"}
 
 
 @pytest.mark.parametrize(
     "text, at, derivative",
     [
         ("ge(x,1) + x", None, {"x": "1"}),
-        ("atan2(ne(4,0), x)", None, {"x": "-1/(x**2 + 1)"}),
+        ("atan2(ne(4,0), x)", None, {"x": "-1/(x^2 + 1)"}),
         ("log(u, detach(2)) * 1", None, {"u": "1/(u*log(2))"}),
     ],
 )
@@ -155,7 +155,7 @@ def test_diff_never_fails_internally_on_sympy_exceptions(args):
 
 def test_diff_of_log_to_a_detached_base_of_1_is_infinite_not_a_crash():
     doc = run_json("diff", "s*(log(u,detach(1))@u)", "--at", "u=[1.5,0.3,-0.7]")["derivative"]
-    assert doc["s"] == "zoo*(u_0*log(u_0) + u_1*log(u_1) + u_2*log(u_2))"
+    assert doc["s"] == "(1/0)*(u[0]*log(u[0]) + u[1]*log(u[1]) + u[2]*log(u[2]))"
 
 
 @pytest.mark.parametrize("expr", ["(0.5)^(10^400)*x", "3^(-10^400)*x", "0.1^(10^5)*x"])

@@ -295,12 +295,13 @@ def diff_command(
     file: str = FILE,
     latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
     sympy_timeout: float = SYMPY_TIMEOUT,
+    sympy: bool = typer.Option(False, "--sympy", help="print SymPy's own text instead of gradcli's language"),
 ) -> None:
-    """Symbolic derivative of EXPR (SymPy), simplified.
+    """Symbolic derivative of EXPR (SymPy), simplified, in gradcli's language; a program step by step.
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
     """
-    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout)
+    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout, sympy)
 
 
 @app.command("graph")

@@ -181,18 +181,20 @@ def differentiate(
     as_json: bool,
     latex: bool,
     timeout: float = SYMPY_SECONDS,
+    sympy_form: bool = False,
 ) -> None:
     with reported():
-        import sympy as sp
-
         from ..check.symbolic import Skipped, time_limit
         from ..errors import GradcliError, UsageError
-        from ..lang.program import load, symbolic_derivatives
-        from ..lang.symbolic import warning_text
+        from ..lang.program import explain_derivatives, formatted, load
+        from ..lang.symbolic import exact_point, warning_text
         from ..lang.values import assignments, names_list
         from .progress import working
 
         _check_sympy_timeout(timeout)
+        if latex and sympy_form:
+            raise UsageError("give --latex or --sympy, not both")
+        form = "latex" if latex else "sympy" if sympy_form else "language"
         program = load(expression, file)
         values = assignments(at)
         _warn_unused(program, values)
@@ -205,8 +207,16 @@ def differentiate(
                 warnings.catch_warnings(record=True) as caught,
             ):
                 warnings.simplefilter("always")
-                derivatives = symbolic_derivatives(program, names_list(wrt) or None, shapes)
-                text = {name: _sympy_text(d, sp.latex if latex else sp.sstr) for name, d in derivatives.items()}
+                explanation = explain_derivatives(program, names_list(wrt) or None, shapes)
+                text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
+                point = exact_point(at, values)
+                found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
+                found = {name: v for name, v in found.items() if v is not None and values}
+                extra: dict[str, Any] = {}
+                if as_json and latex:
+                    extra["derivative_text"] = {r.name: formatted(r.derivative) for r in explanation.rows if not r.step}
+                if as_json and explanation.statements:
+                    extra["expanded"] = {r.name: formatted(r.expanded, form) for r in explanation.rows if not r.step}
             said = warning_text(caught)
             if said:
                 output.warn(said)
@@ -216,14 +226,86 @@ def differentiate(
             raise
         except Exception as exc:  # SymPy itself failed (check skips SymPy for the same): the input's fault
             raise UsageError(f"SymPy could not differentiate this expression ({type(exc).__name__}: {exc})") from None
+        steps = [row.name for row in explanation.rows if row.step]
         if as_json:
-            document: dict[str, Any] = {"derivative": text}
-            if latex:
-                with time_limit(timeout):
-                    document["derivative_text"] = {n: _sympy_text(d, sp.sstr) for n, d in derivatives.items()}
+            document: dict[str, Any] = {"derivative": {n: t for n, t in text.items() if n not in steps}}
+            if steps:
+                document["steps"] = {n: text[n] for n in steps}
+                document["statements"] = explanation.statements
+            document.update(extra)
+            if found:
+                document["value"] = {n: v[1] for n, v in found.items()}
+                exact = {n: v[2] for n, v in found.items() if v[2] is not None}
+                if exact:
+                    document["value_exact"] = exact
             output.print_json(document)
             return
-        output.print_rows([(f"d/d{name}", t) for name, t in text.items()], heading=_source_text(program, expression))
+        if latex:
+            _print_latex(explanation, text, found)
+            return
+        rows = []
+        for row in explanation.rows:
+            shown = text[row.name]
+            if row.name in found and found[row.name][0] != f"= {shown}":
+                shown += f" {found[row.name][0]}"
+            rows.append((explanation.label(row), shown))
+        output.print_rows(rows, heading=_source_text(program, expression))
+
+
+def _value_at(value: Any) -> tuple[str, Any, Any] | None:
+    """A derivative at the point: (text after the derivative, JSON number(s), exact text or None).
+    Exact (``= 2/9``) when the value is a rational number, else ``≈`` its float; None while a
+    variable has no value."""
+
+    from ..lang.symbolic import as_expr
+
+    flat = [as_expr(v) for v in np.asarray(value, dtype=object).reshape(-1)]
+    if not all(v.is_number for v in flat):
+        return None
+    shape = np.shape(value)
+    if all(v.is_Rational for v in flat):
+        texts = [str(v.p) if v.q == 1 else f"{v.p}/{v.q}" for v in flat]
+        numbers = [int(v.p) if v.q == 1 else float(v) for v in flat]
+        exact = texts[0] if not shape else np.array(texts, dtype=object).reshape(shape).tolist()
+        if not shape:
+            return f"= {texts[0]}", numbers[0], exact
+        nested = np.array(texts, dtype=object).reshape(shape).tolist()
+        return f"= {_nested_text(nested)}", np.array(numbers, dtype=object).reshape(shape).tolist(), exact
+    floats = np.array([complex(v.evalf(17)) for v in flat])
+    real = floats.real if np.all(floats.imag == 0) else np.full(floats.shape, np.nan)
+    array = real.reshape(shape)
+    return f"≈ {output.shown(array)}", array if shape else array.item(), None
+
+
+def _latex_number(text: str) -> str:
+    """``4/3`` as ``\\frac{4}{3}`` (an exact array stays as printed)."""
+    top, bar, bottom = text.partition("/")
+    if bar and top.lstrip("-").isdigit() and bottom.isdigit():
+        sign = "-" if top.startswith("-") else ""
+        return rf"{sign}\frac{{{top.lstrip('-')}}}{{{bottom}}}"
+    return text
+
+
+def _nested_text(nested: Any) -> str:
+    return "[" + ", ".join(_nested_text(p) for p in nested) + "]" if isinstance(nested, list) else str(nested)
+
+
+def _print_latex(explanation: Any, text: dict[str, str], found: dict[str, Any]) -> None:
+    """Pure LaTeX: the derivative alone for one variable, else one ``\\frac{\\partial f}{\\partial x} = ...`` line each."""
+    import sympy as sp
+
+    lines = []
+    for row in explanation.rows:
+        line = text[row.name]
+        value = found.get(row.name)
+        if value is not None and value[0] != f"= {text[row.name]}":
+            how, number = value[0].split(" ", 1)
+            line += (" = " if how == "=" else r" \approx ") + (_latex_number(number) if how == "=" else number)
+        if len(explanation.rows) > 1:
+            top, bottom = sp.latex(sp.Symbol(explanation.output or "f")), sp.latex(sp.Symbol(row.name))
+            line = rf"\frac{{\partial {top}}}{{\partial {bottom}}} = {line}"
+        lines.append(line)
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _check_sympy_timeout(seconds: float) -> None:
@@ -232,12 +314,6 @@ def _check_sympy_timeout(seconds: float) -> None:
 
     if not (seconds > 0 and np.isfinite(seconds)):
         raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {seconds}")
-
-
-def _sympy_text(expr: Any, printer: Any) -> str:
-    if isinstance(expr, np.ndarray):
-        return "[" + ", ".join(printer(e) for e in expr.reshape(-1)) + "]" if expr.ndim == 1 else printer(expr.tolist())
-    return printer(expr)
 
 
 def list_functions(name: str | None, as_json: bool) -> None:

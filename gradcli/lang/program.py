@@ -529,24 +529,104 @@ def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequenc
 def symbolic_derivatives(
     program: Program, wrt: Sequence[str] | None, shapes: Mapping[str, tuple[int, ...]] | None = None
 ) -> dict[str, Any]:
-    """SymPy's derivative of the (single, scalar) output with respect to each variable, simplified."""
+    """SymPy's derivative of the (single, scalar) output with respect to each variable, in the
+    variables only (a program's steps expanded); simplified when it is small."""
+    return {row.name: row.expanded for row in explain_derivatives(program, wrt, shapes).rows if not row.step}
+
+
+@dataclass
+class SymbolicRow:
+    """d output / d ``name``: ``derivative`` in the program's own names, ``expanded`` in its variables."""
+
+    name: str
+    step: bool  # a statement's name (True) or a variable (False)
+    derivative: Any
+    expanded: Any
+
+
+@dataclass
+class Explanation:
+    """What ``diff`` shows: for a program, one row per statement (last first, as backpropagation
+    runs) then one per variable; for an expression, one per variable."""
+
+    output: str | None  # the output's name, when a statement names it
+    rows: list[SymbolicRow]
+    at: Callable[[Any, Mapping[str, Any]], Any]  # (expression, exact point) -> its value there
+    statements: str = ""  # the program's statements, which give the steps' names their values
+
+    def label(self, row: SymbolicRow) -> str:
+        return f"d{self.output or ''}/d{row.name}"
+
+
+def explain_derivatives(
+    program: Program, wrt: Sequence[str] | None, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> Explanation:
+    """The derivative of the (single, scalar) output: an expression's by SymPy at once, simplified;
+    a program's statement by statement (``symbolic.differentiate_program``)."""
     if program.tree is None:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
     check_names(program.tree, set(program.variables))
-    from .symbolic import derivative_of, to_sympy
+    from . import symbolic
+    from .unparse import unparse
 
-    outputs, symbols = to_sympy(program.tree, shapes)
+    tree = program.tree
+    if tree.statements and len({s.name for s in tree.statements}) == len(tree.statements):
+        found = symbolic.differentiate_program(tree, shapes)
+        names = _wrt_names(wrt, found.variables)
+        rows = [SymbolicRow(n, True, d, None) for n, d in found.steps if n != found.output]
+        rows += [SymbolicRow(n, False, found.inputs[n], found.expand(found.inputs[n])) for n in names]
+        statements = "; ".join(f"{s.name} = {unparse(s.value)}" for s in tree.statements)
+        return Explanation(found.output, rows, found.at, statements)
+    outputs, symbols = symbolic.to_sympy(tree, shapes)
     if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
+    rows = []
+    for name in _wrt_names(wrt, symbols):
+        derivative = symbolic.derivative_of(outputs[0], symbols[name])
+        rows.append(SymbolicRow(name, False, derivative, derivative))
+    return Explanation(None, rows, lambda expr, point: symbolic.value_at(expr, symbols, point))
+
+
+def _wrt_names(wrt: Sequence[str] | None, symbols: Mapping[str, Any]) -> list[str]:
     names = list(wrt) if wrt else list(symbols)
     if not names:
         raise UsageError("diff: the expression has no variable to differentiate by")
-    result = {}
     for name in names:
         if name not in symbols:
             raise UsageError(f"--wrt {name}: '{name}' is not a variable of the expression")
-        result[name] = derivative_of(outputs[0], symbols[name])
-    return result
+    return names
+
+
+def derivative_text(
+    program: Program,
+    name: str,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    form: str = "language",
+) -> str:
+    """The text ``gradcli diff`` prints for d output/d ``name`` (a variable, or a statement's name):
+    ``form`` "language" (what ``eval`` reads back, given the program's statements), "sympy" or "latex"."""
+    explanation = explain_derivatives(program, None, shapes)
+    for row in explanation.rows:
+        if row.name == name:
+            return formatted(row.derivative, form)
+    raise UsageError(f"--wrt {name}: '{name}' is not a variable of the expression")
+
+
+def formatted(expr: Any, form: str = "language") -> str:
+    """A derivative (a SymPy expression, or an object array of them) as text: gradcli's language
+    (a whole array as ``2*x`` when each element is the same in its own elements), SymPy's or LaTeX."""
+    import sympy as sp
+
+    if form == "language":
+        from .printer import array_text, to_language
+
+        return array_text(expr) if isinstance(expr, np.ndarray) else to_language(expr)
+    printer = sp.latex if form == "latex" else sp.sstr
+    if isinstance(expr, np.ndarray):
+        if form == "latex":
+            return sp.latex(sp.Array(expr.tolist()))
+        return "[" + ", ".join(printer(e) for e in expr.reshape(-1)) + "]" if expr.ndim == 1 else printer(expr.tolist())
+    return printer(expr)
 
 
 # --- Jacobians and Hessians of a program ----------------------------------------------------------------

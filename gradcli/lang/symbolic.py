@@ -12,6 +12,7 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -43,6 +44,35 @@ class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
         return self.args[0]._eval_evalf(prec)
 
 
+class Element(sp.Symbol):
+    """The symbol of one element of an array (``x_0``, ``A_1_2``): printed ``x[0]``, ``A[1,2]``;
+    it knows the array's name, shape and its own index."""
+
+    def __new__(cls, name: str, array: str = "", shape: tuple[int, ...] = (), index: tuple[int, ...] = (), **kw: Any):
+        obj = sp.Symbol.__xnew__(cls, name, **kw)
+        obj.array, obj.shape, obj.index = array, tuple(shape), tuple(index)
+        return obj
+
+    def __getnewargs_ex__(self) -> Any:
+        return (self.name, self.array, self.shape, self.index), self.assumptions0
+
+    def _hashable_content(self) -> Any:
+        return (*super()._hashable_content(), self.array, self.shape, self.index)
+
+
+def as_expr(value: Any) -> Any:
+    """A SymPy expression, or a Python/NumPy number made one (never text: no ``sympify``)."""
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return sp.Integer(int(value))
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    if isinstance(value, (float, np.floating)):
+        return sp.Float(float(value))
+    raise TypeError(f"not a SymPy value: {type(value).__name__}")
+
+
 def number(text: str) -> sp.Rational:
     """An exact rational for a numeric literal (``2.5`` -> 5/2, ``1e-3`` -> 1/1000)."""
     fraction = Fraction(text)
@@ -54,7 +84,7 @@ def symbols_for(name: str, shape: tuple[int, ...], brackets: bool = False) -> An
     with ``brackets``: names no user can take, for when the first spelling is someone's name)."""
     if not shape:
         return sp.Symbol(name, real=True)
-    flat = [sp.Symbol(_element_name(name, idx, brackets), real=True) for idx in np.ndindex(shape)]
+    flat = [Element(_element_name(name, idx, brackets), name, shape, idx, real=True) for idx in np.ndindex(shape)]
     return np.array(flat, dtype=object).reshape(shape)
 
 
@@ -282,6 +312,200 @@ def simplified(expr: Any) -> Any:
 def derivative_of(expr: Any, symbol: Any) -> Any:
     """d expr / d symbol, simplified; an array of derivatives for an array of symbols."""
     if isinstance(symbol, np.ndarray):
-        flat = [simplified(sp.diff(expr, s)) for s in symbol.reshape(-1)]
+        flat = [_simplest(sp.diff(expr, s)) for s in symbol.reshape(-1)]
         return np.array(flat, dtype=object).reshape(symbol.shape)
-    return simplified(sp.diff(expr, symbol))
+    return _simplest(sp.diff(expr, symbol))
+
+
+def _simplest(raw: Any) -> Any:
+    """``simplified(raw)``, unless ``raw`` written with sigmoid is simpler still: simplify turns
+    exp(-x)/(1 + exp(-x))^2, which prints as sigmoid(x)*(1 - sigmoid(x)), into 1/(4*cosh(x/2)^2)."""
+    simple = simplified(raw)
+    introduced = any(simple.has(f) and not raw.has(f) for f in (sp.cosh, sp.sinh))
+    if not introduced:  # 1 - tanh(x)^2 is no longer than 1/cosh(x)^2, and in the function's own terms
+        return simple
+    if sp.count_ops(raw) <= sp.count_ops(simple) + 2:
+        return raw
+    from .printer import sigmoid_form
+
+    return raw if raw.has(sp.exp) and sigmoid_form(raw) is not raw else simple
+
+
+# --- a program differentiated statement by statement (reverse mode, by hand) ---------------------
+
+
+@dataclass
+class ProgramDerivative:
+    """d output / d each named step and each variable of a program, stated in the program's names.
+
+    ``steps`` holds (name, derivative) from the last statement back to the first, as backpropagation
+    runs; ``inputs`` each variable's derivative in terms of the steps' names; ``expanded`` the same
+    with every step replaced by its definition (in the variables only). Derivatives of array steps
+    and variables are object arrays of the same shape."""
+
+    output: str | None  # the output's name, when the output is a statement's name
+    steps: list[tuple[str, Any]]
+    inputs: dict[str, Any]
+    variables: dict[str, Any]  # the symbols of the variables
+    definitions: dict[Any, Any]  # each step's element symbol -> its expression in earlier symbols
+
+    @property
+    def statements(self) -> list[str]:
+        return [name for name, _ in reversed(self.steps)]
+
+    def expand(self, expr: Any) -> Any:
+        """``expr`` with every step symbol replaced by its definition (in the variables only)."""
+        full = self._full()
+        return _each(expr, lambda e: e.xreplace(full))
+
+    def _full(self) -> dict[Any, Any]:
+        if not hasattr(self, "_expanded"):
+            full: dict[Any, Any] = {}
+            for symbol, definition in self.definitions.items():  # in program order
+                full[symbol] = definition.xreplace(full)
+            self._expanded = full
+        return self._expanded
+
+    def at(self, expr: Any, point: Mapping[str, Any]) -> Any:
+        """``expr`` at the point (``point``: variable -> SymPy number or object array of them)."""
+        values: dict[Any, Any] = {}
+        for name, symbol in self.variables.items():
+            if name in point:
+                for s, v in zip(
+                    np.asarray(symbol, dtype=object).reshape(-1), np.asarray(point[name], dtype=object).reshape(-1)
+                ):
+                    values[s] = v
+        for symbol, definition in self.definitions.items():
+            values[symbol] = definition.xreplace(values)
+        return _each(expr, lambda e: e.xreplace(values))
+
+
+def _each(expr: Any, fn: Any) -> Any:
+    if isinstance(expr, np.ndarray):
+        return np.frompyfunc(fn, 1, 1)(expr) if expr.size else expr
+    return fn(expr)
+
+
+def differentiate_program(
+    program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> ProgramDerivative:
+    """Each statement becomes a symbol (an array of element symbols for an array); its local
+    derivatives are taken once and the chain rule carries d output/d step back through the steps."""
+    shapes = dict(shapes or {})
+    source = Source(program.text)
+    env: dict[str, Any] = {}
+    variables: dict[str, Any] = {}
+    bracketed = _bracketed(program, shapes)
+    taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
+
+    def lookup(node: ast.Name) -> Any:
+        if node.id in env:
+            return env[node.id]
+        if node.id == "pi" and node.id not in shapes:
+            return sp.pi
+        if node.id == "e" and node.id not in shapes:
+            return sp.E
+        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
+        variables[node.id] = env[node.id] = symbol
+        return symbol
+
+    definitions: dict[Any, Any] = {}
+    steps: list[tuple[str, Any]] = []  # name, symbol(s)
+    for statement in program.statements:
+        value = _convert(statement.value, lookup, source)
+        known = all(getattr(v, "is_number", True) for v in np.asarray(value, dtype=object).reshape(-1))
+        if known or not all(isinstance(v, sp.Basic) for v in np.asarray(value, dtype=object).reshape(-1)):
+            env[statement.name] = value  # a constant (or a slice): used as it is
+            continue
+        shape = np.shape(value)
+        elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
+        symbol = symbols_for(statement.name, shape, bool(elements & taken))
+        for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
+            definitions[s] = as_expr(v)
+        env[statement.name] = symbol
+        steps.append((statement.name, symbol))
+    outputs = [_convert(item, lookup, source) for item in program.outputs.items]
+    if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
+        raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
+    out = as_expr(outputs[0])
+    items = program.outputs.items
+    named = isinstance(items[0], ast.Name) and steps and items[0].id == steps[-1][0] and out == steps[-1][1]
+    adjoint: dict[Any, list[Any]] = {}
+    if named:
+        adjoint[out] = [sp.Integer(1)]
+    else:
+        _spread(out, sp.Integer(1), adjoint)
+    found: list[tuple[str, Any]] = []
+    for name, symbol in reversed(steps):
+        flat = np.asarray(symbol, dtype=object).reshape(-1)
+        grads = [_tidy(sp.Add(*adjoint.pop(s, []))) for s in flat]
+        for s, g in zip(flat, grads):
+            if g != 0:
+                _spread(definitions[s], g, adjoint, s)
+        found.append((name, np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]))
+    inputs = {}
+    for name, symbol in variables.items():
+        flat = np.asarray(symbol, dtype=object).reshape(-1)
+        grads = [_tidy(sp.Add(*adjoint.get(s, []))) for s in flat]
+        inputs[name] = np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]
+    return ProgramDerivative(steps[-1][0] if named else None, found, inputs, variables, definitions)
+
+
+def _spread(expr: Any, grad: Any, adjoint: dict[Any, list[Any]], name: Any = None) -> None:
+    """The chain rule at one step: grad * d expr/d s added to the adjoint of each symbol s in expr
+    (``expr`` written ``name`` where its derivative holds it: d tanh(u)/du = 1 - h^2 for h = tanh(u))."""
+    for s in expr.free_symbols:
+        local = sp.diff(expr, s)
+        if name is not None and not expr.is_Symbol:
+            local = local.xreplace({expr: name})
+        if local != 0:
+            adjoint.setdefault(s, []).append(grad * local)
+
+
+def _tidy(expr: Any) -> Any:
+    """A step's derivative with common factors taken out (``simplify`` costs seconds per element)."""
+    return sp.factor_terms(expr)
+
+
+def exact(value: Any) -> Any:
+    """A value of ``--at`` (a float, an array) as SymPy numbers: exact rationals (0.1 is 1/10)."""
+    array = np.asarray(value)
+    convert = lambda v: number(repr(float(v))) if np.isfinite(v) else sp.Float(float(v))  # noqa: E731
+    if array.ndim == 0:
+        return convert(array)
+    return np.array([convert(v) for v in array.reshape(-1)], dtype=object).reshape(array.shape)
+
+
+def value_at(expr: Any, symbols: Mapping[str, Any], point: Mapping[str, Any]) -> Any:
+    """``expr`` with each variable's symbols replaced by its value at the point."""
+    values: dict[Any, Any] = {}
+    for name, symbol in symbols.items():
+        if name in point:
+            flat = np.asarray(point[name], dtype=object).reshape(-1)
+            values.update(zip(np.asarray(symbol, dtype=object).reshape(-1), flat))
+    return _each(expr, lambda e: e.xreplace(values))
+
+
+def exact_point(items: list[str], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--at`` values as exact SymPy numbers, read from their text (``x=1/3`` is 1/3,
+    ``x=0.1`` is 1/10, ``x=pi/4`` is pi/4); a value SymPy cannot read is the float given."""
+    from .parser import parse
+    from .values import split_top_level
+
+    point: dict[str, Any] = {}
+    for item in items:
+        for _, piece in split_top_level(item):
+            name, _, text = piece.partition("=")
+            name = name.strip()
+            if name not in values:
+                continue
+            try:
+                (value,), _ = to_sympy(parse(text.strip()))
+                value = np.asarray(value, dtype=object) if isinstance(value, np.ndarray) else as_expr(value)
+                ok = np.shape(value) == np.shape(values[name]) and all(
+                    as_expr(v).is_number for v in np.asarray(value, dtype=object).reshape(-1)
+                )
+            except Exception:  # the float parser read it; SymPy's road did not (1e400...)
+                ok = False
+            point[name] = value if ok else exact(values[name])
+    return point
