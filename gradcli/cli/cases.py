@@ -136,13 +136,10 @@ def _update(path: str, text: str, cases: list[Any], chosen: list[Any], sympy_tim
 def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[str, str]:
     """The derivative of the case's program with respect to each name, as text: what ``gradcli diff``
     prints for it (its one formatting function, so the two always agree)."""
-    import sympy as sp
-
     from ..check.cases import case_program, case_values
     from ..check.symbolic import Skipped, time_limit
     from ..errors import UsageError
-    from ..lang.program import symbolic_derivatives
-    from .commands import _sympy_text
+    from ..lang.program import formatted, symbolic_derivatives
 
     program = case_program(case)
     if program.tree is None:
@@ -151,7 +148,8 @@ def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[
     try:
         with time_limit(sympy_timeout):
             derivatives = symbolic_derivatives(program, names, shapes)
-            texts = {name: _sympy_text(d, sp.sstr) for name, d in derivatives.items()}
+            # in gradcli's language, expanded into the variables: what diff prints for an expression
+            texts = {name: formatted(d, "language") for name, d in derivatives.items()}
     except Skipped as exc:
         raise UsageError(str(exc)) from None
     return {name: text for name, text in texts.items() if _reads_back(case, name, text, shapes[name])}
