@@ -296,3 +296,13 @@ def test_against_torch():
     assert float(result.value) == pytest.approx(out.item(), rel=1e-12)
     assert float(result.gradient["x"]) == pytest.approx(x.grad.item(), rel=1e-12)
     assert float(result.gradient["y"]) == pytest.approx(y.grad.item(), rel=1e-12)
+
+
+def test_complex_and_in_place_tensors_elsewhere_in_the_process_change_nothing():
+    import gradcli as gc
+
+    z = gc.tensor([1 + 2j], requires_grad=True)  # marks complex values as seen in this process
+    (z * z).sum().real.backward()
+    t = gc.tensor([1.0, 2.0], requires_grad=True).clone()
+    t.add_(1)  # an in-place operation
+    assert_same(long_sum("sin(x)*y - x^2"))

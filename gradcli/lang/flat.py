@@ -16,7 +16,7 @@ one float64 number, this module does the same arithmetic on a flat tape instead:
 
 Whenever the graph road would have more to say, the flat road steps aside: a value that is not
 finite (the graph road names the operation that made it), a variable that is not a float64
-number, a seed, grad mode off, complex or in-place tensors seen in this process, anomaly mode.
+number, a seed, grad mode off, anomaly mode.
 """
 
 from __future__ import annotations
@@ -290,18 +290,13 @@ def _close(powers: list[int], entries: list[Any], append: Any, last: bool = Fals
 def _run(program: FlatProgram, values: Mapping[str, Any], names: Sequence[str]) -> Any:
     from ..autograd import anomaly as _anomaly
     from ..autograd import grad_mode as _grad_mode
-    from ..autograd import tensor as _tensor_mod
     from .evaluate import max_elements
     from .library import gc
 
     max_elements()  # its errors are said on this road as on the other
-    if (
-        not _grad_mode.enabled
-        or _tensor_mod.complex_seen
-        or _tensor_mod.inplace_seen
-        or _anomaly.active
-        or not set(names) <= set(values)
-    ):
+    # complex or in-place tensors elsewhere in the process change nothing here: every value on the
+    # tape is a new real float64 number, which the graph's nodes also differentiate by the plain rules
+    if not _grad_mode.enabled or _anomaly.active or not set(names) <= set(values):
         return None
     t = tables()
     constants = t["constants"]
