@@ -43,6 +43,7 @@ def build(
     highlight: Sequence[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
     blamed: Sequence[Any] = (),
+    clusters: Sequence[tuple[str, int, int]] = (),
 ) -> Graph:
     """The model of the graph behind ``outputs``.
 
@@ -50,7 +51,8 @@ def build(
     ``id(tensor)`` to the program text that computed it. With ``point``, gradients
     and local derivatives are computed (one backward pass, ``seed`` as its vector
     for a non-scalar output); ``free`` lets that pass release the saved values, as
-    a plain ``backward()`` does, and shows which nodes lost them.
+    a plain ``backward()`` does, and shows which nodes lost them. ``clusters``: spans of the
+    trace (``clusters.statement_spans``, ``clusters.python_calls``) drawn as boxes.
     """
     texts = texts if texts is not None else {}
     traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
@@ -94,6 +96,10 @@ def build(
     for node in blamed:  # marked by gradcli check --blame
         if node in builder.ids:
             graph.node(builder.ids[node]).blamed = True
+    if clusters:
+        from .clusters import place
+
+        place(graph, builder.autograd, traced, clusters)
     from .summary import find_groups
 
     graph.groups = find_groups(graph)

@@ -263,6 +263,8 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
         node.grad_parts = None
         node.shape = ()
         node.count, node.size = g["count"], len(g["members"])
+        around = {graph.node(m).cluster for m in g["members"]}
+        node.cluster = around.pop() if len(around) == 1 else None  # in its statement's box, if one
         group_nodes.append(node)
     if not group_nodes:
         return graph
@@ -297,5 +299,5 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
         *graph.notes,
     ]
     out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
-    out.compact, out.rankdir, out.groups = graph.compact, graph.rankdir, groups
+    out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
     return out

@@ -265,8 +265,8 @@ def dot(graph: Graph, collapse: bool = True) -> str:
                                                 "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
-    for node in graph.nodes:
-        g.node(node.id, _dot_label(graph, node), **_dot_style(node))
+    boxes, box_of = _boxes(graph, collapse)
+    _emit_nodes(g, graph, None, boxes, box_of)
     # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
     # rank of its own to lay out, three times the time at 300 nodes
     label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
@@ -288,6 +288,77 @@ def dot(graph: Graph, collapse: bool = True) -> str:
             label=html.escape("\n".join(map(printable, graph.notes))), labelloc="b", fontsize="10", fontcolor="#666666"
         )
     return g.source
+
+
+def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The clusters drawn: statements and Python calls (``graph.clusters``), and on the page
+    (``collapse`` False) each group of repeated structure whose members share one, as a box the
+    page folds and unfolds; with each node's innermost box."""
+    boxes = [dict(c, kind="cluster") for c in graph.clusters]
+    box_of = {n.id: n.cluster for n in graph.nodes if n.cluster}
+    if not collapse:
+        for g in graph.groups:
+            members = [m for m in g["members"] if m in graph._by_id]
+            around = {box_of.get(m) for m in members}
+            if not members or len(members) != len(g["members"]) or len(around) != 1:
+                continue  # (a group across statements: its nodes stay in theirs, folded without a box)
+            boxes.append(
+                {"id": g["id"], "label": f"{g['label']} ×{g['count']:,}", "parent": around.pop(), "kind": "group"}
+            )
+            for m in members:
+                box_of[m] = g["id"]
+    return boxes, box_of
+
+
+def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
+    """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
+    clusters, in the nodes' order (a box where its first node comes); a box of one node is
+    not drawn (the node's own title says the statement)."""
+    parent = {b["id"]: b["parent"] for b in boxes}
+    size: dict[str | None, int] = {}
+    for inner in box_of.values():
+        while inner is not None:
+            size[inner] = size.get(inner, 0) + 1
+            inner = parent.get(inner)
+    by_id = {b["id"]: b for b in boxes if size.get(b["id"], 0) > 1}
+
+    def drawn(inner: str | None) -> str | None:  # the innermost drawn box around
+        while inner is not None and inner not in by_id:
+            inner = parent.get(inner)
+        return inner
+
+    def chain(node_id: str) -> list[str]:  # the drawn boxes around a node, outermost first
+        found, inner = [], drawn(box_of.get(node_id))
+        while inner is not None:
+            found.append(inner)
+            inner = drawn(parent.get(inner))
+        return found[::-1]
+
+    chains = {n.id: chain(n.id) for n in graph.nodes}
+
+    def emit(target: Any, here: str | None, depth: int) -> None:
+        done: set[str] = set()
+        for node in graph.nodes:
+            around = chains[node.id]
+            if around[:depth] != ([] if here is None else chains_of[here]):
+                continue
+            if len(around) == depth:
+                target.node(node.id, _dot_label(graph, node), **_dot_style(node))
+            elif around[depth] not in done:
+                inner = by_id[around[depth]]
+                done.add(inner["id"])
+                with target.subgraph(name=f"cluster_{inner['id']}") as sub:
+                    text = html.escape(printable(inner["label"]))
+                    colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
+                    sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
+                             color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
+                    emit(sub, inner["id"], depth + 1)
+
+    chains_of: dict[str, list[str]] = {}
+    for around in chains.values():
+        for k in range(len(around)):
+            chains_of.setdefault(around[k], around[: k + 1])
+    emit(g, box, 0)
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
