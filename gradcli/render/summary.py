@@ -15,6 +15,7 @@ A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the pa
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from typing import Any
 
 import numpy as np
@@ -301,3 +302,46 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
     out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
     out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
     return out
+
+
+def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
+    """``whole`` (a graph with its groups collapsed) cut to the ``limit`` nodes nearest its outputs,
+    a group counting as one, the outputs always; every node of ``skeleton`` (the graph before its
+    groups were collapsed) not drawn as itself is counted in ``hidden`` and ``hidden_kinds`` by its
+    backward name, the summary node says how many the cut left out, and the notes say both."""
+    kept = dict.fromkeys(whole.outputs)
+    queue = deque(whole.outputs)
+    while queue and len(kept) < limit:
+        for edge in whole.inputs_of(queue.popleft()):
+            if edge.source not in kept and len(kept) < limit:
+                kept[edge.source] = None
+                queue.append(edge.source)
+    nodes = [n for n in whole.nodes if n.id in kept]
+    edges = [e for e in whole.edges if e.source in kept and e.target in kept]
+    grouped = {m: g["id"] for g in whole.groups for m in g["members"]}
+    beyond = Counter(
+        n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept and grouped.get(n.id) not in kept
+    )  # left out by the cut
+    inside = sum(len(g["members"]) for g in whole.groups if g["id"] in kept)
+    hidden = Counter(n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept)  # not drawn as themselves
+    cut = sum(beyond.values())
+    ends = {e.target for e in whole.edges if e.source not in kept and e.target in kept}
+    label = f"... {cut:,} more nodes" if cut else f"... {inside:,} nodes inside the groups"
+    nodes.append(GraphNode("hidden", "hidden", "hidden", label))
+    edges += [Edge("hidden", target, -1) for target in kept if target in ends]
+    shown = [g for g in whole.groups if g["id"] in kept]
+    notes = []
+    if cut:
+        notes.append(
+            f"{cut:,} more nodes not shown (--max-nodes {limit}): "
+            + ", ".join(f"{name} x{count:,}" for name, count in beyond.most_common(4))
+        )
+    if shown:
+        notes.append(
+            f"{inside:,} nodes in {len(shown)} group{'s' if len(shown) > 1 else ''} of repeated structure drawn as one "
+            "node each: " + ", ".join(f"{g['label']} ×{g['count']:,}" for g in shown[:4])
+        )
+    graph = Graph(nodes, edges, list(whole.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
+                  whole.has_point)  # fmt: skip
+    graph.compact, graph.rankdir, graph.clusters = whole.compact, whole.rankdir, whole.clusters
+    return graph
