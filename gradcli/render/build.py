@@ -154,12 +154,18 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         g["collapsed"] = True
     graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
     shown = {n.id for n in graph.nodes}
+    grouped = {m: g["id"] for g in groups for m in g["members"]}
     for node in graph.nodes:
         tensor = builder.tensors.get(node.id)
-        if node.kind == "op" and tensor is not None:
-            text = texts.get(id(tensor))
-            if text:
-                node.label, node.generated = text, False
+        text = texts.get(id(tensor)) if node.kind == "op" and tensor is not None else None
+        if text:
+            node.label, node.generated = text, False
+        elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
+            refs = [
+                skeleton.node(e.source).key if e.source in shown else grouped.get(e.source, "...")
+                for e in skeleton.inputs_of(node.id)
+            ]
+            node.label = _expression(node.op, refs)
     if point:
         part = _Builder(traced, texts)
         part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}

@@ -191,7 +191,9 @@
 
   function panel(n, toOutput, toLeaves) {
     if (n.kind === "hidden") return hiddenPanel(n);
-    var kind = n.kind === "op" ? "operation" : n.kind === "variable" ? "variable (leaf)" : "constant";
+    var kind = n.kind === "op" ? "operation" : n.kind === "variable" ? "variable (leaf)" :
+      n.kind === "group" ? "group of repeated structure: \u00d7" + n.count.toLocaleString("en") + ", " +
+        n.size.toLocaleString("en") + " nodes (its value is their total, its gradient each one's)" : "constant";
     var h = '<h2 data-field="title">' + esc(n.title) + "</h2><table>";
     h += row("id", "id", n.id) + row("kind", "kind", kind + (n.output ? ", output" : ""));
     h += row("op", "op", n.kind === "op" ? n.op : null) + row("grad_fn", "backward", n.grad_fn);
@@ -478,8 +480,8 @@
     }
   }
   var allBoxes = [];
-  (model.clusters || []).forEach(function (c) {
-    allBoxes.push({ id: c.id, label: c.label, title: c.label, members: c.members, size: c.members.length, folded: false, kind: "cluster" });
+  (model.clusters || []).forEach(function (c) { // those drawn (a statement of one node is not: its title says it)
+    if (boxEls.has(c.id)) allBoxes.push({ id: c.id, label: c.label, title: c.label, members: c.members, size: c.members.length, folded: false, kind: "cluster" });
   });
   (model.groups || []).forEach(function (g) {
     allBoxes.push({ id: g.id, label: g.label + " \u00d7" + (g.count || g.members.length).toLocaleString("en"),

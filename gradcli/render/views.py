@@ -90,12 +90,14 @@ def text(graph: Graph, digits: int | None = None) -> str:
             lines.append(f"# {node.label}")
             continue
         name = node.key if node.kind != "constant" else node.id
-        if node.kind == "op":
+        if node.kind in ("op", "group"):
             args = ", ".join(_ref(graph, e) for e in graph.inputs_of(node.id))
             body = f"{node.op}({args})"
         else:
             body = node.kind
         facts = [node.grad_fn] if node.grad_fn else []
+        if node.kind == "group":  # repeated structure drawn as one node: its value the total, its grad each one's
+            facts.append(f"{node.label} x{node.count:,} ({node.size:,} nodes)")
         if node.shape:
             facts.append(f"shape={node.shape}")
         if node.value is not None and graph.has_point:
@@ -163,6 +165,8 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
         parts.append("(variable)")
     elif node.kind == "constant":
         parts.append("(constant)")
+    elif node.kind == "group":
+        parts.append(f"×{node.count:,} (a group of {node.size:,} nodes; value: their total)")
     if node.shape:
         parts.append(f"shape {node.shape}")
     if graph.has_point and node.value is not None and node.kind != "constant":
@@ -312,11 +316,14 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
 
 def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
     """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
-    clusters, in the nodes' order (a box where its first node comes); a box of one node is
+    clusters, in the nodes' order (a box where its first node comes); a box of one operation is
     not drawn (the node's own title says the statement)."""
     parent = {b["id"]: b["parent"] for b in boxes}
     size: dict[str | None, int] = {}
-    for inner in box_of.values():
+    kinds = {n.id: n.kind for n in graph.nodes}
+    for node_id, inner in box_of.items():
+        if kinds.get(node_id) not in ("op", "group"):
+            continue  # (a constant beside its operation does not make a box worth drawing)
         while inner is not None:
             size[inner] = size.get(inner, 0) + 1
             inner = parent.get(inner)
