@@ -35,11 +35,13 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     table: dict[tuple[Any, ...], int] = {}
     sig: dict[str, int] = {}
     private: dict[str, list[str]] = {}  # node -> its private inputs (used by it alone)
+    by_target = graph._index()[0]  # (read directly: this loop runs over every node of a 10^5-node graph)
+    by_id = graph._by_id
     for node in nodes:
         parts: list[Any] = [node.kind, node.op]
         mine = []
-        for e in graph.inputs_of(node.id):
-            source = graph.node(e.source) if e.source != "hidden" else None
+        for e in by_target.get(node.id, ()):
+            source = by_id[e.source] if e.source != "hidden" else None
             if source is None:
                 parts.append(("hidden",))
             elif source.kind == "constant":
@@ -62,7 +64,7 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     consumer_of = {e.source: e.target for e in graph.edges if consumers.get(e.source) == 1}
 
     def repeated(node_id: str) -> bool:
-        return graph.node(node_id).kind == "op" and count[sig[node_id]] >= GROUP_MIN
+        return by_id[node_id].kind == "op" and count[sig[node_id]] >= GROUP_MIN
 
     def members(root: str) -> list[str]:
         found, stack = [], [root]
@@ -110,24 +112,25 @@ def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], con
     (``add chain ×59``), a Horner scheme's ``h * x + k`` (a step of two operations)."""
     groups = []
     seen: set[str] = set()
+    by_target, by_id = graph._index()[0], graph._by_id
 
     def below(node_id: str) -> str | None:
         found = [
-            e.source for e in graph.inputs_of(node_id)
-            if e.source != "hidden" and graph.node(e.source).kind == "op" and consumers.get(e.source) == 1
-            and e.source not in taken and not graph.node(e.source).output
+            e.source for e in by_target.get(node_id, ())
+            if e.source != "hidden" and by_id[e.source].kind == "op" and consumers.get(e.source) == 1
+            and e.source not in taken and not by_id[e.source].output
         ]  # fmt: skip
         return found[0] if len(found) == 1 else None
 
     def local(node_id: str, link: str | None) -> tuple[Any, ...]:
-        parts: list[Any] = [graph.node(node_id).op]
-        for e in graph.inputs_of(node_id):
+        parts: list[Any] = [by_id[node_id].op]
+        for e in by_target.get(node_id, ()):
             if e.source == link:
                 parts.append("link")
             elif e.source == "hidden":
                 parts.append("hidden")
-            elif graph.node(e.source).kind == "constant":
-                parts.append(("constant", graph.node(e.source).shape))
+            elif by_id[e.source].kind == "constant":
+                parts.append(("constant", by_id[e.source].shape))
             else:
                 parts.append(("input", e.source if e.source not in taken else "group"))
         return tuple(parts)

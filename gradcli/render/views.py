@@ -266,7 +266,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
-                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
+                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph), **_dense_spacing(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
     boxes, box_of = _boxes(graph, collapse)
@@ -278,9 +278,14 @@ def dot(graph: Graph, collapse: bool = True) -> str:
         attrs: dict[str, str] = {}
         if edge.count > 1:
             attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
-        elif edge.local_grad is not None and "group" not in (
-            graph.node(edge.source).kind,
-            graph.node(edge.target).kind,
+        elif (
+            edge.local_grad is not None
+            and not _dense(graph)
+            and "group"
+            not in (
+                graph.node(edge.source).kind,
+                graph.node(edge.target).kind,
+            )
         ):
             attrs[label_key] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
@@ -366,6 +371,20 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
         for k in range(len(around)):
             chains_of.setdefault(around[k], around[: k + 1])
     emit(g, box, 0)
+
+
+DENSE_PICTURE = 200  # nodes: beyond, a picture is drawn dense (see _dense)
+
+
+def _dense(graph: Graph) -> bool:
+    """Whether ``graph`` is drawn dense: each node in two lines (its title; value and gradient), no
+    edge labels (the page, the tree and JSON have them), ranks closer: a picture of 300 nodes
+    then fits 30 MP at a size where its text can be read, rather than drawn at half its size."""
+    return len(graph.nodes) > DENSE_PICTURE
+
+
+def _dense_spacing(graph: Graph) -> dict[str, str]:
+    return {"nodesep": "0.2", "ranksep": "0.3"} if _dense(graph) else {}
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
@@ -458,6 +477,13 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if node.kind == "group":
         return _group_label(graph, node, esc)
     lines = [f"<b>{esc(heading(graph, node))}</b>"]
+    if _dense(graph):
+        facts = []
+        if graph.has_point and node.value is not None and node.kind != "constant":
+            facts.append("value " + esc(_compact(node.value, 4, 2)))
+        if node.grad is not None:
+            facts.append(f'<font color="#1f4e96">grad {esc(_compact(node.grad, 4, 2))}</font>')
+        return "<" + "<br/>".join(lines + ([" · ".join(facts)] if facts else [])) + ">"
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
     elif node.kind == "variable":
