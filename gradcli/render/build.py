@@ -130,6 +130,7 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
     from .summary import collapsed, cut_to, find_groups
 
     builder = _Builder(traced, {}, None)  # the structure alone: no text
+    builder.structure = True
     for node in _evaluation_order(everything, traced, roots):
         builder.add(node)
     out_ids = [builder.output_node(t) for t in outputs]
@@ -294,6 +295,7 @@ class _Builder:
         self.autograd: dict[str, Any] = {}  # model id -> autograd node
         self.inputs: dict[str, tuple[Any, ...]] = {}  # model id -> the op's inputs as given
         self.leaf_count = 0
+        self.structure = False  # the structure alone: operations without their labels
 
     def new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -349,7 +351,11 @@ class _Builder:
                     refs.append("...")
                 continue
             self.edges.append(Edge(source, node_id, i))
-            refs.append(self.nodes[int(source[1:])].key)
+            if not self.structure:
+                refs.append(self.nodes[int(source[1:])].key)
+        if self.structure:  # (a summary's: the nodes shown get their labels afterwards)
+            model.generated = True
+            return
         text = self.texts.get(id(result)) if result is not None else None
         model.label = text or _expression(op, refs)
         model.generated = text is None
