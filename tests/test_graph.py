@@ -127,12 +127,15 @@ def test_highlight_marks_the_paths_to_a_leaf():
 def test_large_graph_is_cut_with_a_summary():
     expression = "+".join(["x * 2"] * 20_000)
     doc = graph_json(expression, "--at", "x=1", "--max-nodes", "50")
-    # 20,000 products, 19,999 sums, x and the 20,000 constants 2; the 50 nearest the output shown
-    assert doc["hidden"] == 60_000 - 50 and len(doc["nodes"]) == 50 + 1  # and the summary
-    assert doc["hidden_kinds"] == {"MulBackward0": 19_984, "constant": 19_984, "AddBackward0": 19_982}
-    assert "more nodes not shown (--max-nodes 50)" in doc["notes"][0]
+    # 20,000 products, 19,999 sums, x and the 20,000 constants 2: over 50, the repeats are collapsed first
+    # (issue 17: summarised, not truncated), x, the first and the last sum shown as themselves
+    assert [(n["label"], n.get("count")) for n in doc["nodes"] if n["kind"] == "group"] == [
+        ("x * k", 20_000), ("add chain", 19_997)]  # fmt: skip
+    assert doc["hidden"] == 60_000 - 3 and len(doc["nodes"]) == 3 + 2 + 1  # 2 groups and the summary
+    assert doc["hidden_kinds"] == {"MulBackward0": 20_000, "constant": 20_000, "AddBackward0": 19_997}
+    assert "59,997 nodes in 2 groups of repeated structure drawn as one node each" in doc["notes"][0]
     dot_text = run("graph", expression, "--at", "x=1", "--format", "dot").stdout
-    assert len(dot_text) < 200_000 and "more nodes" in dot_text
+    assert len(dot_text) < 200_000 and "x * k ×20,000" in dot_text
 
 
 def test_python_function_graph_changes_with_the_input():

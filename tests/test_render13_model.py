@@ -55,9 +55,12 @@ def test_a_chain_shows_its_constants_within_the_cap():
     expression = "+".join(["x * 2"] * 200)
     doc = graph_json(expression, "--at", "x=1", "--max-nodes", "30")
     shown = [n for n in doc["nodes"] if n["kind"] != "hidden"]
-    assert len(shown) == 30
-    assert sum(n["kind"] == "constant" for n in shown) >= 9  # products keep their constant beside them
-    assert doc["hidden"] == 200 * 3 - 30  # 200 products, 199 sums, x, 200 constants
+    assert len(shown) == 5  # over the cap, its repeats collapse first (issue 17): x, x * k ×200, a sum, add chain, f
+    assert [n["size"] for n in shown if n["kind"] == "group"] == [400, 197]  # products with their constants
+    assert doc["hidden"] == 200 * 3 - 3  # 200 products, 199 sums, x, 200 constants; 3 drawn as themselves
+    doc = graph_json("sum([x," + ",".join(["1"] * 100) + "])", "--at", "x=1", "--max-nodes", "30")
+    shown = [n for n in doc["nodes"] if n["kind"] != "hidden"]
+    assert len(shown) == 30 and doc["hidden"] == 103 - 30  # nothing repeats: the plain cut
 
 
 def test_without_a_cut_nothing_changes():

@@ -401,7 +401,9 @@ def draw(
         fmt = format_for(path, fmt)
         if path is None and fmt in ("png", "pdf") and output.terminal():  # before the work: it would be noise
             raise UsageError(f"--format {fmt} is binary: write it with -o FILE, or send stdout to a file or a pipe")
-        with recording() as trace:
+        from ..render.clusters import python_calls, statement_spans
+
+        with recording() as trace, python_calls(trace, enabled=program.function is not None) as calls:
             try:
                 evaluation = program.run(values, names, record_steps=True)
             except UsageError as problem:
@@ -424,6 +426,7 @@ def draw(
         graph = build(
             outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
             highlight=names_list(highlight, "--highlight"), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
+            clusters=calls + statement_spans(program.tree, evaluation, trace),
         )  # fmt: skip
         graph.compact, graph.rankdir = compact, rankdir
         if blame:

@@ -43,6 +43,7 @@ def build(
     highlight: Sequence[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
     blamed: Sequence[Any] = (),
+    clusters: Sequence[tuple[str, int, int]] = (),
 ) -> Graph:
     """The model of the graph behind ``outputs``.
 
@@ -50,13 +51,20 @@ def build(
     ``id(tensor)`` to the program text that computed it. With ``point``, gradients
     and local derivatives are computed (one backward pass, ``seed`` as its vector
     for a non-scalar output); ``free`` lets that pass release the saved values, as
-    a plain ``backward()`` does, and shows which nodes lost them.
+    a plain ``backward()`` does, and shows which nodes lost them. ``clusters``: spans of the
+    trace (``clusters.statement_spans``, ``clusters.python_calls``) drawn as boxes.
     """
     texts = texts if texts is not None else {}
     traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
     roots = [edge_node(t._edge) for t in outputs if t._edge is not None]
     constant_outputs = sum(t._edge is None for t in outputs)  # always shown, so they take room first
-    kept, hidden, room = _reachable(roots, max(max_nodes - constant_outputs, 0), traced)
+    kept, hidden, room, everything = _reachable(roots, max(max_nodes - constant_outputs, 0), traced)
+    if hidden:  # over --max-nodes: its repeated structure collapsed first, where it has some
+        summary = _summary(everything, roots, outputs, traced, texts, seed, point, free, max_nodes, clusters)
+        if summary is not None:
+            graph, ids = summary
+            _marks(graph, highlight, blamed, ids)
+            return graph
     builder = _Builder(traced, texts, room)
     for node in _evaluation_order(kept, traced, roots):
         builder.add(node)
@@ -64,14 +72,7 @@ def build(
     if hidden:
         builder.add_hidden(hidden, kept)
     graph = Graph(builder.nodes, builder.edges, out_ids)
-    taken = {n.name for n in graph.nodes if n.name}
-    for k, node_id in enumerate(out_ids):
-        node = graph.node(node_id)
-        node.output = True
-        if node.kind == "op" and not node.name:  # an unnamed result is "f", as in f(x, w)
-            name = "f" if len(out_ids) == 1 else f"f{k + 1}"
-            node.name = name if name not in taken else f"{name}_out"
-            node.named_by_view = True
+    _name_outputs(graph, out_ids)
     if hidden:
         graph.hidden = sum(hidden.values())
         graph.hidden_kinds = dict(hidden.most_common())
@@ -89,15 +90,91 @@ def build(
         _local_derivatives(graph, builder)
         if fresh:  # (what backward left in .grad may hold several passes: no parts of it)
             _gradient_parts(graph)
-    if highlight:
-        _highlight(graph, highlight)
-    for node in blamed:  # marked by gradcli check --blame
-        if node in builder.ids:
-            graph.node(builder.ids[node]).blamed = True
+    _marks(graph, highlight, blamed, builder.ids)
+    if clusters:
+        from .clusters import place
+
+        place(graph, builder.autograd, traced, clusters)
     from .summary import find_groups
 
     graph.groups = find_groups(graph)
     return graph
+
+
+def _name_outputs(graph: Graph, out_ids: list[str]) -> None:
+    taken = {n.name for n in graph.nodes if n.name}
+    for k, node_id in enumerate(out_ids):
+        node = graph.node(node_id)
+        node.output = True
+        if node.kind == "op" and not node.name:  # an unnamed result is "f", as in f(x, w)
+            name = "f" if len(out_ids) == 1 else f"f{k + 1}"
+            node.name = name if name not in taken else f"{name}_out"
+            node.named_by_view = True
+
+
+def _marks(graph: Graph, highlight: Sequence[str], blamed: Sequence[Any], ids: dict[Any, str]) -> None:
+    if highlight:
+        _highlight(graph, highlight)
+    for node in blamed:  # marked by gradcli check --blame
+        if node in ids and ids[node] in graph._by_id:
+            graph.node(ids[node]).blamed = True
+
+
+def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor], traced: dict[int, Any], texts: Mapping[int, str], seed: Any,
+             point: bool, free: bool, max_nodes: int, clusters: Sequence[tuple[str, int, int]]) -> tuple[Graph, dict[Any, str]] | None:  # fmt: skip
+    """A graph over ``max_nodes`` summarised from its tape: the structure of every node first (no
+    program text, no local derivatives), its repeated structure found and collapsed (``×20,000``,
+    with totals), the gradients from one backward pass; then the ``max_nodes`` nearest the output,
+    a group counting as one, get their texts and local derivatives; the rest is counted. None
+    when nothing repeats (the plain cut is then the summary)."""
+    from .summary import collapsed, cut_to, find_groups
+
+    builder = _Builder(traced, {}, None)  # the structure alone: no text
+    builder.structure = True
+    for node in _evaluation_order(everything, traced, roots):
+        builder.add(node)
+    out_ids = [builder.output_node(t) for t in outputs]
+    skeleton = Graph(builder.nodes, builder.edges, out_ids)
+    _name_outputs(skeleton, out_ids)
+    if not point:
+        for node in skeleton.nodes:
+            if node.kind != "constant":
+                node.value = None
+    groups = find_groups(skeleton)
+    if not groups:
+        return None
+    fresh = False
+    if point:
+        skeleton.has_point = True
+        fresh = _gradients(skeleton, builder, outputs, seed, free)
+    if clusters:
+        from .clusters import place
+
+        place(skeleton, builder.autograd, traced, clusters)
+    for g in groups:
+        g["collapsed"] = True
+    graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
+    shown = {n.id for n in graph.nodes}
+    grouped = {m: g["id"] for g in groups for m in g["members"]}
+    for node in graph.nodes:
+        tensor = builder.tensors.get(node.id)
+        text = texts.get(id(tensor)) if node.kind == "op" and tensor is not None else None
+        if text:
+            node.label, node.generated = text, False
+        elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
+            refs = [
+                skeleton.node(e.source).key if e.source in shown else grouped.get(e.source, "...")
+                for e in skeleton.inputs_of(node.id)
+            ]
+            node.label = _expression(node.op, refs)
+    if point:
+        part = _Builder(traced, texts)
+        part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}
+        part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
+        _local_derivatives(graph, part)
+        if fresh:
+            _gradient_parts(graph)
+    return graph, builder.ids
 
 
 # --- which nodes ---------------------------------------------------------------------------------
@@ -110,13 +187,15 @@ def locate_blamed(found: Any, outputs: Sequence[Tensor], trace: Sequence[tuple[A
     found.label = next((n.label for n in graph.nodes if n.blamed), found.label)
 
 
-def _reachable(roots: list[Any], limit: int, traced: dict[int, Any]) -> tuple[list[Any], Counter, dict[Any, int]]:
+def _reachable(
+    roots: list[Any], limit: int, traced: dict[int, Any]
+) -> tuple[list[Any], Counter, dict[Any, int], list[Any]]:
     """Nodes reachable from the roots, nearest first, and how many of each one's constant operands
     are shown: ``limit`` nodes in all, constants included; a count of the rest by kind.
 
     Nodes come first with all their constants while they fit; then nodes alone; then what room
     is left goes to the constants of the nodes taken alone (a 3,000-constant ``stack`` shows
-    its variable and a few of its constants, not 3,000 boxes).
+    its variable and a few of its constants, not 3,000 boxes). Last, every node reachable.
     """
     seen = dict.fromkeys(roots)
     queue = deque(roots)
@@ -146,7 +225,7 @@ def _reachable(roots: list[Any], limit: int, traced: dict[int, Any]) -> tuple[li
     dropped = sum(counts) - sum(room.values())
     if dropped:
         hidden["constant"] += dropped
-    return ordered[:cut], hidden, room
+    return ordered[:cut], hidden, room, ordered
 
 
 def _constant_operands(node: Any, traced: dict[int, Any]) -> int:
@@ -216,6 +295,7 @@ class _Builder:
         self.autograd: dict[str, Any] = {}  # model id -> autograd node
         self.inputs: dict[str, tuple[Any, ...]] = {}  # model id -> the op's inputs as given
         self.leaf_count = 0
+        self.structure = False  # the structure alone: operations without their labels
 
     def new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -271,7 +351,11 @@ class _Builder:
                     refs.append("...")
                 continue
             self.edges.append(Edge(source, node_id, i))
-            refs.append(self.nodes[int(source[1:])].key)
+            if not self.structure:
+                refs.append(self.nodes[int(source[1:])].key)
+        if self.structure:  # (a summary's: the nodes shown get their labels afterwards)
+            model.generated = True
+            return
         text = self.texts.get(id(result)) if result is not None else None
         model.label = text or _expression(op, refs)
         model.generated = text is None
@@ -402,6 +486,7 @@ def _gradients_left(graph: Graph, builder: _Builder, captured_ids: list[str]) ->
 
 def _local_derivatives(graph: Graph, builder: _Builder) -> None:
     """d node / d input for scalar nodes, from the primitive's own reverse rule with g = 1."""
+    groups = {n.id for n in graph.nodes if n.kind == "group"}
     for node_id, node in builder.autograd.items():
         if not isinstance(node, OpNode) or node_id not in builder.inputs:
             continue
@@ -418,12 +503,14 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         one = np.ones_like(model.value)[()]
         edges = {e.input: e for e in graph.inputs_of(node_id)}
         refs = [
-            graph.node(edges[i].source).ref if i in edges and edges[i].source != "hidden" else "…"
+            graph.node(edges[i].source).ref
+            if i in edges and edges[i].source != "hidden" and edges[i].source not in groups
+            else "…"
             for i in range(len(inputs))
         ]
         for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
             edge = edges.get(i)
-            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden"):
+            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden", "group"):
                 continue
             try:
                 with np.errstate(all="ignore"):

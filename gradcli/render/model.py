@@ -35,6 +35,7 @@ class GraphNode:
     named_by_view: bool = False  # the name is the view's own ("f" for an unnamed output), not the program's
     count: int = 0  # a group's node (kind "group", summary.collapsed): how many repeats, and nodes in all
     size: int = 0
+    cluster: str | None = None  # the statement or Python call that computed it (Graph.clusters), innermost
 
     @property
     def is_leaf(self) -> bool:
@@ -90,6 +91,9 @@ class Graph:
     compact: bool = False  # views show names and values, not formulas (--compact)
     rankdir: str | None = None  # "TB" or "LR" for pictures; None: chosen from the graph's shape
     groups: list[dict[str, Any]] = field(default_factory=list)  # repeated structure (summary.find_groups)
+    #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
+    #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
+    clusters: list[dict[str, Any]] = field(default_factory=list)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -140,6 +144,8 @@ class Graph:
                     "highlighted": n.highlighted,
                     "blamed": n.blamed,
                     **({"grad_parts": _plain(n.grad_parts)} if n.grad_parts else {}),
+                    **({"cluster": n.cluster} if n.cluster else {}),
+                    **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                 }
                 for n in self.nodes
             ],
@@ -159,6 +165,7 @@ class Graph:
             **({"hidden_kinds": self.hidden_kinds} if self.hidden else {}),
             "notes": self.notes,
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
+            **({"clusters": self.clusters} if self.clusters else {}),
         }
 
 

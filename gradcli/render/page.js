@@ -191,7 +191,9 @@
 
   function panel(n, toOutput, toLeaves) {
     if (n.kind === "hidden") return hiddenPanel(n);
-    var kind = n.kind === "op" ? "operation" : n.kind === "variable" ? "variable (leaf)" : "constant";
+    var kind = n.kind === "op" ? "operation" : n.kind === "variable" ? "variable (leaf)" :
+      n.kind === "group" ? "group of repeated structure: \u00d7" + n.count.toLocaleString("en") + ", " +
+        n.size.toLocaleString("en") + " nodes (its value is their total, its gradient each one's)" : "constant";
     var h = '<h2 data-field="title">' + esc(n.title) + "</h2><table>";
     h += row("id", "id", n.id) + row("kind", "kind", kind + (n.output ? ", output" : ""));
     h += row("op", "op", n.kind === "op" ? n.op : null) + row("grad_fn", "backward", n.grad_fn);
@@ -419,35 +421,106 @@
     if (keys[ev.key]) { ev.preventDefault(); keys[ev.key](); }
   });
 
-  // --- groups (collapsed repeated structure) and notes ----------------------------------------------------------
+  // --- boxes: statements, Python calls and groups of repeated structure, folded and unfolded ----------------------
+  // A box is a Graphviz cluster (its <title> is "cluster_<id>"). Folded, its nodes and the edges between them are
+  // hidden and a card over the box's place names it and counts them: the edges from outside end at the card.
   var groupsBox = document.getElementById("groups");
-  function setGroup(g, collapsed) {
-    g.collapsed = collapsed;
-    var members = new Set(g.members);
-    g.members.forEach(function (id) { var n = nodes.get(id); if (n && n.el) n.el.classList.toggle("collapsed", collapsed); });
-    model.edges.forEach(function (e) {
-      if (e.el && (members.has(e.source) || members.has(e.target))) e.el.classList.toggle("collapsed", collapsed);
+  var root = svg.querySelector("g.graph") || svg;
+  var boxEls = new Map();
+  Array.prototype.forEach.call(svg.querySelectorAll("g.cluster"), function (g) {
+    var t = g.querySelector("title");
+    if (t && t.textContent.indexOf("cluster_") === 0) boxEls.set(t.textContent.slice(8), g);
+    if (t) t.remove();
+  });
+  var SVGNS = "http://www.w3.org/2000/svg";
+  function card(box) {
+    var el = boxEls.get(box.id);
+    if (!el) return null;
+    var b = el.getBBox();
+    var c = document.createElementNS(SVGNS, "g");
+    c.setAttribute("class", "fold");
+    c.setAttribute("data-box", box.id);
+    var r = document.createElementNS(SVGNS, "rect");
+    ["x", "y", "width", "height"].forEach(function (k) { r.setAttribute(k, String(b[k])); });
+    r.setAttribute("rx", "6");
+    c.appendChild(r);
+    var lines = [box.label, "\u25B8 " + box.size.toLocaleString("en") + " node" + (box.size === 1 ? "" : "s") + " folded: click to open"];
+    if (box.total !== null && box.total !== undefined) lines.splice(1, 0, "total value " + (typeof box.total === "number" ? String(Number(box.total.toPrecision(6))) : box.total));
+    lines.forEach(function (s, k) {
+      var t = document.createElementNS(SVGNS, "text");
+      t.setAttribute("x", String(b.x + b.width / 2));
+      t.setAttribute("y", String(b.y + b.height / 2 + (k - (lines.length - 1) / 2) * 15));
+      t.setAttribute("text-anchor", "middle");
+      t.setAttribute("class", k === 0 ? "fold-label" : "fold-note");
+      t.textContent = s;
+      c.appendChild(t);
     });
-    var button = groupsBox.querySelector('[data-group="' + CSS.escape(g.id) + '"]');
-    if (button) button.textContent = (collapsed ? "\u25B8 " : "\u25BE ") + g.label + " \u00d7" + (g.count || g.members.length);
+    c.addEventListener("click", function (ev) { ev.stopPropagation(); if (!(drag && drag.moved)) setBox(box, false); });
+    root.appendChild(c);
+    return c;
   }
-  if (model.groups && model.groups.length) {
-    groupsBox.innerHTML = "<h3>groups</h3>";
-    model.groups.forEach(function (g) {
+  function setBox(box, folded) {
+    box.folded = folded;
+    var members = new Set(box.members);
+    box.members.forEach(function (id) { var n = nodes.get(id); if (n && n.el) n.el.classList.toggle("collapsed", folded); });
+    model.edges.forEach(function (e) {
+      if (!e.el) return;
+      var inside = members.has(e.source) && members.has(e.target);
+      var touches = members.has(e.source) || members.has(e.target);
+      if (inside || (touches && !boxEls.has(box.id))) e.el.classList.toggle("collapsed", folded);
+    });
+    if (folded && !box.card) box.card = card(box);
+    if (box.card) box.card.classList.toggle("collapsed", !folded);
+    var el = boxEls.get(box.id);
+    if (el) el.classList.toggle("folded", folded);
+    var button = groupsBox.querySelector('[data-box="' + CSS.escape(box.id) + '"]');
+    if (button) button.textContent = (folded ? "\u25B8 " : "\u25BE ") + box.title;
+    if (!folded) { // a box inside stays as it was: folded again over the nodes this one showed
+      allBoxes.forEach(function (inner) { if (inner !== box && inner.folded && box.members.indexOf(inner.members[0]) >= 0) setBox(inner, true); });
+    }
+  }
+  var allBoxes = [];
+  (model.clusters || []).forEach(function (c) { // those drawn (a statement of one node is not: its title says it)
+    if (boxEls.has(c.id)) allBoxes.push({ id: c.id, label: c.label, title: c.label, members: c.members, size: c.members.length, folded: false, kind: "cluster" });
+  });
+  (model.groups || []).forEach(function (g) {
+    allBoxes.push({ id: g.id, label: g.label + " \u00d7" + (g.count || g.members.length).toLocaleString("en"),
+                    title: g.label + " \u00d7" + (g.count || g.members.length), members: g.members, size: g.members.length,
+                    total: g.total, folded: !!g.collapsed, kind: "group", group: g });
+  });
+  var byBox = new Map(allBoxes.map(function (b) { return [b.id, b]; }));
+  function addButtons(kind, heading) {
+    var some = allBoxes.filter(function (b) { return b.kind === kind; });
+    if (!some.length) return;
+    var h = document.createElement("h3");
+    h.textContent = heading;
+    groupsBox.appendChild(h);
+    some.forEach(function (box) {
       var b = document.createElement("button");
       b.className = "group";
-      b.setAttribute("data-group", g.id);
-      b.addEventListener("click", function () { setGroup(g, !g.collapsed); });
+      b.setAttribute("data-box", box.id);
+      if (kind === "group") b.setAttribute("data-group", box.id);
+      b.addEventListener("click", function () { setBox(box, !box.folded); });
       groupsBox.appendChild(b);
-      setGroup(g, !!g.collapsed);
     });
   }
+  addButtons("cluster", "statements and calls");
+  addButtons("group", "groups");
+  allBoxes.forEach(function (box) { setBox(box, box.folded); });
+  svg.addEventListener("click", function (ev) { // a box's own label folds it
+    if (drag && drag.moved) return;
+    var g = ev.target.closest("g.cluster");
+    if (!g || ev.target.tagName !== "text") return;
+    var id = Array.from(boxEls.entries()).find(function (kv) { return kv[1] === g; });
+    if (id && byBox.has(id[0])) { ev.stopPropagation(); setBox(byBox.get(id[0]), true); }
+  }, true);
   if (model.notes && model.notes.length) {
     document.getElementById("notes").innerHTML = model.notes.map(function (s) { return "<p>" + esc(s) + "</p>"; }).join("");
   }
 
   fit();
   render();
-  window.gradcliPage = { view: function () { return view; }, timed: function (f) { var t = performance.now(); f(); return performance.now() - t; }, model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
+  window.gradcliPage = { boxes: byBox, fold: function (id, folded) { setBox(byBox.get(id), folded); }, view: function () { return view; }, timed: function (f) { var t = performance.now(); f(); return performance.now() - t; }, model: model, select: select, go: go, step: function () { return step; }, total: total, find: find };
+  window.gradcliPage.readyAt = performance.now(); // the page answers from here on
   document.documentElement.setAttribute("data-ready", "true");
 })();

@@ -97,6 +97,15 @@ def model_json(graph: Graph) -> dict[str, Any]:
         for g in groups
         if all(m in known for m in g["members"])
     ]
+    if graph.clusters:  # the statements' and calls' boxes: each with the nodes inside it, nested ones too
+        inside: dict[str, list[str]] = {c["id"]: [] for c in graph.clusters}
+        parent = {c["id"]: c["parent"] for c in graph.clusters}
+        for node in graph.nodes:
+            box = node.cluster
+            while box is not None and box in inside:
+                inside[box].append(node.id)
+                box = parent[box]
+        data["clusters"] = [dict(c, members=inside[c["id"]]) for c in graph.clusters]
     data["has_point"] = graph.has_point
     return _finite(data)
 
@@ -146,7 +155,7 @@ def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
     notes = [n for n in graph.notes if "more nodes not shown" not in n]
     notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + _kinds(dropped))
     cut = Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
-    cut.compact, cut.rankdir = graph.compact, graph.rankdir
+    cut.compact, cut.rankdir, cut.clusters = graph.compact, graph.rankdir, graph.clusters
     return cut
 
 

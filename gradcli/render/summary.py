@@ -15,6 +15,7 @@ A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the pa
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from typing import Any
 
 import numpy as np
@@ -34,11 +35,13 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     table: dict[tuple[Any, ...], int] = {}
     sig: dict[str, int] = {}
     private: dict[str, list[str]] = {}  # node -> its private inputs (used by it alone)
+    by_target = graph._index()[0]  # (read directly: this loop runs over every node of a 10^5-node graph)
+    by_id = graph._by_id
     for node in nodes:
         parts: list[Any] = [node.kind, node.op]
         mine = []
-        for e in graph.inputs_of(node.id):
-            source = graph.node(e.source) if e.source != "hidden" else None
+        for e in by_target.get(node.id, ()):
+            source = by_id[e.source] if e.source != "hidden" else None
             if source is None:
                 parts.append(("hidden",))
             elif source.kind == "constant":
@@ -61,7 +64,7 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     consumer_of = {e.source: e.target for e in graph.edges if consumers.get(e.source) == 1}
 
     def repeated(node_id: str) -> bool:
-        return graph.node(node_id).kind == "op" and count[sig[node_id]] >= GROUP_MIN
+        return by_id[node_id].kind == "op" and count[sig[node_id]] >= GROUP_MIN
 
     def members(root: str) -> list[str]:
         found, stack = [], [root]
@@ -109,24 +112,25 @@ def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], con
     (``add chain ×59``), a Horner scheme's ``h * x + k`` (a step of two operations)."""
     groups = []
     seen: set[str] = set()
+    by_target, by_id = graph._index()[0], graph._by_id
 
     def below(node_id: str) -> str | None:
         found = [
-            e.source for e in graph.inputs_of(node_id)
-            if e.source != "hidden" and graph.node(e.source).kind == "op" and consumers.get(e.source) == 1
-            and e.source not in taken and not graph.node(e.source).output
+            e.source for e in by_target.get(node_id, ())
+            if e.source != "hidden" and by_id[e.source].kind == "op" and consumers.get(e.source) == 1
+            and e.source not in taken and not by_id[e.source].output
         ]  # fmt: skip
         return found[0] if len(found) == 1 else None
 
     def local(node_id: str, link: str | None) -> tuple[Any, ...]:
-        parts: list[Any] = [graph.node(node_id).op]
-        for e in graph.inputs_of(node_id):
+        parts: list[Any] = [by_id[node_id].op]
+        for e in by_target.get(node_id, ()):
             if e.source == link:
                 parts.append("link")
             elif e.source == "hidden":
                 parts.append("hidden")
-            elif graph.node(e.source).kind == "constant":
-                parts.append(("constant", graph.node(e.source).shape))
+            elif by_id[e.source].kind == "constant":
+                parts.append(("constant", by_id[e.source].shape))
             else:
                 parts.append(("input", e.source if e.source not in taken else "group"))
         return tuple(parts)
@@ -263,6 +267,8 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
         node.grad_parts = None
         node.shape = ()
         node.count, node.size = g["count"], len(g["members"])
+        around = {graph.node(m).cluster for m in g["members"]}
+        node.cluster = around.pop() if len(around) == 1 else None  # in its statement's box, if one
         group_nodes.append(node)
     if not group_nodes:
         return graph
@@ -297,5 +303,48 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
         *graph.notes,
     ]
     out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
-    out.compact, out.rankdir, out.groups = graph.compact, graph.rankdir, groups
+    out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
     return out
+
+
+def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
+    """``whole`` (a graph with its groups collapsed) cut to the ``limit`` nodes nearest its outputs,
+    a group counting as one, the outputs always; every node of ``skeleton`` (the graph before its
+    groups were collapsed) not drawn as itself is counted in ``hidden`` and ``hidden_kinds`` by its
+    backward name, the summary node says how many the cut left out, and the notes say both."""
+    kept = dict.fromkeys(whole.outputs)
+    queue = deque(whole.outputs)
+    while queue and len(kept) < limit:
+        for edge in whole.inputs_of(queue.popleft()):
+            if edge.source not in kept and len(kept) < limit:
+                kept[edge.source] = None
+                queue.append(edge.source)
+    nodes = [n for n in whole.nodes if n.id in kept]
+    edges = [e for e in whole.edges if e.source in kept and e.target in kept]
+    grouped = {m: g["id"] for g in whole.groups for m in g["members"]}
+    beyond = Counter(
+        n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept and grouped.get(n.id) not in kept
+    )  # left out by the cut
+    inside = sum(len(g["members"]) for g in whole.groups if g["id"] in kept)
+    hidden = Counter(n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept)  # not drawn as themselves
+    cut = sum(beyond.values())
+    ends = {e.target for e in whole.edges if e.source not in kept and e.target in kept}
+    label = f"... {cut:,} more nodes" if cut else f"... {inside:,} nodes inside the groups"
+    nodes.append(GraphNode("hidden", "hidden", "hidden", label))
+    edges += [Edge("hidden", target, -1) for target in kept if target in ends]
+    shown = [g for g in whole.groups if g["id"] in kept]
+    notes = []
+    if cut:
+        notes.append(
+            f"{cut:,} more nodes not shown (--max-nodes {limit}): "
+            + ", ".join(f"{name} x{count:,}" for name, count in beyond.most_common(4))
+        )
+    if shown:
+        notes.append(
+            f"{inside:,} nodes in {len(shown)} group{'s' if len(shown) > 1 else ''} of repeated structure drawn as one "
+            "node each: " + ", ".join(f"{g['label']} ×{g['count']:,}" for g in shown[:4])
+        )
+    graph = Graph(nodes, edges, list(whole.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
+                  whole.has_point)  # fmt: skip
+    graph.compact, graph.rankdir, graph.clusters = whole.compact, whole.rankdir, whole.clusters
+    return graph

@@ -90,12 +90,14 @@ def text(graph: Graph, digits: int | None = None) -> str:
             lines.append(f"# {node.label}")
             continue
         name = node.key if node.kind != "constant" else node.id
-        if node.kind == "op":
+        if node.kind in ("op", "group"):
             args = ", ".join(_ref(graph, e) for e in graph.inputs_of(node.id))
             body = f"{node.op}({args})"
         else:
             body = node.kind
         facts = [node.grad_fn] if node.grad_fn else []
+        if node.kind == "group":  # repeated structure drawn as one node: its value the total, its grad each one's
+            facts.append(f"{node.label} x{node.count:,} ({node.size:,} nodes)")
         if node.shape:
             facts.append(f"shape={node.shape}")
         if node.value is not None and graph.has_point:
@@ -163,6 +165,8 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
         parts.append("(variable)")
     elif node.kind == "constant":
         parts.append("(constant)")
+    elif node.kind == "group":
+        parts.append(f"×{node.count:,} (a group of {node.size:,} nodes; value: their total)")
     if node.shape:
         parts.append(f"shape {node.shape}")
     if graph.has_point and node.value is not None and node.kind != "constant":
@@ -262,11 +266,11 @@ def dot(graph: Graph, collapse: bool = True) -> str:
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
-                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph)},
+                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph), **_dense_spacing(graph)},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
-    for node in graph.nodes:
-        g.node(node.id, _dot_label(graph, node), **_dot_style(node))
+    boxes, box_of = _boxes(graph, collapse)
+    _emit_nodes(g, graph, None, boxes, box_of)
     # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
     # rank of its own to lay out, three times the time at 300 nodes
     label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
@@ -274,9 +278,14 @@ def dot(graph: Graph, collapse: bool = True) -> str:
         attrs: dict[str, str] = {}
         if edge.count > 1:
             attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
-        elif edge.local_grad is not None and "group" not in (
-            graph.node(edge.source).kind,
-            graph.node(edge.target).kind,
+        elif (
+            edge.local_grad is not None
+            and not _dense(graph)
+            and "group"
+            not in (
+                graph.node(edge.source).kind,
+                graph.node(edge.target).kind,
+            )
         ):
             attrs[label_key] = " " + printable(partial(graph, edge)) + " "
             attrs["fontcolor"] = "#1f4e96"
@@ -288,6 +297,94 @@ def dot(graph: Graph, collapse: bool = True) -> str:
             label=html.escape("\n".join(map(printable, graph.notes))), labelloc="b", fontsize="10", fontcolor="#666666"
         )
     return g.source
+
+
+def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The clusters drawn: statements and Python calls (``graph.clusters``), and on the page
+    (``collapse`` False) each group of repeated structure whose members share one, as a box the
+    page folds and unfolds; with each node's innermost box."""
+    boxes = [dict(c, kind="cluster") for c in graph.clusters]
+    box_of = {n.id: n.cluster for n in graph.nodes if n.cluster}
+    if not collapse:
+        for g in graph.groups:
+            members = [m for m in g["members"] if m in graph._by_id]
+            around = {box_of.get(m) for m in members}
+            if not members or len(members) != len(g["members"]) or len(around) != 1:
+                continue  # (a group across statements: its nodes stay in theirs, folded without a box)
+            boxes.append(
+                {"id": g["id"], "label": f"{g['label']} ×{g['count']:,}", "parent": around.pop(), "kind": "group"}
+            )
+            for m in members:
+                box_of[m] = g["id"]
+    return boxes, box_of
+
+
+def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
+    """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
+    clusters, in the nodes' order (a box where its first node comes); a box of one operation is
+    not drawn (the node's own title says the statement)."""
+    parent = {b["id"]: b["parent"] for b in boxes}
+    size: dict[str | None, int] = {}
+    kinds = {n.id: n.kind for n in graph.nodes}
+    for node_id, inner in box_of.items():
+        if kinds.get(node_id) not in ("op", "group"):
+            continue  # (a constant beside its operation does not make a box worth drawing)
+        while inner is not None:
+            size[inner] = size.get(inner, 0) + 1
+            inner = parent.get(inner)
+    by_id = {b["id"]: b for b in boxes if size.get(b["id"], 0) > 1}
+
+    def drawn(inner: str | None) -> str | None:  # the innermost drawn box around
+        while inner is not None and inner not in by_id:
+            inner = parent.get(inner)
+        return inner
+
+    def chain(node_id: str) -> list[str]:  # the drawn boxes around a node, outermost first
+        found, inner = [], drawn(box_of.get(node_id))
+        while inner is not None:
+            found.append(inner)
+            inner = drawn(parent.get(inner))
+        return found[::-1]
+
+    chains = {n.id: chain(n.id) for n in graph.nodes}
+
+    def emit(target: Any, here: str | None, depth: int) -> None:
+        done: set[str] = set()
+        for node in graph.nodes:
+            around = chains[node.id]
+            if around[:depth] != ([] if here is None else chains_of[here]):
+                continue
+            if len(around) == depth:
+                target.node(node.id, _dot_label(graph, node), **_dot_style(node))
+            elif around[depth] not in done:
+                inner = by_id[around[depth]]
+                done.add(inner["id"])
+                with target.subgraph(name=f"cluster_{inner['id']}") as sub:
+                    text = html.escape(printable(inner["label"]))
+                    colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
+                    sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
+                             color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
+                    emit(sub, inner["id"], depth + 1)
+
+    chains_of: dict[str, list[str]] = {}
+    for around in chains.values():
+        for k in range(len(around)):
+            chains_of.setdefault(around[k], around[: k + 1])
+    emit(g, box, 0)
+
+
+DENSE_PICTURE = 200  # nodes: beyond, a picture is drawn dense (see _dense)
+
+
+def _dense(graph: Graph) -> bool:
+    """Whether ``graph`` is drawn dense: each node in two lines (its title; value and gradient), no
+    edge labels (the page, the tree and JSON have them), ranks closer: a picture of 300 nodes
+    then fits 30 MP at a size where its text can be read, rather than drawn at half its size."""
+    return len(graph.nodes) > DENSE_PICTURE
+
+
+def _dense_spacing(graph: Graph) -> dict[str, str]:
+    return {"nodesep": "0.2", "ranksep": "0.3"} if _dense(graph) else {}
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
@@ -380,6 +477,13 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if node.kind == "group":
         return _group_label(graph, node, esc)
     lines = [f"<b>{esc(heading(graph, node))}</b>"]
+    if _dense(graph):
+        facts = []
+        if graph.has_point and node.value is not None and node.kind != "constant":
+            facts.append("value " + esc(_compact(node.value, 4, 2)))
+        if node.grad is not None:
+            facts.append(f'<font color="#1f4e96">grad {esc(_compact(node.grad, 4, 2))}</font>')
+        return "<" + "<br/>".join(lines + ([" · ".join(facts)] if facts else [])) + ">"
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
     elif node.kind == "variable":
