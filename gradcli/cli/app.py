@@ -280,12 +280,15 @@ def diff_command(
     file: str = FILE,
     latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
     sympy_timeout: float = SYMPY_TIMEOUT,
+    steps: bool = typer.Option(
+        False, "--steps", help="the derivation step by step, each rule named (with --latex: align*)"
+    ),
 ) -> None:
     """Symbolic derivative of EXPR (SymPy), simplified.
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
     """
-    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout)
+    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout, steps=steps)
 
 
 @app.command("graph")

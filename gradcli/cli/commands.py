@@ -191,8 +191,15 @@ def differentiate(
     as_json: bool,
     latex: bool,
     timeout: float = SYMPY_SECONDS,
+    steps: bool = False,
 ) -> None:
     with reported():
+        if steps:  # the derivation, each rule named: cli/steps.py
+            from .steps import show
+
+            _check_sympy_timeout(timeout)
+            show(expression, file, at, wrt, as_json, latex, timeout)
+            return
         import sympy as sp
 
         from ..check.symbolic import Skipped, time_limit
