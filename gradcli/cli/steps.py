@@ -29,12 +29,14 @@ def show(
     from ..lang.evaluate import check_names
     from ..lang.program import load
     from ..lang.values import assignments, names_list
+    from .commands import _warn_unused
     from .progress import working
 
     program = load(expression, file)
     if program.tree is None:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
     values = assignments(at)
+    _warn_unused(program, values)
     for name, value in values.items():
         if np.ndim(value):
             raise UsageError(f"--steps explains scalar expressions: --at {name} is an array (use diff without --steps)")
@@ -72,7 +74,8 @@ def _derive(tree: Any, variables: list[str], given: dict[str, float]) -> tuple[l
     points = []
     for derivation in derivations:
         point = steps.point_for(derivation, given)
-        for step, got, want in steps.check(derivation, point):
+        derivation.checked, wrong = steps.check(derivation, point)
+        for step, got, want in wrong:
             output.warn(
                 f"the step '{step.rule}' does not check: {_number(got)} where the derivative is {_number(want)}"
             )
@@ -85,9 +88,28 @@ def _number(value: complex) -> str:
 
 
 def _checked_at(derivation: Any, point: dict[str, Any]) -> str:
+    """ "every step checked at x=0.7", or why not (the derivative is not finite there)."""
     bound = {str(symbol) for symbol, _ in derivation.bindings}
-    shown = [f"{name}={float(value):.6g}" for name, value in point.items() if name not in bound]
-    return ", ".join(shown)
+    where = ", ".join(f"{name}={_value(value)}" for name, value in point.items() if name not in bound)
+    if derivation.checked == len(derivation.steps):
+        return f"every step checked at {where}"
+    if derivation.checked == 0:
+        return f"not checked: the derivative is not a finite number at {where}"
+    return f"{derivation.checked} of {len(derivation.steps)} steps checked at {where} (the others are not finite there)"
+
+
+def _json_number(value: Any) -> Any:
+    try:
+        return float(value)
+    except TypeError:
+        return str(value)
+
+
+def _value(value: Any) -> str:
+    try:
+        return f"{float(value):.6g}"
+    except TypeError:  # complex (log of a negative number)
+        return str(value)
 
 
 def _final_name(derivation: Any, step: Any) -> str:
@@ -108,8 +130,10 @@ def _document(derivations: list[Any], points: list[dict[str, Any]]) -> dict[str,
             steps.append(entry)
         if not derivation.bindings:
             results[derivation.variable] = derivation.result
-    checked = {name: float(value) for point in points for name, value in point.items()}
-    return {"steps": steps, "derivative": results, "checked_at": checked}
+    bound = {str(symbol) for derivation in derivations for symbol, _ in derivation.bindings}
+    checked = {name: _json_number(value) for point in points for name, value in point.items() if name not in bound}
+    every = all(d.checked == len(d.steps) for d in derivations)
+    return {"steps": steps, "derivative": results, "checked_at": checked, "every_step_checked": every}
 
 
 def _print_text(derivations: list[Any], points: list[dict[str, Any]]) -> None:
@@ -124,7 +148,7 @@ def _print_text(derivations: list[Any], points: list[dict[str, Any]]) -> None:
             lines.append(
                 f"{'':>{width}}  = {step.result}" if not derivation.bindings else f"{'':>{width}}  {step.result}"
             )
-        lines.append(f"(every step checked at {_checked_at(derivation, point)})")
+        lines.append(f"({_checked_at(derivation, point)})")
     _write(lines)
 
 
@@ -151,7 +175,7 @@ def _print_latex(derivations: list[Any], points: list[dict[str, Any]]) -> None:
                 rows.append(f"{first} &= {step.latex} && \\text{{{rule}}}")
         lines.append(" \\\\\n".join(rows))
         lines.append(r"\end{align*}")
-        lines.append(f"% every step checked at {_checked_at(derivation, point)}")
+        lines.append(f"% {_checked_at(derivation, point)}")
     _write(lines)
 
 

@@ -25,6 +25,8 @@ from fractions import Fraction
 from typing import Any
 
 import sympy as sp
+from sympy.functions.elementary.hyperbolic import HyperbolicFunction
+from sympy.functions.elementary.trigonometric import TrigonometricFunction
 from sympy.printing.str import StrPrinter
 
 from ..errors import GradcliError, UsageError
@@ -76,6 +78,7 @@ class Derivation:
     # statements as (symbol, SymPy value in earlier symbols): a point's values for the names
     bindings: list[tuple[Any, Any]] = field(default_factory=list)
     symbols: dict[str, Any] = field(default_factory=dict)
+    checked: int = 0  # how many steps were checked at a point (see ``check``)
 
     @property
     def result(self) -> str:
@@ -173,6 +176,10 @@ def _tidy_node(node: ast.SyntaxNode) -> ast.SyntaxNode:  # noqa: C901  (one case
         if folded is not None:
             return _number(folded)
     if op == "*":
+        inner = node.right
+        if a is not None and isinstance(inner, ast.Binary) and inner.op == "*" and _value(inner.left) is not None:
+            # 1/2 * (2 * u): the numbers multiplied
+            return _tidy_node(_binary("*", _number(a * _value(inner.left)), inner.right))
         if ZERO in (a, b):
             return _number(ZERO)
         if a == ONE:
@@ -486,7 +493,7 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
             _step("simplify: factors 1 and terms 0 dropped, numbers worked out", unparse(current), tidy, truth, convert)
         )
         current = tidy
-    final = symbolic.simplified(convert(current))
+    final = _simplified(convert(current))
     text = language_text(final)
     try:
         final_tree = parse_expression(text, "result")
@@ -499,6 +506,21 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
     if not steps:  # (never: there is always the first rule)
         raise UsageError("--steps: nothing to explain")
     return derivation
+
+
+#: SymPy's simplify up to this many operations; beyond, and with trigonometric or hyperbolic
+#: functions (where it spends 10 s on tanh(w*x + b) terms), only the quick forms
+SIMPLIFY_OPS = 30
+
+
+def _simplified(expr: Any) -> Any:
+    """The shortest of a few simplified forms: common factors taken out (and fractions joined),
+    and SymPy's simplify where it is quick."""
+    candidates = [expr, sp.factor_terms(expr), sp.factor_terms(sp.together(expr))]
+    slow = expr.has(TrigonometricFunction, HyperbolicFunction)
+    if sp.count_ops(expr) <= SIMPLIFY_OPS and not slow:
+        candidates.append(sp.simplify(expr))
+    return min(candidates, key=lambda e: (sp.count_ops(e), len(str(e))))
 
 
 def _step(rule: str, applies_to: str, tree: ast.SyntaxNode, truth: Any, convert: _Sympy) -> Step:
@@ -541,7 +563,11 @@ def program_steps(tree: ast.SyntaxTree, wrt: list[str]) -> list[Derivation]:
         name = statements[k][0]
         steps.append(_backward_step(statements, k + 1, name, adjoint, convert, bindings, y))
     for x in wrt:
-        steps.append(_backward_step(statements, 0, x, adjoint, convert, bindings, y))
+        step = _backward_step(statements, 0, x, adjoint, convert, bindings, y)
+        steps.append(step)
+        expanded = _expanded(step, x, y, convert)
+        if expanded is not None:
+            steps.append(expanded)
     whole = Derivation(y, f"backpropagation through {len(statements)} statements", "", steps)
     whole.bindings = bindings
     whole.symbols = convert.symbols
@@ -564,7 +590,7 @@ def _backward_step(
         if not _depends(value, name) or later not in adjoint:
             continue
         local = _local_result(value, name, convert)
-        terms.append(_tidy(_binary("*", adjoint[later], local)))
+        terms.append(_tidy(_times(adjoint[later], local)))
         uses.append(f"{later} = {unparse(value)}")
     total = terms[0] if terms else _number(ZERO)
     for term in terms[1:]:
@@ -581,6 +607,35 @@ def _backward_step(
     text = f"∂{y}/∂{name} = {unparse(total)}"
     shown = rf"\frac{{\partial {_latex_name(y)}}}{{\partial {_latex_name(name)}}} &= {latex(total)}"
     return Step(rule, "; ".join(uses) if uses else f"{name} (not used)", text, shown, claim, truth)
+
+
+def _times(a: ast.SyntaxNode, b: ast.SyntaxNode) -> ast.SyntaxNode:
+    """a * b, a product on the right joined to the one on the left: a * u * v, not a * (u * v)."""
+    factors = []
+    stack = [b]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Binary) and node.op == "*":
+            stack.extend((node.right, node.left))
+        else:
+            factors.append(node)
+    for factor in factors:
+        a = _binary("*", a, factor)
+    return a
+
+
+def _expanded(step: Step, x: str, y: str, convert: _Sympy) -> Step | None:
+    """∂y/∂x in the variables alone: the statements substituted, simplified (what diff prints)."""
+    text = language_text(_simplified(step.truth))
+    try:
+        tree = parse_expression(text, "result")
+    except GradcliError:
+        return None
+    result = f"∂{y}/∂{x} = {unparse(tree)}"
+    if result == step.result:
+        return None
+    shown = rf"\frac{{\partial {_latex_name(y)}}}{{\partial {_latex_name(x)}}} &= {latex(tree)}"
+    return Step("substitute the statements, simplify", f"∂{y}/∂{x}", result, shown, convert(tree), step.truth)
 
 
 def _latex_name(name: str) -> str:
@@ -617,16 +672,18 @@ def point_for(derivation: Derivation, given: dict[str, float] | None = None, see
     return point
 
 
-def check(derivation: Derivation, point: dict[Any, Any]) -> list[tuple[Step, complex, complex]]:
-    """The steps whose result, at ``point``, is not what it should be: (step, got, wanted)."""
-    wrong = []
+def check(derivation: Derivation, point: dict[Any, Any]) -> tuple[int, list[tuple[Step, complex, complex]]]:
+    """How many steps have finite values at ``point`` (and so were checked), and those whose
+    result is not what it should be there: (step, got, wanted)."""
+    wrong, checked = [], 0
     for step in derivation.steps:
         got, want = _at(step.claim, point), _at(step.truth, point)
         if got is None or want is None:
             continue
+        checked += 1
         if abs(got - want) > 1e-9 * max(1.0, abs(want)):
             wrong.append((step, got, want))
-    return wrong
+    return checked, wrong
 
 
 def _at(expr: Any, point: dict[Any, Any]) -> complex | None:
