@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from sympy.functions.elementary.hyperbolic import HyperbolicFunction
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
@@ -261,7 +262,7 @@ def _sympy_local(name: str, args: list[ast.SyntaxNode], i: int) -> ast.SyntaxNod
         raise UsageError(f"--steps: {name}() has no derivative formula to show")
     holders = [sp.Symbol(f"steps_arg_{k}", real=True) for k in range(len(args))]
     try:
-        local = sp.diff(function.sympy(sp, *holders), holders[i])
+        local = sp.diff(_scalar(function.sympy(sp, *holders), f"{name}()"), holders[i])
     except Exception as exc:  # an array form (softmax of a vector...), or SymPy failed
         raise UsageError(f"--steps explains scalar expressions: {name}() of numbers has no rule ({exc})") from None
     if not isinstance(local, sp.Basic):
@@ -463,8 +464,17 @@ class _Sympy:
                 x = self.symbol(node.variable)
                 results[id(node)] = sp.Derivative(args[0], x) if unevaluated else sp.diff(args[0], x)
             else:
-                results[id(node)] = symbolic._node(node, args, self._lookup)
+                results[id(node)] = _scalar(symbolic._node(node, args, self._lookup), unparse(node))
         return results[id(root)]
+
+
+def _scalar(value: Any, what: str) -> Any:
+    """A 0-d array of one expression as that expression; an array of several is refused."""
+    if isinstance(value, np.ndarray):
+        if value.ndim:
+            raise UsageError(f"--steps explains scalar expressions: {what} is an array")
+        return value.item()
+    return value
 
 
 def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = None) -> Derivation:
@@ -499,10 +509,8 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
         final_tree = parse_expression(text, "result")
     except GradcliError:
         final_tree = None
-    if final_tree is not None and unparse(final_tree) != unparse(current):
-        step = _step("simplify", unparse(current), final_tree, truth, convert)
-        if sp.count_ops(final) < sp.count_ops(convert(current)) or len(step.result) < len(unparse(current)):
-            steps.append(step)
+    if final_tree is not None and _simpler(final_tree, current):
+        steps.append(_step("simplify", unparse(current), final_tree, truth, convert))
     if not steps:  # (never: there is always the first rule)
         raise UsageError("--steps: nothing to explain")
     return derivation
@@ -521,6 +529,16 @@ def _simplified(expr: Any) -> Any:
     if sp.count_ops(expr) <= SIMPLIFY_OPS and not slow:
         candidates.append(sp.simplify(expr))
     return min(candidates, key=lambda e: (sp.count_ops(e), len(str(e))))
+
+
+def _simpler(new: ast.SyntaxNode, old: ast.SyntaxNode) -> bool:
+    """Whether ``new`` is a simplification of ``old`` a reader follows: fewer parts, and no
+    function ``old`` does not have (SymPy writes sigmoid(x) (1 - sigmoid(x)) with cosh)."""
+
+    def calls(node: ast.SyntaxNode) -> set[str]:
+        return {n.function for n in ast.postorder(node) if isinstance(n, ast.Call)}
+
+    return len(ast.postorder(new)) < len(ast.postorder(old)) and calls(new) <= calls(old)
 
 
 def _step(rule: str, applies_to: str, tree: ast.SyntaxNode, truth: Any, convert: _Sympy) -> Step:
@@ -655,20 +673,18 @@ def _local_result(value: ast.SyntaxNode, name: str, convert: _Sympy) -> ast.Synt
 
 
 def point_for(derivation: Derivation, given: dict[str, float] | None = None, seed: int = 0) -> dict[Any, Any]:
-    """Values for every symbol: ``given`` ones, random ones in [0.2, 0.9] for the rest (exact
-    rationals, so SymPy evaluates exactly), then each statement's value."""
+    """Values for every symbol: ``given`` ones, random ones in [0.2, 0.9] for the rest (30-digit
+    floats: exact rationals under fractional powers take SymPy minutes), then each statement's value."""
     rng = random.Random(seed)
     bound = {symbol for symbol, _ in derivation.bindings}
     point: dict[Any, Any] = {}
     for name, symbol in derivation.symbols.items():
         if symbol in bound:
             continue
-        if given and name in given:
-            point[symbol] = sp.nsimplify(given[name], rational=True)
-        else:
-            point[symbol] = sp.Rational(rng.randint(20, 90), 100) + sp.Rational(rng.randint(1, 99), 10_007)
+        value = given[name] if given and name in given else rng.randint(200_000, 900_000) / 1_000_000
+        point[symbol] = sp.Float(repr(float(value)), 30)
     for symbol, value in derivation.bindings:
-        point[symbol] = value.subs(point)
+        point[symbol] = sp.N(value.subs(point), 30)
     return point
 
 
