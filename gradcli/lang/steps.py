@@ -824,8 +824,9 @@ def _latex_form(node: ast.SyntaxNode, kids: list[tuple[str, int]], powers: Any, 
         left, right = kids
         if node.op == "/":
             return rf"\frac{{{left[0]}}}{{{right[0]}}}", atom
-        if node.op == "^":
-            return f"{_wrapped(left, atom)}^{{{right[0]}}}", power
+        if node.op == "^":  # a root or a fraction raised to a power in brackets: (\sqrt{u})^{2}
+            base = _wrapped(left, atom + (left[0].startswith((r"\sqrt", r"\frac")) or "^" in left[0]))
+            return f"{base}^{{{right[0]}}}", power
         symbol = {"*": r" \cdot ", "%": r" \bmod ", "@": r" \, "}.get(node.op, f" {node.op} ")
         return f"{_wrapped(left, power)}{symbol}{_wrapped(right, power + 1)}", power
     if isinstance(node, ast.Compare):
