@@ -158,64 +158,72 @@ def _tidy(root: ast.SyntaxNode) -> ast.SyntaxNode:
     return _rebuild(root, _tidy_node)
 
 
-def _tidy_node(node: ast.SyntaxNode) -> ast.SyntaxNode:  # noqa: C901  (one case per form)
+def _tidy_node(node: ast.SyntaxNode) -> ast.SyntaxNode:
     if isinstance(node, ast.Unary):
-        inner = _value(node.operand)
-        if node.op == "+":
-            return node.operand
-        if inner is not None:
-            return _number(-inner)
-        if isinstance(node.operand, ast.Unary) and node.operand.op == "-":
-            return node.operand.operand
-        return node
+        return _tidy_sign(node)
     if not isinstance(node, ast.Binary):
         return node
     a, b = _value(node.left), _value(node.right)
-    op = node.op
     if a is not None and b is not None:
-        folded = _fold(op, a, b)
+        folded = _fold(node.op, a, b)
         if folded is not None:
             return _number(folded)
-    if op == "*":
-        inner = node.right
-        if a is not None and isinstance(inner, ast.Binary) and inner.op == "*" and _value(inner.left) is not None:
-            # 1/2 * (2 * u): the numbers multiplied
-            return _tidy_node(_binary("*", _number(a * _value(inner.left)), inner.right))
-        if ZERO in (a, b):
-            return _number(ZERO)
-        if a == ONE:
-            return node.right
-        if b == ONE:
-            return node.left
-        if a == -ONE:
-            return _tidy_node(ast.Unary(0, 0, "-", node.right))
-        if b == -ONE:
-            return _tidy_node(ast.Unary(0, 0, "-", node.left))
-    elif op == "+":
-        if a == ZERO:
-            return node.right
-        if b == ZERO:
-            return node.left
-        if isinstance(node.right, ast.Unary) and node.right.op == "-":
-            return _binary("-", node.left, node.right.operand)
-    elif op == "-":
-        if b == ZERO:
-            return node.left
-        if a == ZERO:
-            return _tidy_node(ast.Unary(0, 0, "-", node.right))
-        if isinstance(node.right, ast.Unary) and node.right.op == "-":
-            return _binary("+", node.left, node.right.operand)
-    elif op == "/":
-        if a == ZERO and b != ZERO:
-            return _number(ZERO)
-        if b == ONE:
-            return node.left
-    elif op == "^":
-        if b == ONE:
-            return node.left
-        if b == ZERO:
-            return _number(ONE)
+    tidy = _TIDY.get(node.op)
+    return node if tidy is None else tidy(node, a, b)
+
+
+def _tidy_sign(node: ast.Unary) -> ast.SyntaxNode:
+    inner = _value(node.operand)
+    if node.op == "+":
+        return node.operand
+    if inner is not None:
+        return _number(-inner)
+    if isinstance(node.operand, ast.Unary) and node.operand.op == "-":
+        return node.operand.operand
     return node
+
+
+def _tidy_product(node: ast.Binary, a: Fraction | None, b: Fraction | None) -> ast.SyntaxNode:
+    inner = node.right
+    if a is not None and isinstance(inner, ast.Binary) and inner.op == "*" and _value(inner.left) is not None:
+        # 1/2 * (2 * u): the numbers multiplied
+        return _tidy_node(_binary("*", _number(a * _value(inner.left)), inner.right))
+    if ZERO in (a, b):
+        return _number(ZERO)
+    if a == ONE:
+        return node.right
+    if b == ONE:
+        return node.left
+    if a == -ONE:
+        return _tidy_node(ast.Unary(0, 0, "-", node.right))
+    if b == -ONE:
+        return _tidy_node(ast.Unary(0, 0, "-", node.left))
+    return node
+
+
+def _tidy_sum(node: ast.Binary, a: Fraction | None, b: Fraction | None) -> ast.SyntaxNode:
+    if a == ZERO:
+        return node.right if node.op == "+" else _tidy_node(ast.Unary(0, 0, "-", node.right))
+    if b == ZERO:
+        return node.left
+    if isinstance(node.right, ast.Unary) and node.right.op == "-":  # a + -b is a - b; a - -b is a + b
+        return _binary("-" if node.op == "+" else "+", node.left, node.right.operand)
+    return node
+
+
+def _tidy_quotient(node: ast.Binary, a: Fraction | None, b: Fraction | None) -> ast.SyntaxNode:
+    if a == ZERO and b != ZERO:
+        return _number(ZERO)
+    return node.left if b == ONE else node
+
+
+def _tidy_power(node: ast.Binary, a: Fraction | None, b: Fraction | None) -> ast.SyntaxNode:
+    if b == ONE:
+        return node.left
+    return _number(ONE) if b == ZERO else node
+
+
+_TIDY = {"*": _tidy_product, "+": _tidy_sum, "-": _tidy_sum, "/": _tidy_quotient, "^": _tidy_power}
 
 
 def _fold(op: str, a: Fraction, b: Fraction) -> Fraction | None:
@@ -810,7 +818,7 @@ def _wrapped(part: tuple[str, int], need: int) -> str:
     return rf"\left({text}\right)" if power < need else text
 
 
-def _latex_form(node: ast.SyntaxNode, kids: list[tuple[str, int]], powers: Any, atom: int, unary: int, cond: int):  # noqa: C901
+def _latex_form(node: ast.SyntaxNode, kids: list[tuple[str, int]], powers: Any, atom: int, unary: int, cond: int):
     if isinstance(node, Pending):
         return rf"\frac{{d}}{{d {_latex_name(node.variable)}}}\left({kids[0][0]}\right)", atom
     if isinstance(node, ast.Number):
