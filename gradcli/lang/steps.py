@@ -712,7 +712,7 @@ def check(derivation: Derivation, point: dict[Any, Any]) -> tuple[int, list[tupl
 
 def _at(expr: Any, point: dict[Any, Any]) -> complex | None:
     try:
-        value = complex(sp.N(sp.sympify(expr).subs(point), 30))
+        value = complex(sp.N((sp.Integer(expr) if isinstance(expr, int) else expr).subs(point), 30))
     except (TypeError, ValueError, ZeroDivisionError):
         return None
     if value != value or abs(value) == float("inf"):
