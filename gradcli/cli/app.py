@@ -296,12 +296,15 @@ def diff_command(
     latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
     sympy_timeout: float = SYMPY_TIMEOUT,
     sympy: bool = typer.Option(False, "--sympy", help="print SymPy's own text instead of gradcli's language"),
+    steps: bool = typer.Option(
+        False, "--steps", help="the derivation step by step, each rule named (with --latex: align*)"
+    ),
 ) -> None:
     """Symbolic derivative of EXPR (SymPy), simplified, in gradcli's language; a program step by step.
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
     """
-    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout, sympy)
+    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout, sympy, steps=steps)
 
 
 @app.command("graph")

@@ -182,8 +182,18 @@ def differentiate(
     latex: bool,
     timeout: float = SYMPY_SECONDS,
     sympy_form: bool = False,
+    steps: bool = False,
 ) -> None:
     with reported():
+        if steps:  # the derivation, each rule named: cli/steps.py
+            from ..errors import UsageError
+            from .steps import show
+
+            if sympy_form:
+                raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
+            _check_sympy_timeout(timeout)
+            show(expression, file, at, wrt, as_json, latex, timeout)
+            return
         from ..check.symbolic import Skipped, time_limit
         from ..errors import GradcliError, UsageError
         from ..lang.program import explain_derivatives, formatted, load

@@ -106,6 +106,7 @@ class Primitive:
     backward_name: str = ""  # only for PyTorch's irregular names (CopyBackwards)
     label: str = ""  # how the op is shown in a graph: "+", "*", "sin"
     formulas: tuple[str, ...] = ()  # local derivative per input, "{0}" "{1}" "{out}"
+    named_rule: str = ""  # the rule's name in a derivation (diff --steps); "": "derivative of NAME"
     analytic: bool = True  # complex-analytic: complex step is exact through it
     numpy: tuple[Any, ...] = ()  # NumPy ufuncs that dispatch to this primitive on tensors
     nparams: int = 0  # trailing non-tensor arguments (axis, shape, index...)
@@ -148,6 +149,11 @@ class Primitive:
             raise ValueError(f"{self.name}: a reduction takes one input and the parameters (axis, keepdims)")
         if self.batch == "product" and (self.arity != 2 or self.jvp is None or self.batch_both is None):
             raise ValueError(f"{self.name}: a product takes two inputs and needs jvp and batch_both")
+
+    @property
+    def rule_name(self) -> str:
+        """How a derivation names the rule this row applies: "product rule", "derivative of sin"."""
+        return self.named_rule or f"derivative of {self.name}"
 
     def domain_of(self, i: int) -> tuple[float, float]:
         """Where input ``i`` may be sampled: the declared interval, else [-3, 3]."""
