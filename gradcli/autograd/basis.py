@@ -358,6 +358,9 @@ def structured_tangent(name: str, tangents: tuple[Any, ...], out: Any, values: l
         return t.summed() if _vector_axis(axis) and not keepdims else NotImplemented
     if name == "reshape" and isinstance(t, Structured) and tuple(params[0]) == (t.m,):
         return t
+    if name == "expand" and isinstance(t, Structured) and t.m == 1 and not t.bands and len(params[0]) == 1:
+        (m,) = params[0]
+        return Structured(t.n, m, {}, t.U, np.repeat(t.V, m, axis=1))
     if name == "dot" and all(np.ndim(v) == 1 for v in values):
         total = None
         for ti, other in zip(tangents, values[::-1]):

@@ -61,7 +61,11 @@ def primitive_tangent(
         if prim.elementwise:
             if np.ndim(out) == 1 and np.size(out) > 1:
                 tangents = [_spread(t) for t in tangents]
-        elif any(isinstance(t, Structured) for t in tangents):
+        else:
+            if prim.name == "expand" and np.ndim(out) == 1:
+                tangents = [_spread(t) for t in tangents]
+            if not any(isinstance(t, Structured) for t in tangents):
+                return prim.jvp(tuple(tangents), out, *values, *params)
             found = structured_tangent(prim.name, tuple(tangents), out, values, params)
             if found is not NotImplemented:
                 return found
