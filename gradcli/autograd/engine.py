@@ -300,12 +300,11 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                     _accumulate_hooked(node, hooks, g, create_graph)
             owned.discard(node)
             continue
-        taken = False
         if g is not None and (needed is None or (node in needed and node not in skip)):
             if g.__class__ is _ndarray and g.ndim and node in owned and not create_graph and not anomaly:
-                # a large buffer of the engine's own: the node's last rule to read it may write into it
+                # an array the engine made and holds alone: the node's last rule to read it may write into it
                 owned.discard(node)
-                if hooks is None and (capture is None or node not in capture):
+                if hooks is None and not node.user_defined and (capture is None or node not in capture):
                     if node._retain is not None:
                         _retain_grad(node, g, create_graph)
                     _DONATION.buffer = g
@@ -314,8 +313,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                     finally:
                         taken = _DONATION.buffer is None
                         _DONATION.buffer = None
-                    trusted = not node.user_defined
-                    _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed)
+                    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
                     continue
             owned.discard(node)
             if node._retain is not None:
