@@ -68,10 +68,32 @@ def _times(g, c):
     return g * c
 
 
+def _unit(g, other):
+    """``g`` is one 1.0 broadcast over ``other``'s shape (a sum's gradient): ``g * other`` is
+    ``other``, bit for bit, and the product can be a read-only view of it instead of a copy."""
+    return (
+        g.__class__ is _ndarray
+        and other.__class__ is _ndarray
+        and g.shape == other.shape
+        and g.dtype == other.dtype
+        and g.size > 1
+        and not any(g.strides)
+        and g.item(0) == 1.0
+    )
+
+
+def _mul_rule_a(g, out, a, b):
+    if _unit(g, b):
+        return b.view()  # a view: the engine never writes into it (b is saved for backward)
+    return g * b
+
+
 def _mul_rule_b(g, out, a, b):
     """``g * a``: the last rule of mul's node to read ``g``, so it may write into a donated ``g``."""
     if _donated(g, a):
         return np.multiply(g, a, out=g)
+    if _unit(g, a):
+        return a.view()
     return g * a
 
 
@@ -150,7 +172,7 @@ SUB = binary(
 MUL = binary(
     "mul",
     operator.mul,
-    (lambda g, out, a, b: g * b, _mul_rule_b),
+    (_mul_rule_a, _mul_rule_b),
     ("{1}", "{0}"),
     lambda sp, a, b: a * b,
     label="*",
