@@ -64,12 +64,11 @@ def primitive_tangent(
         else:
             if prim.name == "expand" and np.ndim(out) == 1:
                 tangents = [_spread(t) for t in tangents]
-            if not any(isinstance(t, Structured) for t in tangents):
-                return prim.jvp(tuple(tangents), out, *values, *params)
-            found = structured_tangent(prim.name, tuple(tangents), out, values, params)
-            if found is not NotImplemented:
-                return found
-            tangents = [np.asarray(t) if isinstance(t, Structured) else t for t in tangents]
+            if any(isinstance(t, Structured) for t in tangents):
+                found = structured_tangent(prim.name, tuple(tangents), out, values, params)
+                if found is not NotImplemented:
+                    return found
+                tangents = [np.asarray(t) if isinstance(t, Structured) else t for t in tangents]
     if prim.jvp is not None:
         return prim.jvp(tuple(tangents), out, *values, *params)
     # elementwise: a diagonal Jacobian, so jvp = sum of the reverse rules applied to the tangents
