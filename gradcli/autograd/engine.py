@@ -23,6 +23,7 @@ import numpy as np
 
 from ..ops import COPY as COPY_PRIM
 from ..ops import REAL as REAL_PRIM
+from ..ops.elementwise import DONATION as _DONATION
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
 from . import hooks as _hooks
@@ -302,6 +303,20 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             owned.discard(node)
             continue
         if g is not None and (needed is None or (node in needed and node not in skip)):
+            if g.__class__ is _ndarray and g.ndim and node in owned and not create_graph and not anomaly:
+                # an array the engine made and holds alone: the node's last rule to read it may write into it
+                owned.discard(node)
+                if hooks is None and not node.user_defined and (capture is None or node not in capture):
+                    if node._retain is not None:
+                        _retain_grad(node, g, create_graph)
+                    _DONATION.buffer = g
+                    try:
+                        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+                    finally:
+                        taken = _DONATION.buffer is None
+                        _DONATION.buffer = None
+                    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
+                    continue
             owned.discard(node)
             if node._retain is not None:
                 _retain_grad(node, g, create_graph)
@@ -339,6 +354,31 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             if count == 0:
                 ready.append(m)
     return captured
+
+
+def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed):
+    """The edge loop of ``_run_nodes`` after a node whose rules may have written into ``g``
+    (``taken``: one did, and returned it; it is then that edge's own buffer)."""
+    for e, gi in zip(node.next, in_grads):
+        if e is None:
+            continue
+        if e.__class__ is OutputRef:
+            m = e.node
+            if gi is not None and (needed is None or m in needed):
+                _add_output(grads, m, e.index, gi)
+        else:
+            m = e
+            if gi is not None and (needed is None or m in needed):
+                if m in grads:
+                    _add(grads, owned, m, gi, False)
+                else:
+                    grads[m] = gi
+                    if gi.__class__ is _ndarray and trusted and (gi is not g or taken) and gi.base is None:
+                        owned.add(m)
+        count = pending[m] - 1
+        pending[m] = count
+        if count == 0:
+            ready.append(m)
 
 
 class _NoGrads:

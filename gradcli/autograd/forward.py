@@ -19,7 +19,7 @@ import numpy as np
 from ..ops import Meta, Primitive
 from ..ops.shape import lift
 from . import tensor as _tensor_mod
-from .basis import ScaledIdentity
+from .basis import ScaledIdentity, Structured, structured_tangent
 from .function import FunctionNode
 from .node import OpNode, _is_complex
 from .tensor import Tensor, wrap
@@ -36,7 +36,13 @@ def key(tensor: Any) -> Any:
 
 
 def primitive_tangent(
-    prim: Primitive, tangents: Sequence[Any], out: Any, inputs: list[Any], params: tuple[Any, ...], still: bool = False
+    prim: Primitive,
+    tangents: Sequence[Any],
+    out: Any,
+    inputs: list[Any],
+    params: tuple[Any, ...],
+    still: bool = False,
+    structured: bool = False,
 ) -> Any:
     """The output's tangent of one primitive application (``None`` when no input has one).
 
@@ -51,6 +57,18 @@ def primitive_tangent(
             return prim.complex_jvp(tuple(tangents), out, *values, *params)
         if not prim.analytic:
             raise RuntimeError(f"{prim.name} is not differentiable at complex inputs (it is not holomorphic)")
+    if structured:  # a Hessian's batch of 1-D tangents, kept banded + low rank (basis.Structured)
+        if prim.elementwise:
+            if np.ndim(out) == 1 and np.size(out) > 1:
+                tangents = [_spread(t) for t in tangents]
+        else:
+            if prim.name == "expand" and np.ndim(out) == 1:
+                tangents = [_spread(t) for t in tangents]
+            if any(isinstance(t, Structured) for t in tangents):
+                found = structured_tangent(prim.name, tuple(tangents), out, values, params)
+                if found is not NotImplemented:
+                    return found
+                tangents = [np.asarray(t) if isinstance(t, Structured) else t for t in tangents]
     if prim.jvp is not None:
         return prim.jvp(tuple(tangents), out, *values, *params)
     # elementwise: a diagonal Jacobian, so jvp = sum of the reverse rules applied to the tangents
@@ -61,7 +79,7 @@ def primitive_tangent(
         rule = prim.vjp[i]
         if t is None or rule is None:
             continue
-        lifted = lift(t, np.ndim(values[i]), out_ndim)
+        lifted = t if t.__class__ is Structured else lift(t, np.ndim(values[i]), out_ndim)
         part = rule(lifted, out, *args, *params)
         if still:
             part = _zero_where_still(part, lifted)
@@ -76,6 +94,14 @@ def primitive_tangent(
         else:
             total = total + part
     return total
+
+
+def _spread(t: Any) -> Any:
+    """The tangents of a one-element value that an elementwise rule spreads over a vector, as a
+    rank-1 ``Structured`` batch (a dense batch would be n x m)."""
+    if t.__class__ is np.ndarray and t.ndim in (1, 2) and t.shape[1:] in ((), (1,)):
+        return Structured.spread(t.reshape(-1, 1))
+    return t
 
 
 def _zero_where_still(part: Any, tangent: Any) -> Any:
@@ -100,6 +126,8 @@ def _finite(t: Any) -> bool:
     """No NaN or infinity in a tangent (one sum, no temporary array; an overflowing sum only costs a mask)."""
     if isinstance(t, ScaledIdentity):
         t = t.scale
+    elif isinstance(t, Structured):
+        return t.finite()
     if not isinstance(t, np.ndarray) or t.dtype.kind not in "fc":
         return True
     return bool(np.isfinite(t.sum()))
@@ -141,6 +169,7 @@ def _fresh(value: Any, tangents: list[Any]) -> bool:
 def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, Any], nbatch: int) -> dict[Any, Any]:
     """Tangents of every recorded value, given ``seeds`` (tangents of some inputs, by ``key``)."""
     tangents = dict(seeds)
+    structured = any(isinstance(s, Structured) for s in seeds.values())
     with np.errstate(all="ignore"):
         for node, result, inputs in tape:
             ts = [tangents.get(key(x)) if isinstance(x, Tensor) else None for x in inputs]
@@ -148,7 +177,7 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
                 continue
             out = result._value
             if isinstance(node, OpNode):
-                t = primitive_tangent(node.prim, ts, out, list(inputs), node.params)
+                t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, structured=structured)
                 if t is not None and node.prim.elementwise and node.prim.jvp is None and not _finite(t):
                     t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, still=True)
             elif isinstance(node, FunctionNode):

@@ -35,7 +35,7 @@ import numpy as np
 from .. import ops
 from ..memory import MAX_BATCH_ELEMENTS  # bounds the memory of a batched pass
 from . import forward, grad_mode
-from .basis import ScaledIdentity, identity
+from .basis import ScaledIdentity, Structured, identity
 from .engine import grad as _grad
 from .engine import reachable_counts, run_backward
 from .function import FunctionNode
@@ -190,8 +190,11 @@ def reverse_blocks(
     return blocks, passes
 
 
-def forward_blocks(outs: list[Tensor], ins: list[Tensor], tape: list[Any]) -> tuple[list[list[Any]], int]:
-    """The same blocks by batched forward passes over the recorded run."""
+def forward_blocks(
+    outs: list[Tensor], ins: list[Tensor], tape: list[Any], structured: bool = False
+) -> tuple[list[list[Any]], int]:
+    """The same blocks by batched forward passes over the recorded run. ``structured``: one vector
+    input's identity goes through as a ``basis.Structured`` batch (bands and low rank: a Hessian's)."""
     sizes = _sizes(ins)
     total = sum(sizes)
     widest = max([total, *_sizes(outs)])
@@ -204,7 +207,11 @@ def forward_blocks(outs: list[Tensor], ins: list[Tensor], tape: list[Any]) -> tu
         seeds = {}
         for j, x in enumerate(ins):
             if start == 0 and stop == total and len(ins) == 1:
-                seeds[forward.key(x)] = identity(x.shape, np.result_type(x._value, np.float64))
+                dtype = np.result_type(x._value, np.float64)
+                if structured and x.ndim == 1 and dtype.kind == "f":
+                    seeds[forward.key(x)] = Structured.identity(x.shape[0], dtype)
+                else:
+                    seeds[forward.key(x)] = identity(x.shape, dtype)
                 continue
             seed = np.zeros((stop - start, sizes[j]), dtype=np.result_type(x._value, np.float64))
             lo, hi = max(start, offsets[j]), min(stop, offsets[j + 1])
@@ -228,7 +235,7 @@ def forward_blocks(outs: list[Tensor], ins: list[Tensor], tape: list[Any]) -> tu
 
 
 def _dense(value: Any) -> Any:
-    return np.asarray(value) if isinstance(value, ScaledIdentity) else value
+    return np.asarray(value) if isinstance(value, (ScaledIdentity, Structured)) else value
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -550,7 +557,7 @@ def _materialised(grads: list[Any], ins: list[Tensor]) -> list[Tensor]:
 def _second_blocks(grads: list[Tensor], leaves: list[Tensor], tape: list[Any]) -> tuple[list[list[Any]], Plan]:
     n = sum(_sizes(leaves))
     try:
-        blocks, passes = forward_blocks(grads, leaves, tape)
+        blocks, passes = forward_blocks(grads, leaves, tape, structured=True)
         plan = Plan("forward", n, n, passes, True, "forward-over-reverse: the gradient's graph was recorded, "
                     "then all n input directions pushed forward through it")  # fmt: skip
     except forward.NoForwardRule as exc:
