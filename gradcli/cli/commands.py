@@ -184,16 +184,9 @@ def differentiate(
     sympy_form: bool = False,
     steps: bool = False,
 ) -> None:
+    if steps:  # the derivation, each rule named: cli/steps.py
+        return _derivation(expression, file, at, wrt, as_json, latex, timeout, sympy_form)
     with reported():
-        if steps:  # the derivation, each rule named: cli/steps.py
-            from ..errors import UsageError
-            from .steps import show
-
-            if sympy_form:
-                raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
-            _check_sympy_timeout(timeout)
-            show(expression, file, at, wrt, as_json, latex, timeout)
-            return
         from ..check.symbolic import Skipped, time_limit
         from ..errors import GradcliError, UsageError
         from ..lang.program import explain_derivatives, formatted, load
@@ -316,6 +309,27 @@ def _print_latex(explanation: Any, text: dict[str, str], found: dict[str, Any]) 
             line = rf"\frac{{\partial {top}}}{{\partial {bottom}}} = {line}"
         lines.append(line)
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _derivation(
+    expression: str | None,
+    file: str | None,
+    at: list[str],
+    wrt: list[str],
+    as_json: bool,
+    latex: bool,
+    timeout: float,
+    sympy_form: bool,
+) -> None:
+    """``diff --steps``: the derivation a teacher writes (cli/steps.py)."""
+    with reported():
+        from ..errors import UsageError
+        from .steps import show
+
+        if sympy_form:
+            raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
+        _check_sympy_timeout(timeout)
+        show(expression, file, at, wrt, as_json, latex, timeout)
 
 
 def _check_sympy_timeout(seconds: float) -> None:
