@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import threading
+from _thread import _local as _thread_local  # threading.local itself, without importing threading at start-up
 
 import numpy as np
 
@@ -31,7 +31,7 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ndarray = np.ndarray
 
 
-class _Donation(threading.local):
+class _Donation(_thread_local):
     """The gradient buffer the engine hands the running node's rules (``buffer``): the engine
     allocated it and nobody else holds it, so the rule that reads it last may write into it.
     A rule that does sets ``buffer`` back to ``None`` (the engine reads that as "taken")."""
