@@ -10,51 +10,24 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from browser import SKIP, cli, new_driver
 
 import gradcli as gc
-from gradcli.cli import expression_after_dashes
-from gradcli.cli.app import app
 from gradcli.render import graph, recording
 
-CHROMIUM = os.environ.get("GRADCLI_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("GRADCLI_CHROMEDRIVER", "/usr/bin/chromedriver")
 MLP = "h = tanh(w1 * x + b1); o = tanh(w2 * h + b2) * 2; o"
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed"),
-    pytest.mark.skipif(
-        not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)),
-        reason="Chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = SKIP
 webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (pip install gradcli[browser])")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-
-runner = CliRunner()
-
-
-def cli(*args: str):
-    result = runner.invoke(app, expression_after_dashes(list(args)))
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,760"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(90)
-    driver.set_script_timeout(30)
+    driver = new_driver(webdriver, 90, 30)
     yield driver
     driver.quit()
 
