@@ -196,7 +196,7 @@ def test_text_the_language_reads_otherwise_is_left_to_the_graph_road(text):
 
 def test_text_the_flat_road_does_not_cover_goes_to_the_graph_road():
     for text in [
-        long_sum("x") + "\n",  # a new line
+        "a = " + long_sum("x") + "\na * 2",  # statements
         long_sum("x") + " # a comment",
         long_sum("x[0]"),
         long_sum("max(x, y)"),
@@ -306,3 +306,15 @@ def test_complex_and_in_place_tensors_elsewhere_in_the_process_change_nothing():
     t = gc.tensor([1.0, 2.0], requires_grad=True).clone()
     t.add_(1)  # an in-place operation
     assert_same(long_sum("sin(x)*y - x^2"))
+
+
+def test_a_file_with_blank_lines_around_its_expression_takes_the_flat_road(tmp_path):
+    text = "\n\n  " + long_sum("sin(x)*y") + " \r\n\n"
+    program = load(text)
+    assert program.flat is not None
+    assert program.flat.span == (4, 4 + len(long_sum("sin(x)*y")))
+    assert_same(text)
+    path = tmp_path / "long.gc"
+    path.write_text(long_sum("sin(x)*y") + "\n")  # a file ends with a new line
+    assert load(None, str(path)).flat is not None
+    assert flat.compile_flat(long_sum("x") + "\n + y") is None  # a new line within: statements, the full parser's

@@ -155,9 +155,10 @@ def compile_flat(text: str) -> FlatProgram | None:
     """``text`` as a flat program, or ``None`` when it is not one (or is not valid: the full parser says why)."""
     if len(text) < MIN_CHARACTERS:  # a short expression gains nothing: the graph road, with all it can show
         return None
-    pieces = _PIECES.split(text)  # [gap, token, gap, token, ..., gap]: the scanning happens in C
-    if "".join(pieces[::2]).strip(" \t"):
-        return None  # a character the tokens do not cover: new lines, comments, "[", ".T", "<"...
+    core = text.strip(_BLANK)  # blank lines around the one expression (a file's last new line) say nothing
+    pieces = _PIECES.split(core)  # [gap, token, gap, token, ..., gap]: the scanning happens in C
+    if "".join(pieces[::2]).strip(_GAP):
+        return None  # a character the tokens do not cover: new lines within, comments, "[", ".T", "<"...
     collecting = _gc.isenabled()
     _gc.disable()
     try:
@@ -168,9 +169,12 @@ def compile_flat(text: str) -> FlatProgram | None:
     if found is None:
         return None
     code, seen = found
-    start = len(text) - len(text.lstrip(" \t"))
-    return FlatProgram(code, text, list(seen), (start, len(text.rstrip(" \t"))))
+    start = len(text) - len(text.lstrip(_BLANK))
+    return FlatProgram(code, text, list(seen), (start, start + len(core)))
 
+
+_GAP = " \t\r\f\v"  # what the lexer skips between tokens (lexer.py)
+_BLANK = _GAP + "\n"
 
 #: Below this length the graph road runs (it records every step: the graph, the tree, the names).
 MIN_CHARACTERS = 2_000
