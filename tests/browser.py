@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,3 +54,22 @@ def new_driver(webdriver: Any, page_load_timeout: float = 60, script_timeout: fl
     if script_timeout is not None:
         driver.set_script_timeout(script_timeout)
     return driver
+
+
+def open_page(browser: Any, path: Path) -> None:
+    """Open a written page and wait for its script to say it is ready."""
+    browser.get(path.as_uri())
+    assert browser.execute_script("return document.documentElement.dataset.ready") == "true"
+
+
+def shot(browser: Any, name: str) -> None:
+    """Keep a screenshot in GRADCLI_SCREENSHOTS, when it is set."""
+    folder = os.environ.get("GRADCLI_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(Path(folder) / f"{name}.png"))
+
+
+def severe(browser: Any) -> list[dict]:
+    """The console's errors since the last read."""
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]

@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
-from browser import SKIP, cli, new_driver
+from browser import SKIP, cli, new_driver, open_page, severe, shot
 
 import gradcli as gc
 from gradcli.render import graph, recording
@@ -32,28 +32,12 @@ def browser():
     driver.quit()
 
 
-def open_page(browser, path: Path) -> None:
-    browser.get(path.as_uri())
-    assert browser.execute_script("return document.documentElement.dataset.ready") == "true"
-
-
-def shot(browser, name: str) -> None:
-    folder = os.environ.get("GRADCLI_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(Path(folder) / f"{name}.png"))
-
-
 def keep(figures: dict) -> None:
     folder = os.environ.get("GRADCLI_SCREENSHOTS")
     if folder:
         path = Path(folder) / "page-timings.json"
         known = json.loads(path.read_text()) if path.exists() else {}
         path.write_text(json.dumps({**known, **figures}, indent=1))
-
-
-def severe(browser) -> list[dict]:
-    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def shown(browser, node_id: str) -> bool:

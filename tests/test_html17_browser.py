@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from pathlib import Path
 
 import pytest
-from browser import SKIP, cli, new_driver
+from browser import SKIP, cli, new_driver, open_page, severe, shot
 
 import gradcli as gc
 from gradcli.render import graph, recording
@@ -39,22 +37,6 @@ def seed_page(tmp_path_factory):
     out = tmp_path_factory.mktemp("page") / "seed002.html"
     cli("graph", SEED_002, "--at", "x=2,w=1", "-o", str(out))
     return out
-
-
-def open_page(browser, path: Path) -> None:
-    browser.get(path.as_uri())
-    assert browser.execute_script("return document.documentElement.dataset.ready") == "true"
-
-
-def shot(browser, name: str) -> None:
-    folder = os.environ.get("GRADCLI_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(Path(folder) / f"{name}.png"))
-
-
-def severe(browser) -> list[dict]:
-    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def node(browser, name: str):

@@ -46,7 +46,6 @@ class Program:
         escapes: list[str] | None = None,
         *,
         flat: Any = None,
-        parse_origin: str = "expression",
     ) -> None:
         self.origin = origin
         self._tree = tree
@@ -54,7 +53,6 @@ class Program:
         #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
         self.escapes: list[str] = [] if escapes is None else escapes
         self.flat = flat
-        self._parse_origin = parse_origin
 
     def __repr__(self) -> str:
         return f"Program(origin={self.origin!r}, tree={self.tree!r}, function={self.function!r})"
@@ -62,7 +60,7 @@ class Program:
     @property
     def tree(self) -> ast.SyntaxTree | None:
         if self._tree is None and self.flat is not None:
-            self._tree = parse(self.flat.text, self._parse_origin)
+            self._tree = parse(self.flat.text, self.origin)  # the origin messages name
         return self._tree
 
     @property
@@ -109,7 +107,7 @@ def _from_text(text: str, origin: str) -> Program:
         parse(text, origin)  # says the limit
     flat = compile_flat(text)
     if flat is not None:
-        return Program(origin, flat=flat, parse_origin=origin)
+        return Program(origin, flat=flat)
     return Program(origin, tree=parse(text, origin))
 
 
