@@ -88,7 +88,8 @@ def reachable_counts(roots: list[Any]) -> dict[Any, int]:
     get = pending.get
     while stack:
         node = stack.pop()
-        for e in node.next:
+        arity = node.plain_arity  # one or two edges in slots of their own: read without a tuple
+        for e in node.next if not arity else (node.e0,) if arity == 1 else (node.e0, node.e1):
             if e is None:
                 continue
             if e.__class__ is OutputRef:
@@ -284,9 +285,38 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
+    # no hooks, capture, anomaly check or graph of the backward: one- and two-input nodes with
+    # a scalar gradient (a graph of scalars: nearly every node) take the short road below
+    plain = not hooked and capture is None and not anomaly and not create_graph
+    get = grads.get
     while ready:
         node = ready.pop()
         g = pop(node, None)
+        if plain and g is not None and g.__class__ is not _ndarray and node.plain_arity and node._retain is None:
+            if node.plain_arity == 2:
+                ga, gb = node.apply(g, False, nbatch, retain_graph)
+                edges = ((node.e0, ga), (node.e1, gb))
+            else:
+                edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
+            for m, gi in edges:
+                if m is None:
+                    continue
+                if m.__class__ is OutputRef or gi.__class__ is _ndarray:
+                    _hand_on_one(m, gi, grads, owned, pending, ready)
+                    continue
+                if gi is not None:
+                    prev = get(m)
+                    if prev is None:
+                        grads[m] = gi
+                    elif prev.__class__ is _ndarray:
+                        _add(grads, owned, m, gi, False)
+                    else:  # two scalars (the engine never holds a scalar in place)
+                        grads[m] = prev + gi
+                count = pending[m] - 1
+                pending[m] = count
+                if count == 0:
+                    ready.append(m)
+            continue
         if hooked:
             hooks = node._hooks
             if hooks is not None and g is not None:
@@ -379,6 +409,27 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
         pending[m] = count
         if count == 0:
             ready.append(m)
+
+
+def _hand_on_one(e, gi, grads, owned, pending, ready):
+    """One edge of the short road in ``_run_nodes`` that it does not take itself: to an output of a
+    node with several, or an array (a rule may return a 0-d array for a scalar gradient)."""
+    if e.__class__ is OutputRef:
+        m = e.node
+        if gi is not None:
+            _add_output(grads, m, e.index, gi)
+    else:
+        m = e
+        if m in grads:
+            _add(grads, owned, m, gi, False)
+        else:
+            grads[m] = gi
+            if gi.base is None:
+                owned.add(m)  # a new array from one of our rules (the short road takes no user rule)
+    count = pending[m] - 1
+    pending[m] = count
+    if count == 0:
+        ready.append(m)
 
 
 class _NoGrads:

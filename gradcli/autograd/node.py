@@ -63,6 +63,7 @@ class Node:
     __slots__ = ()
     next: tuple[Any, ...] = ()
     user_defined = False  # its backward is user code (a custom Function)
+    plain_arity = 0  # 1 or 2: a UnaryNode or BinaryNode of a primitive's own rules (the engine's short road)
     _hooks: Any = None  # a hooks.NodeHooks once a hook is registered on the node or its tensors
 
     def name(self) -> str:
@@ -432,9 +433,11 @@ def node_class(prim: Primitive, name: str) -> type[OpNode]:
         layout: type[OpNode] = TupleNode
         if prim.nparams == 0 and prim.saves != "meta" and prim.arity == 1:
             body["apply"] = _unary_apply(prim)
+            body["plain_arity"] = 1
             layout = UnaryNode
         elif prim.nparams == 0 and prim.saves != "meta" and prim.arity == 2:
             body["apply"] = _binary_apply(prim)
+            body["plain_arity"] = 2
             layout = BinaryNode
         cls = _NODE_CLASSES[prim, name] = type(name, (layout,), body)
     return cls

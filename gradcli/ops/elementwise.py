@@ -83,22 +83,28 @@ def _unit(g, other):
 
 
 def _mul_rule_a(g, out, a, b):
-    if _unit(g, b):
+    if g.__class__ is _ndarray and _unit(g, b):
         return b.view()  # a view: the engine never writes into it (b is saved for backward)
     return g * b
 
 
 def _mul_rule_b(g, out, a, b):
     """``g * a``: the last rule of mul's node to read ``g``, so it may write into a donated ``g``."""
-    if _donated(g, a):
-        return np.multiply(g, a, out=g)
-    if _unit(g, a):
-        return a.view()
+    if g.__class__ is _ndarray:  # (a scalar gradient: neither helper applies, and this runs per node)
+        if _donated(g, a):
+            return np.multiply(g, a, out=g)
+        if _unit(g, a):
+            return a.view()
     return g * a
 
 
+def _sin_rule(g, out, x):
+    c = np.cos(x)
+    return g * c if c.__class__ is not _ndarray else _times(g, c)
+
+
 def _exp_rule(g, out, x):
-    if _donated(g, out):
+    if g.__class__ is _ndarray and _donated(g, out):
         return np.multiply(g, out, out=g)
     return g * out
 
@@ -111,7 +117,7 @@ def _neg_rule(g, out, x):
 
 
 def _log_rule(g, out, x):
-    if _donated(g, x):
+    if g.__class__ is _ndarray and _donated(g, x):
         return np.divide(g, x, out=g)
     return g / x
 
@@ -405,7 +411,7 @@ SQRT = unary(
 
 # --- trigonometric and hyperbolic --------------------------------------------------------------
 
-SIN = unary("sin", np.sin, lambda g, out, x: _times(g, np.cos(x)), "cos({0})", lambda sp, x: sp.sin(x), doc="sine")
+SIN = unary("sin", np.sin, _sin_rule, "cos({0})", lambda sp, x: sp.sin(x), doc="sine")
 COS = unary("cos", np.cos, lambda g, out, x: g * -np.sin(x), "-sin({0})", lambda sp, x: sp.cos(x), doc="cosine")
 TAN = unary(
     "tan",
