@@ -32,6 +32,8 @@ NOT_LOADED = [
     "typer", "click", "rich", "sympy", "graphviz", "gradcli.render", "gradcli.check", "gradcli.cli.app",
     "gradcli.cli.progress", "gradcli.lang.symbolic", "gradcli.lang.catalog", "gradcli.lang.points",
     "gradcli.testing", "gradcli.autograd.replay", "pathlib", "threading", "importlib.util", "tempfile",
+    "gradcli.functional", "gradcli.autograd.functional", "gradcli.autograd.function", "gradcli.autograd.forward",
+    "gradcli.autograd.contract", "gradcli.autograd.linalg",
 ]  # fmt: skip
 
 

@@ -285,37 +285,13 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
-    # no hooks, capture, anomaly check or graph of the backward: one- and two-input nodes with
-    # a scalar gradient (a graph of scalars: nearly every node) take the short road below
+    # no hooks, capture, anomaly check or graph of the backward: scalar nodes take the short road
     plain = not hooked and capture is None and not anomaly and not create_graph
-    get = grads.get
     while ready:
         node = ready.pop()
         g = pop(node, None)
         if plain and g is not None and g.__class__ is not _ndarray and node.plain_arity and node._retain is None:
-            if node.plain_arity == 2:
-                ga, gb = node.apply(g, False, nbatch, retain_graph)
-                edges = ((node.e0, ga), (node.e1, gb))
-            else:
-                edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
-            for m, gi in edges:
-                if m is None:
-                    continue
-                if m.__class__ is OutputRef or gi.__class__ is _ndarray:
-                    _hand_on_one(m, gi, grads, owned, pending, ready)
-                    continue
-                if gi is not None:
-                    prev = get(m)
-                    if prev is None:
-                        grads[m] = gi
-                    elif prev.__class__ is _ndarray:
-                        _add(grads, owned, m, gi, False)
-                    else:  # two scalars (the engine never holds a scalar in place)
-                        grads[m] = prev + gi
-                count = pending[m] - 1
-                pending[m] = count
-                if count == 0:
-                    ready.append(m)
+            _short_road(node, g, grads, owned, pending, ready, retain_graph, nbatch)
             continue
         if hooked:
             hooks = node._hooks
@@ -326,10 +302,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             captured[capture[node]] = g
         if node.__class__ is AccumulateGrad:
             if capture is None and g is not None:
-                if hooks is None:
-                    _accumulate(node, g, node in owned, create_graph)
-                else:
-                    _accumulate_hooked(node, hooks, g, create_graph)
+                _reach_leaf(node, hooks, g, owned, create_graph)
             owned.discard(node)
             continue
         if g is not None and (needed is None or (node in needed and node not in skip)):
@@ -411,6 +384,35 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
             ready.append(m)
 
 
+def _short_road(node, g, grads, owned, pending, ready, retain_graph, nbatch):
+    """A one- or two-input node of a primitive's own rules with a scalar gradient (a graph of
+    scalars: nearly every node), with no hook, capture, anomaly check or graph of the backward:
+    its rule, and its gradients handed on without the general loop's checks."""
+    if node.plain_arity == 2:
+        ga, gb = node.apply(g, False, nbatch, retain_graph)
+        edges = ((node.e0, ga), (node.e1, gb))
+    else:
+        edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
+    for m, gi in edges:
+        if m is None:
+            continue
+        if m.__class__ is OutputRef or gi.__class__ is _ndarray:
+            _hand_on_one(m, gi, grads, owned, pending, ready)
+            continue
+        if gi is not None:
+            prev = grads.get(m)
+            if prev is None:
+                grads[m] = gi
+            elif prev.__class__ is _ndarray:
+                _add(grads, owned, m, gi, False)
+            else:  # two scalars (the engine never holds a scalar in place)
+                grads[m] = prev + gi
+        count = pending[m] - 1
+        pending[m] = count
+        if count == 0:
+            ready.append(m)
+
+
 def _hand_on_one(e, gi, grads, owned, pending, ready):
     """One edge of the short road in ``_run_nodes`` that it does not take itself: to an output of a
     node with several, or an array (a rule may return a 0-d array for a scalar gradient)."""
@@ -466,6 +468,13 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
     else:
         current._store(current._value + g)
         current._version += 1
+
+
+def _reach_leaf(node: AccumulateGrad, hooks: Any, g: Any, owned: set[Any], create: bool) -> None:
+    if hooks is None:
+        _accumulate(node, g, node in owned, create)
+    else:
+        _accumulate_hooked(node, hooks, g, create)
 
 
 def _accumulate(node: AccumulateGrad, g: Any, owned: bool, create: bool) -> None:
