@@ -459,7 +459,7 @@ CASES = [
         'python -c "import numpy"',
         "gradcli eval <= 2.0x import numpy (issue 3); <= 1.3x (issue 7); <= 1.2x (issue 21)",
         _startup,
-        rounds=21,
+        rounds=41,
     ),
     *(
         Case(

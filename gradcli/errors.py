@@ -8,7 +8,8 @@ and column, and prints the line with a caret under that column.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .records import Frozen, fill
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1  # check: a derivative disagrees, or a value is not finite
@@ -78,12 +79,17 @@ class MissingProgram(GradcliError):
     exit_code = EXIT_MISSING_PROGRAM
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Frozen):
     """The text of a program, with what is needed to point at a place in it."""
 
-    text: str
-    origin: str = "expression"
+    __slots__ = _fields = ("text", "origin")
+
+    def __init__(
+        self,
+        text: str,
+        origin: str = "expression",
+    ) -> None:
+        fill(self, locals())
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of a character offset."""

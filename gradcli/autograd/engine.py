@@ -407,10 +407,11 @@ def _short_road(node, g, grads, owned, pending, ready, retain_graph, nbatch):
                 _add(grads, owned, m, gi, False)
             else:  # two scalars (the engine never holds a scalar in place)
                 grads[m] = prev + gi
-        count = pending[m] - 1
-        pending[m] = count
-        if count == 0:
+        count = pending[m]
+        if count == 1:  # its last consumer (the count is not read again)
             ready.append(m)
+        else:
+            pending[m] = count - 1
 
 
 def _hand_on_one(e, gi, grads, owned, pending, ready):

@@ -578,7 +578,7 @@ def clone(x: Any) -> Tensor:
 
 def _unary_function(prim: Any) -> Any:
     def fn(x: Any) -> Tensor:
-        return unary(prim, as_tensor(x))
+        return unary(prim, x if x.__class__ is Tensor else as_tensor(x))
 
     return fn
 

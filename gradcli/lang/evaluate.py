@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc as _gc
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from ..autograd import functions as _library
 from ..errors import Source, SyntaxProblem, UsageError
 from ..ops.operators import INFIX, PREFIX
+from ..records import Record, fill
 from . import ast
 from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
 from .library import gc
@@ -30,16 +30,22 @@ _SIGNS = {symbol: row.apply for symbol, row in PREFIX.items()}
 _APPLY = {symbol: row.apply or getattr(_library, row.function) for symbol, row in INFIX.items()}
 
 
-@dataclass
-class Evaluation:
+class Evaluation(Record):
     """What running a program produced."""
 
-    outputs: list[gc.Tensor]
-    inputs: dict[str, gc.Tensor]  # the variables, as leaves
-    names: dict[str, gc.Tensor]  # every assigned name
-    output_labels: list[str]
-    nonfinite: str | None = None  # where a NaN or infinity first appeared
-    steps: list[tuple[ast.SyntaxNode, Any]] = field(default_factory=list)  # (node, value) in evaluation order
+    _fields = ("outputs", "inputs", "names", "output_labels", "nonfinite", "steps")
+
+    def __init__(
+        self,
+        outputs: list[gc.Tensor],
+        inputs: dict[str, gc.Tensor],  # the variables, as leaves
+        names: dict[str, gc.Tensor],  # every assigned name
+        output_labels: list[str],
+        nonfinite: str | None = None,  # where a NaN or infinity first appeared
+        steps: list[tuple[ast.SyntaxNode, Any]] | None = None,  # (node, value) in evaluation order
+    ) -> None:
+        steps = [] if steps is None else steps
+        fill(self, locals())
 
 
 def free_variables(program: ast.SyntaxTree, given: Iterable[str] = ()) -> list[str]:

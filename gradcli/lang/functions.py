@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,27 +19,46 @@ from .. import ops
 from ..autograd import record
 from ..ops import PRIMITIVES, Primitive
 from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
+from ..records import Frozen, fill
 from .ast import Call
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
 
 
-@dataclass(frozen=True)
-class BuiltinFunction:
+class BuiltinFunction(Frozen):
     """A function of the language: its arities, how it computes, and what it means."""
 
-    name: str
-    arities: tuple[int, ...]
-    apply: Callable[..., Any]  # (gradcli module, *args) -> tensor
-    derivative: str  # the derivative rule, in words a student reads
-    sympy: Callable[..., Any] | None  # (sympy module, *args) -> expr
-    primitive: Primitive | None = None
-    doc: str = ""
-    elementwise: tuple[int, ...] = ()  # the arities at which it acts element by element
-    reduces: bool = False  # name(x) over every element, name(x, axis) along one
-    along: bool = False  # name(x) along the last axis, name(x, axis) along another; same shape
-    group: str = ""  # one of ops.core.GROUPS; "" takes the primitive's
-    analytic: bool = True  # False: piecewise though no recorded primitive says so (argmax's index)
+    __slots__ = _fields = (
+        "name",
+        "arities",
+        "apply",
+        "derivative",
+        "sympy",
+        "primitive",
+        "doc",
+        "elementwise",
+        "reduces",
+        "along",
+        "group",
+        "analytic",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        arities: tuple[int, ...],
+        apply: Callable[..., Any],  # (gradcli module, *args) -> tensor
+        derivative: str,  # the derivative rule, in words a student reads
+        sympy: Callable[..., Any] | None,  # (sympy module, *args) -> expr
+        primitive: Primitive | None = None,
+        doc: str = "",
+        elementwise: tuple[int, ...] = (),  # the arities at which it acts element by element
+        reduces: bool = False,  # name(x) over every element, name(x, axis) along one
+        along: bool = False,  # name(x) along the last axis, name(x, axis) along another; same shape
+        group: str = "",  # one of ops.core.GROUPS; "" takes the primitive's
+        analytic: bool = True,  # False: piecewise though no recorded primitive says so (argmax's index)
+    ) -> None:
+        fill(self, locals())
 
     def arity_text(self) -> str:
         a = self.arities
@@ -286,7 +304,7 @@ def _grouped(f: BuiltinFunction) -> BuiltinFunction:
     prim = f.primitive
     if prim is None:
         return f
-    return replace(f, group=f.group or prim.group, analytic=f.analytic and prim.analytic)
+    return f.replace(group=f.group or prim.group, analytic=f.analytic and prim.analytic)
 
 
 def not_analytic_call(tree: Any) -> str | None:

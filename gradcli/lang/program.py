@@ -12,13 +12,13 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import Source, UsageError, note_user_code
 from ..memory import check_fits
+from ..records import Record, fill
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .library import gc
@@ -434,16 +434,21 @@ def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] 
     return list(wrt)
 
 
-@dataclass
-class Gradient:
+class Gradient(Record):
     """``value`` of the output and d(output)/d(variable) for each variable (a VJP with a seed)."""
 
-    value: np.ndarray
-    gradient: dict[str, np.ndarray]
-    evaluation: Evaluation
-    backward_nonfinite: str | None = None  # where the backward pass first gave a NaN or an infinity
-    unconnected: tuple[str, ...] = ()  # variables the output does not depend on, in autograd's graph
-    seed: Any = None  # v of v^T J, when given
+    _fields = ("value", "gradient", "evaluation", "backward_nonfinite", "unconnected", "seed")
+
+    def __init__(
+        self,
+        value: np.ndarray,
+        gradient: dict[str, np.ndarray],
+        evaluation: Evaluation,
+        backward_nonfinite: str | None = None,  # where the backward pass first gave a NaN or an infinity
+        unconnected: tuple[str, ...] = (),  # variables the output does not depend on, in autograd's graph
+        seed: Any = None,  # v of v^T J, when given
+    ) -> None:
+        fill(self, locals())
 
 
 SCALAR_ONLY = (
@@ -532,25 +537,35 @@ def symbolic_derivatives(
     return {row.name: row.expanded for row in explain_derivatives(program, wrt, shapes).rows if not row.step}
 
 
-@dataclass
-class SymbolicRow:
+class SymbolicRow(Record):
     """d output / d ``name``: ``derivative`` in the program's own names, ``expanded`` in its variables."""
 
-    name: str
-    step: bool  # a statement's name (True) or a variable (False)
-    derivative: Any
-    expanded: Any
+    _fields = ("name", "step", "derivative", "expanded")
+
+    def __init__(
+        self,
+        name: str,
+        step: bool,  # a statement's name (True) or a variable (False)
+        derivative: Any,
+        expanded: Any,
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass
-class Explanation:
+class Explanation(Record):
     """What ``diff`` shows: for a program, one row per statement (last first, as backpropagation
     runs) then one per variable; for an expression, one per variable."""
 
-    output: str | None  # the output's name, when a statement names it
-    rows: list[SymbolicRow]
-    at: Callable[[Any, Mapping[str, Any]], Any]  # (expression, exact point) -> its value there
-    statements: str = ""  # the program's statements, which give the steps' names their values
+    _fields = ("output", "rows", "at", "statements")
+
+    def __init__(
+        self,
+        output: str | None,  # the output's name, when a statement names it
+        rows: list[SymbolicRow],
+        at: Callable[[Any, Mapping[str, Any]], Any],  # (expression, exact point) -> its value there
+        statements: str = "",  # the program's statements, which give the steps' names their values
+    ) -> None:
+        fill(self, locals())
 
     def label(self, row: SymbolicRow) -> str:
         return f"d{self.output or ''}/d{row.name}"
@@ -650,17 +665,22 @@ def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
     return bases
 
 
-@dataclass
-class Matrix:
+class Matrix(Record):
     """A labelled matrix: ``rows`` x ``columns`` (Jacobian or Hessian) and how it was computed."""
 
-    rows: list[str]
-    columns: list[str]
-    matrix: np.ndarray
-    plan: Any
-    value: np.ndarray | None = None
-    gradient: np.ndarray | None = None
-    names: list[str] | None = None  # the variables of the columns
+    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names")
+
+    def __init__(
+        self,
+        rows: list[str],
+        columns: list[str],
+        matrix: np.ndarray,
+        plan: Any,
+        value: np.ndarray | None = None,
+        gradient: np.ndarray | None = None,
+        names: list[str] | None = None,  # the variables of the columns
+    ) -> None:
+        fill(self, locals())
 
 
 def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) -> Callable[..., Any]:

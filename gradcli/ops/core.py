@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..records import Row, fill
 
 Rule = Callable[..., Any]
 
@@ -87,50 +88,82 @@ def _camel(torch_name: str) -> str:
     return "".join(part.title() for part in torch_name.split("_"))
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Primitive:
+class Primitive(Row):
     """One row of the table. See the module docstring for the rule signature."""
 
-    name: str
-    arity: int  # number of tensor inputs; -1 for a sequence of tensors (stack)
-    forward: Callable[..., Any]
-    vjp: tuple[Rule | None, ...]  # one rule per input; None: not differentiable there
-    saves: str = "inputs"
-    elementwise: bool = False  # the Jacobian is diagonal: jvp(t) = sum_i vjp_i(t_i)
-    jvp: Rule | None = None  # forward-mode rule (tangents, out, *inputs, *params), tangents a tuple
-    batch: str = "loop"  # how it takes a batch of points: one of BATCH (see the module docstring)
-    batch_both: Callable[..., Any] | None = None  # "product": (a, b, out, nb) with both sides batched
-    sympy: Callable[..., Any] | None = None  # (sympy_module, *args, *params) -> expr
-    torch: str = ""  # PyTorch's op name, from which the backward name is derived
-    variant: Callable[..., Any] | None = None  # (constant_mask, params) -> overload or (op, overload)
-    backward_name: str = ""  # only for PyTorch's irregular names (CopyBackwards)
-    label: str = ""  # how the op is shown in a graph: "+", "*", "sin"
-    formulas: tuple[str, ...] = ()  # local derivative per input, "{0}" "{1}" "{out}"
-    named_rule: str = ""  # the rule's name in a derivation (diff --steps); "": "derivative of NAME"
-    analytic: bool = True  # complex-analytic: complex step is exact through it
-    numpy: tuple[Any, ...] = ()  # NumPy ufuncs that dispatch to this primitive on tensors
-    nparams: int = 0  # trailing non-tensor arguments (axis, shape, index...)
-    public: bool = True  # exported as gradcli.<name> and in `gradcli ops`
-    domain: tuple[tuple[float, float], ...] = ()  # per input, an interval where it is smooth (tests, checks)
-    arg_names: tuple[str, ...] = ()  # how docs name the inputs (default x; a, b; c, a, b)
-    doc: str = ""
-    group: str = ""  # one of GROUPS: where gradcli ops and the README list it
-    # per input, which inputs its reverse rule reads (empty: every input). A node saves an
-    # input only when the rule of some other input that requires grad reads it, so `3 * d`
-    # does not keep `d` (PyTorch's test_no_unnecessary_save).
-    reads: tuple[tuple[int, ...], ...] = ()
-    # Complex inputs (PyTorch's conjugate Wirtinger convention): a holomorphic primitive
-    # needs nothing here, its rules g * f'(z) become conj(rule(conj(g))) = g * conj(f'(z))
-    # in reverse mode and stay as they are in forward mode. A primitive that is not
-    # holomorphic (``analytic=False``) either has rules of its own for complex inputs,
-    # written for that convention, or refuses complex inputs when differentiated.
-    complex_vjp: tuple[Rule | None, ...] | None = None
-    complex_jvp: Rule | None = None
-    # The analytic continuation the complex step evaluates where the complex forward is not
-    # holomorphic (norm: sqrt(sum(z*z)), not the modulus), so ``check`` keeps its exact method.
-    continuation: Callable[..., Any] | None = None
+    __slots__ = _fields = (
+        "name",
+        "arity",
+        "forward",
+        "vjp",
+        "saves",
+        "elementwise",
+        "jvp",
+        "batch",
+        "batch_both",
+        "sympy",
+        "torch",
+        "variant",
+        "backward_name",
+        "label",
+        "formulas",
+        "named_rule",
+        "analytic",
+        "numpy",
+        "nparams",
+        "public",
+        "domain",
+        "arg_names",
+        "doc",
+        "group",
+        "reads",
+        "complex_vjp",
+        "complex_jvp",
+        "continuation",
+    )
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        arity: int,  # number of tensor inputs; -1 for a sequence of tensors (stack)
+        forward: Callable[..., Any],
+        vjp: tuple[Rule | None, ...],  # one rule per input; None: not differentiable there
+        saves: str = "inputs",
+        elementwise: bool = False,  # the Jacobian is diagonal: jvp(t) = sum_i vjp_i(t_i)
+        jvp: Rule | None = None,  # forward-mode rule (tangents, out, *inputs, *params), tangents a tuple
+        batch: str = "loop",  # how it takes a batch of points: one of BATCH (see the module docstring)
+        batch_both: Callable[..., Any] | None = None,  # "product": (a, b, out, nb) with both sides batched
+        sympy: Callable[..., Any] | None = None,  # (sympy_module, *args, *params) -> expr
+        torch: str = "",  # PyTorch's op name, from which the backward name is derived
+        variant: Callable[..., Any] | None = None,  # (constant_mask, params) -> overload or (op, overload)
+        backward_name: str = "",  # only for PyTorch's irregular names (CopyBackwards)
+        label: str = "",  # how the op is shown in a graph: "+", "*", "sin"
+        formulas: tuple[str, ...] = (),  # local derivative per input, "{0}" "{1}" "{out}"
+        named_rule: str = "",  # the rule's name in a derivation (diff --steps); "": "derivative of NAME"
+        analytic: bool = True,  # complex-analytic: complex step is exact through it
+        numpy: tuple[Any, ...] = (),  # NumPy ufuncs that dispatch to this primitive on tensors
+        nparams: int = 0,  # trailing non-tensor arguments (axis, shape, index...)
+        public: bool = True,  # exported as gradcli.<name> and in `gradcli ops`
+        domain: tuple[tuple[float, float], ...] = (),  # per input, an interval where it is smooth (tests, checks)
+        arg_names: tuple[str, ...] = (),  # how docs name the inputs (default x; a, b; c, a, b)
+        doc: str = "",
+        group: str = "",  # one of GROUPS: where gradcli ops and the README list it
+        # per input, which inputs its reverse rule reads (empty: every input). A node saves an
+        # input only when the rule of some other input that requires grad reads it, so `3 * d`
+        # does not keep `d` (PyTorch's test_no_unnecessary_save).
+        reads: tuple[tuple[int, ...], ...] = (),
+        # Complex inputs (PyTorch's conjugate Wirtinger convention): a holomorphic primitive
+        # needs nothing here, its rules g * f'(z) become conj(rule(conj(g))) = g * conj(f'(z))
+        # in reverse mode and stay as they are in forward mode. A primitive that is not
+        # holomorphic (``analytic=False``) either has rules of its own for complex inputs,
+        # written for that convention, or refuses complex inputs when differentiated.
+        complex_vjp: tuple[Rule | None, ...] | None = None,
+        complex_jvp: Rule | None = None,
+        # The analytic continuation the complex step evaluates where the complex forward is not
+        # holomorphic (norm: sqrt(sum(z*z)), not the modulus), so ``check`` keeps its exact method.
+        continuation: Callable[..., Any] | None = None,
+    ) -> None:
+        fill(self, locals())
         if self.saves not in SAVES:
             raise ValueError(f"{self.name}: saves must be one of {SAVES}")
         if self.arity >= 0 and len(self.vjp) != self.arity:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..records import Row, fill
 from . import elementwise as E
 from . import linalg as L
 from .core import Primitive
@@ -30,24 +30,44 @@ PREFIX_POWER = 50  # -x, +x: below "^", so -x^2 is -(x^2)
 POSTFIX_POWER = 70  # f(...), x[...]
 
 
-@dataclass(frozen=True, eq=False)
-class Operator:
+class Operator(Row):
     """One row of the operator table."""
 
-    symbol: str  # the canonical spelling, kept in the syntax tree
-    kind: str  # "infix", "compare" or "prefix"
-    power: int  # binding power: higher binds tighter
-    primitives: tuple[Primitive, ...] = ()  # what it records; renderers show these as the symbol
-    aliases: tuple[str, ...] = ()  # other spellings read as this one ("**" for "^")
-    right: bool = False  # right-associative (2^3^2 is 2^9), written tight (x^2)
-    apply: Callable[[Any, Any], Any] | None = None  # on tensors and numbers; None: ``function``
-    function: str = ""  # the library function applied when ``apply`` is None ("matmul")
-    fold: Callable[[Any, Any], Any] | None = None  # two float64 constants -> float64; None: refused
-    sympy: Callable[..., Any] | None = None  # (sympy, a, b); default: the primitive's
-    elementwise: bool = True  # the SymPy form applies element by element to arrays
-    method: str = ""  # the Tensor method that spells it ("__add__"); "__r...__" is its reflection
-    reflected: bool = True  # whether the Tensor has the reflected method too (number + tensor)
-    doc: str = ""
+    __slots__ = _fields = (
+        "symbol",
+        "kind",
+        "power",
+        "primitives",
+        "aliases",
+        "right",
+        "apply",
+        "function",
+        "fold",
+        "sympy",
+        "elementwise",
+        "method",
+        "reflected",
+        "doc",
+    )
+
+    def __init__(
+        self,
+        symbol: str,  # the canonical spelling, kept in the syntax tree
+        kind: str,  # "infix", "compare" or "prefix"
+        power: int,  # binding power: higher binds tighter
+        primitives: tuple[Primitive, ...] = (),  # what it records; renderers show these as the symbol
+        aliases: tuple[str, ...] = (),  # other spellings read as this one ("**" for "^")
+        right: bool = False,  # right-associative (2^3^2 is 2^9), written tight (x^2)
+        apply: Callable[[Any, Any], Any] | None = None,  # on tensors and numbers; None: ``function``
+        function: str = "",  # the library function applied when ``apply`` is None ("matmul")
+        fold: Callable[[Any, Any], Any] | None = None,  # two float64 constants -> float64; None: refused
+        sympy: Callable[..., Any] | None = None,  # (sympy, a, b); default: the primitive's
+        elementwise: bool = True,  # the SymPy form applies element by element to arrays
+        method: str = "",  # the Tensor method that spells it ("__add__"); "__r...__" is its reflection
+        reflected: bool = True,  # whether the Tensor has the reflected method too (number + tensor)
+        doc: str = "",
+    ) -> None:
+        fill(self, locals())
 
     @property
     def primitive(self) -> Primitive | None:
