@@ -27,13 +27,14 @@ from gradcli.lang.functions import FUNCTIONS
 sys.stderr.write(json.dumps({"modules": sorted(set(sys.modules) - before), "table": dict.__len__(FUNCTIONS) > 0}))
 """
 
-#: what a plain expression never needs: other commands, pictures, SymPy, typer, threads, paths
+#: what a plain expression never needs: other commands, pictures, SymPy, typer, threads, paths, Jacobians
 NOT_LOADED = [
     "typer", "click", "rich", "sympy", "graphviz", "gradcli.render", "gradcli.check", "gradcli.cli.app",
     "gradcli.cli.progress", "gradcli.lang.symbolic", "gradcli.lang.catalog", "gradcli.lang.points",
     "gradcli.testing", "gradcli.autograd.replay", "pathlib", "threading", "importlib.util", "tempfile",
     "gradcli.functional", "gradcli.autograd.functional", "gradcli.autograd.function", "gradcli.autograd.forward",
     "gradcli.autograd.contract", "gradcli.autograd.linalg",
+    "dataclasses",  # a dataclass compiles its methods with exec when defined: ~1 ms a class (gradcli/records.py)
 ]  # fmt: skip
 
 

@@ -285,14 +285,12 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
-    # no hooks, capture, anomaly check or graph of the backward: scalar nodes take the short road
-    plain = not hooked and capture is None and not anomaly and not create_graph
+    if not hooked and capture is None and not anomaly and not create_graph:
+        _run_plain(pending, ready, grads, owned, retain_graph, nbatch)
+        return captured
     while ready:
         node = ready.pop()
         g = pop(node, None)
-        if plain and g is not None and g.__class__ is not _ndarray and node.plain_arity and node._retain is None:
-            _short_road(node, g, grads, owned, pending, ready, retain_graph, nbatch)
-            continue
         if hooked:
             hooks = node._hooks
             if hooks is not None and g is not None:
@@ -302,7 +300,10 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             captured[capture[node]] = g
         if node.__class__ is AccumulateGrad:
             if capture is None and g is not None:
-                _reach_leaf(node, hooks, g, owned, create_graph)
+                if hooks is None:
+                    _accumulate(node, g, node in owned, create_graph)
+                else:
+                    _accumulate_hooked(node, hooks, g, create_graph)
             owned.discard(node)
             continue
         if g is not None and (needed is None or (node in needed and node not in skip)):
@@ -310,15 +311,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                 # an array the engine made and holds alone: the node's last rule to read it may write into it
                 owned.discard(node)
                 if hooks is None and not node.user_defined and (capture is None or node not in capture):
-                    if node._retain is not None:
-                        _retain_grad(node, g, create_graph)
-                    _DONATION.buffer = g
-                    try:
-                        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-                    finally:
-                        taken = _DONATION.buffer is None
-                        _DONATION.buffer = None
-                    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
+                    _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, needed)
                     continue
             owned.discard(node)
             if node._retain is not None:
@@ -384,38 +377,86 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
             ready.append(m)
 
 
-def _short_road(node, g, grads, owned, pending, ready, retain_graph, nbatch):
-    """A one- or two-input node of a primitive's own rules with a scalar gradient (a graph of
-    scalars: nearly every node), with no hook, capture, anomaly check or graph of the backward:
-    its rule, and its gradients handed on without the general loop's checks."""
-    if node.plain_arity == 2:
-        ga, gb = node.apply(g, False, nbatch, retain_graph)
-        edges = ((node.e0, ga), (node.e1, gb))
-    else:
-        edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
-    for m, gi in edges:
-        if m is None:
+def _run_plain(pending, ready, grads, owned, retain_graph, nbatch):
+    """The loop without hooks, capture, anomaly check or graph of the backward (nearly every pass).
+
+    A one- or two-input node of a primitive's own rules with a scalar gradient (a graph of
+    scalars: nearly every node) is run here, its gradients handed on without the general loop's
+    checks; any other node goes through ``_plain_node``. The same nodes in the same order as the
+    general loop, so the same numbers to the bit (tests/test_speed21_short_road.py)."""
+    pop, get, push = grads.pop, grads.get, ready.append
+    while ready:
+        node = ready.pop()
+        g = pop(node, None)
+        arity = node.plain_arity
+        if not arity or g is None or g.__class__ is _ndarray or node._retain is not None:
+            _plain_node(node, g, grads, owned, pending, ready, retain_graph, nbatch)
             continue
-        if m.__class__ is OutputRef or gi.__class__ is _ndarray:
-            _hand_on_one(m, gi, grads, owned, pending, ready)
-            continue
-        if gi is not None:
-            prev = grads.get(m)
-            if prev is None:
-                grads[m] = gi
-            elif prev.__class__ is _ndarray:
-                _add(grads, owned, m, gi, False)
-            else:  # two scalars (the engine never holds a scalar in place)
-                grads[m] = prev + gi
-        count = pending[m]
-        if count == 1:  # its last consumer (the count is not read again)
-            ready.append(m)
+        if arity == 2:
+            ga, gb = node.apply(g, False, nbatch, retain_graph)
+            edges = ((node.e0, ga), (node.e1, gb))
         else:
-            pending[m] = count - 1
+            edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
+        for m, gi in edges:
+            if m is None:
+                continue
+            if m.__class__ is OutputRef or gi.__class__ is _ndarray:
+                _hand_on_one(m, gi, grads, owned, pending, ready)
+                continue
+            if gi is not None:
+                prev = get(m)
+                if prev is None:
+                    grads[m] = gi
+                elif prev.__class__ is _ndarray:
+                    _add(grads, owned, m, gi, False)
+                else:  # two scalars (the engine never holds a scalar in place)
+                    grads[m] = prev + gi
+            count = pending[m]
+            if count == 1:  # its last consumer (the count is not read again)
+                push(m)
+            else:
+                pending[m] = count - 1
+
+
+def _plain_node(node, g, grads, owned, pending, ready, retain_graph, nbatch):
+    """Any other node of ``_run_plain``: a leaf, an array gradient, a custom Function, a node
+    without a gradient or one whose gradient is retained."""
+    if node.__class__ is AccumulateGrad:
+        if g is not None:
+            _accumulate(node, g, node in owned, False)
+        owned.discard(node)
+        return
+    trusted = not node.user_defined
+    if g is None:
+        in_grads = _NO_GRADS
+    elif g.__class__ is _ndarray and g.ndim and node in owned and trusted:
+        owned.discard(node)  # an array the engine made and holds alone: the last rule to read it may write into it
+        _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, None)
+        return
+    else:
+        owned.discard(node)
+        if node._retain is not None:
+            _retain_grad(node, g, False)
+        in_grads = node.apply(g, False, nbatch, retain_graph)
+    _hand_on(node, in_grads, g, False, trusted, grads, owned, pending, ready, None)
+
+
+def _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, needed):
+    """Run a node of gradcli's own rules on an array gradient the engine holds alone, lent to the
+    rules (``DONATION``): the last rule to read it may write into it, and it is then that edge's."""
+    if node._retain is not None:
+        _retain_grad(node, g, False)
+    _DONATION.buffer = g
+    try:
+        in_grads = node.apply(g, False, nbatch, retain_graph)
+    finally:
+        taken = _DONATION.buffer is None
+        _DONATION.buffer = None
+    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
 
 
 def _hand_on_one(e, gi, grads, owned, pending, ready):
-    """One edge of the short road in ``_run_nodes`` that it does not take itself: to an output of a
+    """One edge of ``_run_plain``'s short road that it does not take itself: to an output of a
     node with several, or an array (a rule may return a 0-d array for a scalar gradient)."""
     if e.__class__ is OutputRef:
         m = e.node
@@ -469,13 +510,6 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
     else:
         current._store(current._value + g)
         current._version += 1
-
-
-def _reach_leaf(node: AccumulateGrad, hooks: Any, g: Any, owned: set[Any], create: bool) -> None:
-    if hooks is None:
-        _accumulate(node, g, node in owned, create)
-    else:
-        _accumulate_hooked(node, hooks, g, create)
 
 
 def _accumulate(node: AccumulateGrad, g: Any, owned: bool, create: bool) -> None:
