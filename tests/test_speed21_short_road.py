@@ -135,3 +135,38 @@ def test_short_road_matches_torch_float64():
     total.backward()
     assert x.grad.item() == pytest.approx(tx.grad.item(), rel=1e-13)
     assert y.grad.item() == pytest.approx(ty.grad.item(), rel=1e-13)
+
+
+@pytest.mark.parametrize("build", [_long_sum, _shared, _zero_d_arrays, _two_outputs])
+def test_grad_of_the_inputs_takes_the_short_road_with_the_same_bits(build, monkeypatch):
+    """``gc.grad(out, leaves)`` captures the leaves' gradients: the short road's loop runs it when
+    every leaf reached is wanted, and gives what the general loop gives."""
+    runs = {"plain": 0}
+    real = engine._run_plain
+
+    def counted(*args):
+        runs["plain"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_run_plain", counted)
+    found = []
+    for hooked in (False, True):
+        monkeypatch.setattr(_hooks, "seen", hooked)
+        leaves, out = build()
+        found.append([_bits(g._value) for g in gc.grad(out, list(leaves))])
+        assert all(t.grad is None for t in leaves)  # grad() leaves .grad alone
+    assert runs["plain"] == 1
+    assert found[0] == found[1]
+
+
+def test_grad_of_some_inputs_only_goes_the_general_way(monkeypatch):
+    monkeypatch.setattr(_hooks, "seen", False)  # (a hook registered by an earlier test turns the short road off)
+    runs = {"plain": 0}
+    real = engine._run_plain
+    monkeypatch.setattr(engine, "_run_plain", lambda *a: (runs.__setitem__("plain", runs["plain"] + 1), real(*a))[1])
+    (x, y), out = _long_sum()
+    (gy,) = gc.grad(out, [y], retain_graph=True)
+    assert runs["plain"] == 0  # x is reached but not wanted: the pruned general loop
+    (gx2, gy2) = gc.grad(out, [x, y])
+    assert runs["plain"] == 1
+    assert _bits(gy._value) == _bits(gy2._value)

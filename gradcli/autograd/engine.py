@@ -244,7 +244,7 @@ class _Schedule:
     consumers still to deliver (a node runs when that reaches 0: Kahn's order), pruned to the
     nodes that lead to a captured one (``needed``; ``None``: every node runs)."""
 
-    __slots__ = ("pending", "needed", "ready", "skip")
+    __slots__ = ("pending", "needed", "ready", "skip", "plain_capture")
 
     def __init__(self, roots: list[Any], capture: dict[Any, int] | None) -> None:
         self.pending = reachable_counts(roots)
@@ -257,6 +257,8 @@ class _Schedule:
             else {t for t in capture if not any(e is not None and edge_node(e) in needed for e in t.next)}
         )
         self.ready = [n for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
+        # every node runs and only leaves are captured (``grad`` with respect to the inputs)
+        self.plain_capture = needed is None and all(t.__class__ is AccumulateGrad for t in capture or ())
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
@@ -285,8 +287,8 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
-    if not hooked and capture is None and not anomaly and not create_graph:
-        _run_plain(pending, ready, grads, owned, retain_graph, nbatch)
+    if not hooked and not anomaly and not create_graph and (capture is None or schedule.plain_capture):
+        _run_plain(pending, ready, grads, owned, retain_graph, nbatch, capture, captured)
         return captured
     while ready:
         node = ready.pop()
@@ -377,12 +379,13 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
             ready.append(m)
 
 
-def _run_plain(pending, ready, grads, owned, retain_graph, nbatch):
+def _run_plain(pending, ready, grads, owned, retain_graph, nbatch, capture=None, captured=None):
     """The loop without hooks, capture, anomaly check or graph of the backward (nearly every pass).
 
     A one- or two-input node of a primitive's own rules with a scalar gradient (a graph of
     scalars: nearly every node) is run here, its gradients handed on without the general loop's
-    checks; any other node goes through ``_plain_node``. The same nodes in the same order as the
+    checks; any other node goes through ``_plain_node``. With ``capture`` (``grad``: only leaves,
+    every leaf reached wanted) the leaves' gradients go there instead of into ``.grad``. The same nodes in the same order as the
     general loop, so the same numbers to the bit (tests/test_speed21_short_road.py)."""
     pop, get, push = grads.pop, grads.get, ready.append
     while ready:
@@ -390,6 +393,10 @@ def _run_plain(pending, ready, grads, owned, retain_graph, nbatch):
         g = pop(node, None)
         arity = node.plain_arity
         if not arity or g is None or g.__class__ is _ndarray or node._retain is not None:
+            if capture is not None and node.__class__ is AccumulateGrad:
+                if g is not None and node in capture:
+                    captured[capture[node]] = g
+                continue
             _plain_node(node, g, grads, owned, pending, ready, retain_graph, nbatch)
             continue
         if arity == 2:

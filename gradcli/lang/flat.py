@@ -69,8 +69,12 @@ def _build_tables() -> dict[str, Any]:
     # (power, the power at which a stacked operator pops, code): "^" is right-associative,
     # a^b^c is a^(b^c), so it pops only what binds tighter than itself
     entries = {s: (p, p + 1 if INFIX[s].right else p, (_BIN, specs[s])) for s, p in _BINARY.items()}
+    rows = [*functions.values(), *(INFIX[s].primitive for s in _BINARY), PREFIX["-"].primitive]
     return {
         "entries": entries,
+        # the forwards that take complex points as the replay does (a row with a continuation of
+        # its own is evaluated through it there): the complex step's points are for these only
+        "complex_forwards": frozenset(p.forward for p in rows if p.continuation is None),
         "functions": {name: _unary_spec(prim) for name, prim in functions.items()},
         "names": frozenset(FUNCTIONS),
         "constants": CONSTANTS,
@@ -149,6 +153,26 @@ class FlatProgram:
         """``(value, {name: gradient or None}, inputs)`` as the graph road computes them, or ``None``
         when the graph road must run (see the module's doc)."""
         return _run(self, values, names)
+
+    def at_points(self, values: Mapping[str, Any]) -> Any:
+        """The value at a batch of points: ``values`` maps each name to a float64 number or to a 1-d
+        array of points (complex for the complex step), all arrays of one length. The same forward
+        functions on the same operands as the recorded graph's replay (autograd/replay.py), so the
+        same numbers, without a node an operation. ``None`` where this road does not apply: a value
+        of another kind, or a complex point through a row the replay evaluates otherwise."""
+        t = tables()
+        raw: dict[str, Any] = {}
+        for name, value in values.items():
+            if value.__class__ is np.ndarray and value.ndim == 1 and value.dtype.kind in "fc":
+                if value.dtype.kind == "c" and not _complex_ready(self.code, t):
+                    return None
+            elif np.asarray(value).dtype != np.float64 or np.ndim(value) != 0:
+                return None
+            raw[name] = value
+        if any(name not in raw and name not in t["constants"] for name in self.names):
+            return None
+        with np.errstate(all="ignore"):
+            return _forward_points(self.code, t, raw)
 
 
 def compile_flat(text: str) -> FlatProgram | None:
@@ -419,6 +443,50 @@ def _forward(code: list[tuple[int, Any]], t: dict[str, Any], raw: dict[str, Any]
     (value,) = values
     (slot,) = slots
     return value, slot, tape, n_slots
+
+
+def _complex_ready(code: list[tuple[int, Any]], t: dict[str, Any]) -> bool:
+    ready = t["complex_forwards"]
+    return all(arg[0] in ready for opcode, arg in code if opcode in (_BIN, _CALL, _NEG))
+
+
+def _forward_points(code: list[tuple[int, Any]], t: dict[str, Any], raw: dict[str, Any]) -> Any:
+    """``_forward`` without a tape, its variables arrays of points: numbers fold as they do there
+    (and as the syntax tree's), everything else goes through the rows' forward functions."""
+    constants = t["constants"]
+    values: list[Any] = []
+    numbers: list[bool] = []  # which values are Python numbers (folded, never batched)
+    f64 = np.float64
+    for opcode, arg in code:
+        if opcode == _BIN:
+            b = values.pop()
+            b_number = numbers.pop()
+            if numbers[-1] and b_number:
+                values[-1] = float(arg[5](f64(values[-1]), f64(b)))
+            else:
+                values[-1] = arg[0](values[-1], b)
+                numbers[-1] = False
+        elif opcode == _VARIABLE:
+            if arg in raw:
+                values.append(raw[arg])
+                numbers.append(False)
+            else:
+                values.append(constants[arg])
+                numbers.append(True)
+        elif opcode == _NUMBER:
+            values.append(arg)
+            numbers.append(True)
+        elif numbers[-1] and opcode == _NEG:
+            values[-1] = -values[-1]  # a number's sign: Python's, as the tree's
+        else:
+            x = values[-1]
+            if numbers[-1]:
+                from .library import gc
+
+                x = gc.as_tensor(x).array  # a number: the library makes it a tensor first
+                numbers[-1] = False
+            values[-1] = arg[0](x)
+    return values[0]
 
 
 def _unary(opcode: int, spec: Any, x: Any, sx: int, record: Any, n_slots: int) -> tuple[Any, int, int]:
