@@ -136,13 +136,14 @@ def tables() -> dict[str, Any]:
 class FlatProgram:
     """One expression as postfix code: ``(opcode, argument)`` pairs."""
 
-    __slots__ = ("code", "text", "names", "span")
+    __slots__ = ("code", "text", "names", "span", "_complex_ready")
 
     def __init__(self, code: list[tuple[int, Any]], text: str, names: list[str], span: tuple[int, int]) -> None:
         self.code = code
         self.text = text
         self.names = names  # the names read as values, in order of first appearance
         self.span = span
+        self._complex_ready: bool | None = None  # every row takes complex points as the replay does
 
     def free_variables(self, given: Sequence[str] | Mapping[str, Any] = ()) -> list[str]:
         """As ``evaluate.free_variables``: constants excluded unless given a value."""
@@ -164,8 +165,11 @@ class FlatProgram:
         raw: dict[str, Any] = {}
         for name, value in values.items():
             if value.__class__ is np.ndarray and value.ndim == 1 and value.dtype.kind in "fc":
-                if value.dtype.kind == "c" and not _complex_ready(self.code, t):
-                    return None
+                if value.dtype.kind == "c":
+                    if self._complex_ready is None:
+                        self._complex_ready = _complex_ready(self.code, t)
+                    if not self._complex_ready:
+                        return None
             elif np.asarray(value).dtype != np.float64 or np.ndim(value) != 0:
                 return None
             raw[name] = value
