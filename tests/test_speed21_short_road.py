@@ -170,3 +170,31 @@ def test_grad_of_some_inputs_only_goes_the_general_way(monkeypatch):
     (gx2, gy2) = gc.grad(out, [x, y])
     assert runs["plain"] == 1
     assert _bits(gy._value) == _bits(gy2._value)
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["plain loop", "general loop"])
+def test_contributions_add_up_in_pytorchs_order(hooked, monkeypatch):
+    """Nodes run latest-made first (PyTorch's sequence numbers), so a leaf's contributions add up in
+    that order: here 1 + 1 + 1e16 = 1e16 + 2, where 1e16 + 1 + 1 would round to 1e16."""
+    monkeypatch.setattr(_hooks, "seen", hooked)
+    x = gc.tensor(1.0, requires_grad=True)
+    out = x * 1e16 + x * 1.0 + x * 1.0
+    out.backward()
+    assert x.grad.item() == 1e16 + 2
+    (g,) = gc.grad(x * 1e16 + x * 1.0 + x * 1.0, [x])
+    assert g.item() == 1e16 + 2
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+    (t * 1e16 + t * 1.0 + t * 1.0).backward()
+    assert t.grad.item() == x.grad.item()
+
+
+def test_a_chain_400000_nodes_deep_needs_no_stack_on_either_loop(monkeypatch):
+    for hooked in (False, True):
+        monkeypatch.setattr(_hooks, "seen", hooked)
+        x = gc.tensor(0.5, requires_grad=True)
+        y = x
+        for _ in range(200_000):
+            y = y * 1.0 + 0.0
+        y.backward()
+        assert x.grad.item() == 1.0

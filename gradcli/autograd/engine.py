@@ -1,10 +1,16 @@
 """The backward engine: ``backward`` and ``grad``.
 
-Never recursive (DESIGN principle 5): one iterative pass counts, for every node
-reachable from the outputs, how many edges point at it; a second pass runs each
-node once all its consumers have delivered their gradients (Kahn's algorithm,
-as PyTorch's engine does with its dependency counts). A chain a million nodes
-deep needs no Python stack.
+Never recursive (DESIGN principle 5), and in PyTorch's order: every node has a
+sequence number (``Node.seq``, the order nodes were made, as PyTorch's
+sequence_nr), and of the nodes ready to run, the one made last runs first. A
+node is made after the nodes of its inputs, so when the latest node holding a
+gradient runs, all its consumers have run: a plain pass (no hook, capture,
+anomaly check or graph of the backward: nearly every pass) keeps the nodes
+holding a gradient in a heap and needs no first pass over the graph. The other
+passes count, for every node reachable from the outputs, how many edges point
+at it, and run a node once they all delivered (Kahn's algorithm, with PyTorch's
+dependency counts and its priority: a leaf as soon as it is ready, for the
+hooks' order). A chain a million nodes deep needs no Python stack.
 
 Gradient buffers that the engine allocated itself are accumulated in place;
 buffers it did not allocate (a gradient passed straight through ``+``, a
@@ -17,6 +23,7 @@ import gc as _gc
 import sys
 from _thread import _local as _thread_local  # threading.local; threading itself when a thread is needed
 from collections.abc import Sequence
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -244,9 +251,10 @@ class _Schedule:
     consumers still to deliver (a node runs when that reaches 0: Kahn's order), pruned to the
     nodes that lead to a captured one (``needed``; ``None``: every node runs)."""
 
-    __slots__ = ("pending", "needed", "ready", "skip", "plain_capture")
+    __slots__ = ("roots", "pending", "needed", "ready", "skip", "plain_capture")
 
     def __init__(self, roots: list[Any], capture: dict[Any, int] | None) -> None:
+        self.roots = roots
         self.pending = reachable_counts(roots)
         self.needed = needed = _needed(self.pending, roots, set(capture)) if capture is not None else None
         # captured nodes that lead to no other captured node take their gradient and do not run
@@ -256,13 +264,17 @@ class _Schedule:
             if needed is None
             else {t for t in capture if not any(e is not None and edge_node(e) in needed for e in t.next)}
         )
-        self.ready = [n for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
+        # ready nodes, the one made last first (``Node.seq``; a leaf as soon as it is ready), as
+        # PyTorch's engine orders them
+        self.ready = [(-n.seq, n) for n in {edge_node(e): None for e in roots} if self.pending[n] == 0]
+        heapify(self.ready)
         # every node runs and only leaves are captured (``grad`` with respect to the inputs)
         self.plain_capture = needed is None and all(t.__class__ is AccumulateGrad for t in capture or ())
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
-    schedule = _Schedule(roots, capture)
+    plain = capture is None and not create_graph and not _hooks.seen and not _anomaly.active
+    schedule = None if plain else _Schedule(roots, capture)  # (the plain loop needs no counts)
     grads: dict[Any, Any] = {}
     owned: set[Any] = set()
     for e, g in zip(roots, root_grads):
@@ -274,6 +286,9 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
     _grad_mode.enabled = create_graph
     try:
         with np.errstate(all="ignore"):
+            if schedule is None:
+                _run_plain(roots, grads, owned, retain_graph, nbatch)
+                return []
             return _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch)
     finally:
         _grad_mode.enabled = previous_mode
@@ -287,11 +302,11 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     anomaly = _anomaly.active  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
-    if not hooked and not anomaly and not create_graph and (capture is None or schedule.plain_capture):
-        _run_plain(pending, ready, grads, owned, retain_graph, nbatch, capture, captured)
+    if not hooked and not anomaly and not create_graph and schedule.plain_capture:
+        _run_plain(schedule.roots, grads, owned, retain_graph, nbatch, capture, captured)
         return captured
     while ready:
-        node = ready.pop()
+        node = heappop(ready)[1]
         g = pop(node, None)
         if hooked:
             hooks = node._hooks
@@ -313,7 +328,8 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                 # an array the engine made and holds alone: the node's last rule to read it may write into it
                 owned.discard(node)
                 if hooks is None and not node.user_defined and (capture is None or node not in capture):
-                    _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, needed)
+                    in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
+                    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
                     continue
             owned.discard(node)
             if node._retain is not None:
@@ -350,7 +366,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             count = pending[m] - 1
             pending[m] = count
             if count == 0:
-                ready.append(m)
+                heappush(ready, (-m.seq, m))
     return captured
 
 
@@ -376,28 +392,32 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
         count = pending[m] - 1
         pending[m] = count
         if count == 0:
-            ready.append(m)
+            heappush(ready, (-m.seq, m))
 
 
-def _run_plain(pending, ready, grads, owned, retain_graph, nbatch, capture=None, captured=None):
-    """The loop without hooks, capture, anomaly check or graph of the backward (nearly every pass).
+def _run_plain(roots, grads, owned, retain_graph, nbatch, capture=None, captured=None):
+    """The loop without hooks, anomaly check or graph of the backward (nearly every pass).
+
+    No counts and no first pass over the graph: every node holding a gradient waits in a heap
+    and the one made last runs next (``Node.seq``). Its consumers were all made after it and ran
+    before it, so its gradient is complete: the order of PyTorch's engine, which also runs the
+    ready node with the highest sequence number first. Leaves take their gradients at the end
+    (into ``.grad``, or into ``captured`` for ``grad``).
 
     A one- or two-input node of a primitive's own rules with a scalar gradient (a graph of
-    scalars: nearly every node) is run here, its gradients handed on without the general loop's
-    checks; any other node goes through ``_plain_node``. With ``capture`` (``grad``: only leaves,
-    every leaf reached wanted) the leaves' gradients go there instead of into ``.grad``. The same nodes in the same order as the
-    general loop, so the same numbers to the bit (tests/test_speed21_short_road.py)."""
-    pop, get, push = grads.pop, grads.get, ready.append
-    while ready:
-        node = ready.pop()
+    scalars: nearly every node) is run in the loop itself; any other node in ``_plain_node``."""
+    heap: list[tuple[int, Any]] = []
+    leaves: list[Any] = []
+    for n in {edge_node(e): None for e in roots}:
+        (leaves.append(n) if n.__class__ is AccumulateGrad else heap.append((-n.seq, n)))
+    heapify(heap)
+    pop, get = grads.pop, grads.get
+    while heap:
+        node = heappop(heap)[1]
         g = pop(node, None)
         arity = node.plain_arity
         if not arity or g is None or g.__class__ is _ndarray or node._retain is not None:
-            if capture is not None and node.__class__ is AccumulateGrad:
-                if g is not None and node in capture:
-                    captured[capture[node]] = g
-                continue
-            _plain_node(node, g, grads, owned, pending, ready, retain_graph, nbatch)
+            _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch)
             continue
         if arity == 2:
             ga, gb = node.apply(g, False, nbatch, retain_graph)
@@ -405,52 +425,77 @@ def _run_plain(pending, ready, grads, owned, retain_graph, nbatch, capture=None,
         else:
             edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
         for m, gi in edges:
-            if m is None:
+            if m is None or gi is None:
                 continue
             if m.__class__ is OutputRef or gi.__class__ is _ndarray:
-                _hand_on_one(m, gi, grads, owned, pending, ready)
+                _deliver(m, gi, True, grads, owned, heap, leaves)
                 continue
-            if gi is not None:
-                prev = get(m)
-                if prev is None:
-                    grads[m] = gi
-                elif prev.__class__ is _ndarray:
-                    _add(grads, owned, m, gi, False)
-                else:  # two scalars (the engine never holds a scalar in place)
-                    grads[m] = prev + gi
-            count = pending[m]
-            if count == 1:  # its last consumer (the count is not read again)
-                push(m)
-            else:
-                pending[m] = count - 1
-
-
-def _plain_node(node, g, grads, owned, pending, ready, retain_graph, nbatch):
-    """Any other node of ``_run_plain``: a leaf, an array gradient, a custom Function, a node
-    without a gradient or one whose gradient is retained."""
-    if node.__class__ is AccumulateGrad:
+            prev = get(m)
+            if prev is None:
+                grads[m] = gi
+                if m.__class__ is AccumulateGrad:
+                    leaves.append(m)
+                else:
+                    heappush(heap, (-m.seq, m))
+            elif prev.__class__ is _ndarray:
+                _add(grads, owned, m, gi, False)
+            else:  # two scalars (the engine never holds a scalar in place)
+                grads[m] = prev + gi
+    for leaf in leaves:
+        g = pop(leaf, None)
         if g is not None:
-            _accumulate(node, g, node in owned, False)
-        owned.discard(node)
-        return
-    trusted = not node.user_defined
+            if capture is None:
+                _accumulate(leaf, g, leaf in owned, False)
+            elif leaf in capture:
+                captured[capture[leaf]] = g
+        owned.discard(leaf)
+
+
+def _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch):
+    """Any other node of ``_run_plain``: an array gradient, a custom Function, a node whose
+    gradient is retained."""
+    owned_g = node in owned
+    owned.discard(node)
     if g is None:
-        in_grads = _NO_GRADS
-    elif g.__class__ is _ndarray and g.ndim and node in owned and trusted:
-        owned.discard(node)  # an array the engine made and holds alone: the last rule to read it may write into it
-        _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, None)
-        return
+        return  # nothing to hand on: the nodes below get nothing from it
+    trusted = not node.user_defined
+    if g.__class__ is _ndarray and g.ndim and owned_g and trusted:
+        # an array the engine made and holds alone: the last rule to read it may write into it
+        in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
     else:
-        owned.discard(node)
         if node._retain is not None:
             _retain_grad(node, g, False)
-        in_grads = node.apply(g, False, nbatch, retain_graph)
-    _hand_on(node, in_grads, g, False, trusted, grads, owned, pending, ready, None)
+        in_grads, taken = node.apply(g, False, nbatch, retain_graph), False
+    for e, gi in zip(node.next, in_grads):
+        if e is not None and gi is not None:
+            _deliver(e, gi, trusted and (gi is not g or taken), grads, owned, heap, leaves)
 
 
-def _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready, needed):
+def _deliver(e, gi, fresh, grads, owned, heap, leaves):
+    """Hand ``gi`` to edge ``e`` in ``_run_plain``; ``fresh``: a new array from one of gradcli's
+    rules that nobody else holds, which the engine may later add into in place."""
+    if e.__class__ is OutputRef:
+        m = e.node
+        if m not in grads:
+            heappush(heap, (-m.seq, m))
+        _add_output(grads, m, e.index, gi)
+        return
+    if e in grads:
+        _add(grads, owned, e, gi, False)
+        return
+    grads[e] = gi
+    if fresh and gi.__class__ is _ndarray and gi.base is None:
+        owned.add(e)
+    if e.__class__ is AccumulateGrad:
+        leaves.append(e)
+    else:
+        heappush(heap, (-e.seq, e))
+
+
+def _apply_donating(node, g, retain_graph, nbatch):
     """Run a node of gradcli's own rules on an array gradient the engine holds alone, lent to the
-    rules (``DONATION``): the last rule to read it may write into it, and it is then that edge's."""
+    rules (``DONATION``): the last rule to read it may write into it (``taken``: one did, and
+    returned it; it is then that edge's own buffer)."""
     if node._retain is not None:
         _retain_grad(node, g, False)
     _DONATION.buffer = g
@@ -459,28 +504,7 @@ def _apply_donating(node, g, retain_graph, nbatch, grads, owned, pending, ready,
     finally:
         taken = _DONATION.buffer is None
         _DONATION.buffer = None
-    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
-
-
-def _hand_on_one(e, gi, grads, owned, pending, ready):
-    """One edge of ``_run_plain``'s short road that it does not take itself: to an output of a
-    node with several, or an array (a rule may return a 0-d array for a scalar gradient)."""
-    if e.__class__ is OutputRef:
-        m = e.node
-        if gi is not None:
-            _add_output(grads, m, e.index, gi)
-    else:
-        m = e
-        if m in grads:
-            _add(grads, owned, m, gi, False)
-        else:
-            grads[m] = gi
-            if gi.base is None:
-                owned.add(m)  # a new array from one of our rules (the short road takes no user rule)
-    count = pending[m] - 1
-    pending[m] = count
-    if count == 0:
-        ready.append(m)
+    return in_grads, taken
 
 
 class _NoGrads:

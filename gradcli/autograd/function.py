@@ -29,7 +29,7 @@ from ..ops import unbroadcast
 from . import grad_mode as _grad_mode
 from . import record as _record
 from .grad_mode import no_grad
-from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error
+from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error, next_seq
 from .tensor import Tensor, as_value, storage_root, wrap
 
 
@@ -72,7 +72,9 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The backward node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
-    __slots__ = ("next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "_hooks", "__weakref__")
+    __slots__ = (
+        "next", "ctx", "positions", "n_outputs", "shapes", "_out_shapes", "_retain", "_hooks", "seq", "__weakref__",
+    )  # fmt: skip
     function: type
     user_defined = True
 
@@ -85,6 +87,7 @@ class FunctionNode(Node):
         self.shapes = shapes
         self._retain: dict[int, Any] | None = None
         self._hooks = None
+        self.seq = next_seq()
 
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, ...]:
         if self.ctx._saved is FREED:

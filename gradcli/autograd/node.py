@@ -9,6 +9,7 @@ so ``type(y.grad_fn).__name__`` and ``repr(y.grad_fn)`` read as they do there.
 from __future__ import annotations
 
 import weakref
+from itertools import count
 from typing import Any
 
 from ..ops import CONJ as _CONJ
@@ -23,6 +24,13 @@ BACKWARD_TWICE = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
 )
+
+
+#: Each node's ``seq``, in the order nodes are made (PyTorch's sequence_nr): a node is always made
+#: after the nodes of its inputs, so the engine runs the node made last first (engine.py).
+next_seq = count(1).__next__
+#: A leaf's sink comes after every node (``LEAF_SEQ`` + its own number): ready, it runs first.
+LEAF_SEQ = 1 << 62
 
 
 class _Freed:
@@ -105,11 +113,12 @@ class AccumulateGrad(Node):
     Holds the leaf weakly (the leaf holds its AccumulateGrad), so no cycle.
     """
 
-    __slots__ = ("variable", "_hooks", "__weakref__")
+    __slots__ = ("variable", "_hooks", "seq", "__weakref__")
 
     def __init__(self, leaf: Tensor) -> None:
         self.variable = weakref.ref(leaf)
         self._hooks = None
+        self.seq = LEAF_SEQ + next_seq()
 
 
 _NONES = tuple((None,) * n for n in range(8))
@@ -135,7 +144,7 @@ class OpNode(Node):
 
     # The rarely set fields (params, versions, shapes for broadcasting, _retain for
     # retain_grad) default to the class attributes until set.
-    __slots__ = ("out", "__dict__", "__weakref__")
+    __slots__ = ("out", "seq", "__dict__", "__weakref__")
     prim: Primitive
     params: tuple[Any, ...] = ()
     versions: tuple[int, ...] | None = None
@@ -239,6 +248,7 @@ class TupleNode(OpNode):
         self.next = next
         self.saved = saved
         self.out = out
+        self.seq = next_seq()
         self._set_rare(params, shapes, versions)
 
 
@@ -252,6 +262,7 @@ class UnaryNode(OpNode):
         (self.e0,) = next
         self.s0 = saved if saved is None or saved is FREED else saved[0]
         self.out = out
+        self.seq = next_seq()
         self._set_rare(params, shapes, versions)
 
     @property
@@ -281,6 +292,7 @@ class BinaryNode(OpNode):
         else:
             self.s0, self.s1 = saved
         self.out = out
+        self.seq = next_seq()
         self._set_rare(params, shapes, versions)
 
     @property

@@ -16,7 +16,7 @@ from ..ops import linalg as _linalg
 from ..ops import shape as _shape
 from . import grad_mode as _grad_mode
 from . import tensor as _tensor_mod
-from .node import node_class
+from .node import next_seq, node_class
 from .tensor import Tensor, storage_root, wrap
 
 _ndarray = np.ndarray
@@ -199,6 +199,7 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
         return result
     # inlined node construction: this runs once per operation
     node = _new(_plain_classes.get(prim) or _plain_class(prim))
+    node.seq = next_seq()
     node.e0 = e
     node.s0 = x if saves == "inputs" or saves == "both" else None
     node.out = out if saves == "output" or saves == "both" else None
@@ -251,6 +252,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         node = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
     else:  # a plain node, its fields set here: this runs once per operation
         node = _new(_plain_classes.get(prim) or _plain_class(prim))
+        node.seq = next_seq()
         node.e0 = ea
         node.e1 = eb
         if saves == "inputs" or saves == "both":
