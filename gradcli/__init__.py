@@ -22,8 +22,10 @@ if _gc.isenabled():  # start-up: no cycle collections while NumPy and the engine
     finally:
         # What the import allocated is not garbage: it goes to the oldest generation unscanned
         # (freeze, then unfreeze) instead of being scanned all at once by the first collection
-        # after this, about 10 ms of a plain `gradcli eval`. A program that froze objects
-        # itself (before forking, say) keeps them frozen: it is left alone.
+        # after this, about 10 ms of a plain `gradcli eval`. The importing program's own objects
+        # go there too (its cyclic garbage then waits for the next full collection, as any
+        # object that outlives two collections does). A program that froze objects itself
+        # (before forking, say) keeps them frozen: it is left alone.
         if not _gc.get_freeze_count():
             _gc.freeze()
             _gc.unfreeze()
@@ -148,8 +150,8 @@ globals().update(_functions.GENERATED)
 
 # loaded on first use: graphviz only for render, the checkers only for testing; Jacobians,
 # custom Functions, einsum and linalg: a plain evaluation needs none of them
-__getattr__ = autograd.lazy(
-    __name__,
+autograd.lazy(
+    globals(),
     {
         "render": (".render", None),
         "testing": (".testing", None),

@@ -54,16 +54,17 @@ def test_points_on_the_flat_road_are_the_replays_bits(seed, kind, monkeypatch):
     assert found.tobytes() == _replayed(recorded, points).tobytes()
 
 
-def test_a_row_with_its_own_complex_continuation_sends_complex_points_to_the_replay():
-    program = load(_long_text(4, functions=("sin", "abs")))
-    flat = program.flat
+def test_complex_points_take_the_flat_road_whose_rows_have_no_continuation():
+    """The replay evaluates complex points through a row's continuation (norm's); the flat road
+    calls forward functions, so its tables refuse a row that has one, and complex points run."""
+    from gradcli.lang import flat as flat_module
+
+    flat_module._tables = None
+    tables = flat_module.tables()  # builds and checks the rows
+    assert tables["functions"]
     points = {v: np.array([0.5 + 1e-20j, 0.7]) for v in NAMES}
-    has_continuation = any(
-        gc.ops.PRIMITIVES[n].continuation is not None for n in ("sin", "abs", "add", "mul", "div", "pow", "neg", "sub")
-    )
-    found = flat.at_points(points)
-    assert (found is None) == has_continuation
-    assert flat.at_points({v: np.array([0.5, 0.7]) for v in NAMES}) is not None
+    found = load(_long_text(4, functions=("sin", "abs", "sqrt"))).flat.at_points(points)
+    assert found is not None and found.dtype == np.complex128 and found.shape == (2,)
 
 
 def test_values_the_flat_road_does_not_take_go_to_the_replay():
@@ -71,6 +72,7 @@ def test_values_the_flat_road_does_not_take_go_to_the_replay():
     columns = {v: np.array([0.5, 0.7]) for v in NAMES}
     assert flat.at_points({**columns, "a": np.array([[0.5, 0.7]])}) is None  # not 1-d
     assert flat.at_points({**columns, "a": np.asarray(3)}) is None  # an integer
+    assert flat.at_points({**columns, "a": np.array([0.5, 0.7], dtype=np.float32)}) is None  # not float64
     assert flat.at_points({v: columns[v] for v in NAMES[1:]}) is None  # "a" missing
 
 

@@ -198,3 +198,55 @@ def test_a_chain_400000_nodes_deep_needs_no_stack_on_either_loop(monkeypatch):
             y = y * 1.0 + 0.0
         y.backward()
         assert x.grad.item() == 1.0
+
+
+class _Fails(gc.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("this backward fails")
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["plain loop", "general loop"])
+def test_a_failing_node_leaves_the_complete_leaves_their_gradients(hooked, monkeypatch):
+    """As in PyTorch, a leaf whose gradient was complete when a node failed keeps it in ``.grad``;
+    a leaf the failing node still had to reach gets nothing."""
+    monkeypatch.setattr(_hooks, "seen", hooked)
+    w, x, z = (gc.tensor(v, requires_grad=True) for v in (2.0, 3.0, 4.0))
+    y = _Fails.apply(w * z) + x * 5.0 + z * 1.0
+    with pytest.raises(RuntimeError, match="this backward fails"):
+        y.backward()
+    assert x.grad.item() == 5.0
+    assert w.grad is None and z.grad is None  # z still waited for the failed node's share
+    torch = pytest.importorskip("torch")
+
+    class Fails(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("this backward fails")
+
+    tw, tx, tz = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (2.0, 3.0, 4.0))
+    with pytest.raises(RuntimeError):
+        (Fails.apply(tw * tz) + tx * 5.0 + tz * 1.0).backward()
+    assert (tw.grad, tz.grad) == (None, None) and tx.grad.item() == 5.0
+
+
+def test_submodules_read_as_attributes_load_as_before():
+    import subprocess
+    import sys
+
+    code = (
+        "import gradcli as gc; gc.autograd.function.once_differentiable; gc.errors.GradcliError; "
+        "assert 'Function' in dir(gc) and 'functional' in dir(gc.autograd); "
+        "assert gc.Function is gc.autograd.Function\n"
+        "try:\n    gc.no_such_name\nexcept AttributeError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "module 'gradcli' has no attribute 'no_such_name'\n", "")

@@ -5,6 +5,8 @@
 Hessians and products with them.
 """
 
+from typing import Any
+
 # isort: off
 from .tensor import Tensor  # first: the modules below build on it
 
@@ -29,29 +31,43 @@ def _bind(prim, inputs, params):
 _ops.set_binding(_bind)
 
 
-def lazy(module: str, table: dict[str, tuple[str, str | None]]):
-    """A module ``__getattr__`` (PEP 562) loading ``table``'s names on first use:
-    ``{name: (relative module, attribute or None for the module itself)}``. The value is then
-    stored in the module: the next read is a plain attribute."""
-    import sys
+def lazy(namespace: dict[str, Any], table: dict[str, tuple[str, str | None]]) -> None:
+    """Give the module whose globals are ``namespace`` a ``__getattr__`` and ``__dir__`` (PEP 562)
+    that load ``table``'s names on first use: ``{name: (relative module, attribute or None for
+    the module itself)}``. The value is then stored in the module (the next read is a plain
+    attribute). Any other name that is one of the package's submodules is imported, as an
+    eager import of the package used to load them (``gc.autograd.function.once_differentiable``)."""
+    module = namespace["__name__"]
 
-    def __getattr__(name: str):
-        if name not in table:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
         import importlib
 
-        where, attribute = table[name]
-        value = importlib.import_module(where, module)
-        value = value if attribute is None else getattr(value, attribute)
-        setattr(sys.modules[module], name, value)
+        if name in table:
+            where, attribute = table[name]
+            value = importlib.import_module(where, module)
+            value = value if attribute is None else getattr(value, attribute)
+        elif not name.startswith("__") and "__path__" in namespace:
+            try:
+                value = importlib.import_module(f"{module}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{module}.{name}":
+                    raise  # the submodule exists and needs something that is missing
+                raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+        else:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        namespace[name] = value
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *table})
+
+    namespace["__getattr__"] = __getattr__
+    namespace["__dir__"] = __dir__
 
 
 # Jacobians, Hessians and custom Functions load on first use: a plain evaluation needs none of them
-__getattr__ = lazy(
-    __name__,
+lazy(
+    globals(),
     {
         "functional": (".functional", None),
         "Function": (".function", "Function"),

@@ -411,44 +411,70 @@ def _run_plain(roots, grads, owned, retain_graph, nbatch, capture=None, captured
     for n in {edge_node(e): None for e in roots}:
         (leaves.append(n) if n.__class__ is AccumulateGrad else heap.append((-n.seq, n)))
     heapify(heap)
-    pop, get = grads.pop, grads.get
-    while heap:
-        node = heappop(heap)[1]
-        g = pop(node, None)
-        arity = node.plain_arity
-        if not arity or g is None or g.__class__ is _ndarray or node._retain is not None:
-            _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch)
-            continue
-        if arity == 2:
-            ga, gb = node.apply(g, False, nbatch, retain_graph)
-            edges = ((node.e0, ga), (node.e1, gb))
-        else:
-            edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
-        for m, gi in edges:
-            if m is None or gi is None:
-                continue
-            if m.__class__ is OutputRef or gi.__class__ is _ndarray:
-                _deliver(m, gi, True, grads, owned, heap, leaves)
-                continue
-            prev = get(m)
-            if prev is None:
-                grads[m] = gi
-                if m.__class__ is AccumulateGrad:
-                    leaves.append(m)
-                else:
-                    heappush(heap, (-m.seq, m))
-            elif prev.__class__ is _ndarray:
-                _add(grads, owned, m, gi, False)
-            else:  # two scalars (the engine never holds a scalar in place)
-                grads[m] = prev + gi
+    try:
+        _plain_loop(heap, leaves, grads, owned, retain_graph, nbatch)
+    except BaseException:
+        if capture is None:  # as in PyTorch, the leaves whose gradient was complete keep it
+            _accumulate_complete(heap, leaves, grads, owned)
+        raise
     for leaf in leaves:
-        g = pop(leaf, None)
+        g = grads.pop(leaf, None)
         if g is not None:
             if capture is None:
                 _accumulate(leaf, g, leaf in owned, False)
             elif leaf in capture:
                 captured[capture[leaf]] = g
         owned.discard(leaf)
+
+
+def _plain_loop(heap, leaves, grads, owned, retain_graph, nbatch):
+    """``_run_plain``'s loop; a node that fails goes back on the heap (its inputs did not get its
+    gradient, so the leaves it reaches are not complete)."""
+    pop, get = grads.pop, grads.get
+    node = None
+    try:
+        while heap:
+            node = heappop(heap)[1]
+            g = pop(node, None)
+            arity = node.plain_arity
+            if not arity or g is None or g.__class__ is _ndarray or node._retain is not None:
+                _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch)
+                continue
+            if arity == 2:
+                ga, gb = node.apply(g, False, nbatch, retain_graph)
+                edges = ((node.e0, ga), (node.e1, gb))
+            else:
+                edges = ((node.e0, node.apply(g, False, nbatch, retain_graph)[0]),)
+            for m, gi in edges:
+                if m is None or gi is None:
+                    continue
+                if m.__class__ is OutputRef or gi.__class__ is _ndarray:
+                    _deliver(m, gi, True, grads, owned, heap, leaves)
+                    continue
+                prev = get(m)
+                if prev is None:
+                    grads[m] = gi
+                    if m.__class__ is AccumulateGrad:
+                        leaves.append(m)
+                    else:
+                        heappush(heap, (-m.seq, m))
+                elif prev.__class__ is _ndarray:
+                    _add(grads, owned, m, gi, False)
+                else:  # two scalars (the engine never holds a scalar in place)
+                    grads[m] = prev + gi
+    except BaseException:
+        if node is not None:
+            heap.append((0, node))
+        raise
+
+
+def _accumulate_complete(heap, leaves, grads, owned):
+    """After a node failed: into ``.grad`` the leaves that no node still waiting reaches."""
+    waiting = reachable_counts([n for _, n in heap])
+    for leaf in leaves:
+        g = grads.pop(leaf, None)
+        if g is not None and leaf not in waiting:
+            _accumulate(leaf, g, leaf in owned, False)
 
 
 def _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch):

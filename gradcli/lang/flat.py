@@ -69,12 +69,12 @@ def _build_tables() -> dict[str, Any]:
     # (power, the power at which a stacked operator pops, code): "^" is right-associative,
     # a^b^c is a^(b^c), so it pops only what binds tighter than itself
     entries = {s: (p, p + 1 if INFIX[s].right else p, (_BIN, specs[s])) for s, p in _BINARY.items()}
+    # the replay evaluates complex points through a row's continuation where it has one (norm's);
+    # at_points calls the forward functions, so no row of this road may have one
     rows = [*functions.values(), *(INFIX[s].primitive for s in _BINARY), PREFIX["-"].primitive]
+    assert all(p.continuation is None for p in rows), "a flat row with a complex continuation"
     return {
         "entries": entries,
-        # the forwards that take complex points as the replay does (a row with a continuation of
-        # its own is evaluated through it there): the complex step's points are for these only
-        "complex_forwards": frozenset(p.forward for p in rows if p.continuation is None),
         "functions": {name: _unary_spec(prim) for name, prim in functions.items()},
         "names": frozenset(FUNCTIONS),
         "constants": CONSTANTS,
@@ -136,14 +136,13 @@ def tables() -> dict[str, Any]:
 class FlatProgram:
     """One expression as postfix code: ``(opcode, argument)`` pairs."""
 
-    __slots__ = ("code", "text", "names", "span", "_complex_ready")
+    __slots__ = ("code", "text", "names", "span")
 
     def __init__(self, code: list[tuple[int, Any]], text: str, names: list[str], span: tuple[int, int]) -> None:
         self.code = code
         self.text = text
         self.names = names  # the names read as values, in order of first appearance
         self.span = span
-        self._complex_ready: bool | None = None  # every row takes complex points as the replay does
 
     def free_variables(self, given: Sequence[str] | Mapping[str, Any] = ()) -> list[str]:
         """As ``evaluate.free_variables``: constants excluded unless given a value."""
@@ -160,16 +159,12 @@ class FlatProgram:
         array of points (complex for the complex step), all arrays of one length. The same forward
         functions on the same operands as the recorded graph's replay (autograd/replay.py), so the
         same numbers, without a node an operation. ``None`` where this road does not apply: a value
-        of another kind, or a complex point through a row the replay evaluates otherwise."""
+        of another kind."""
         t = tables()
         raw: dict[str, Any] = {}
         for name, value in values.items():
-            if value.__class__ is np.ndarray and value.ndim == 1 and value.dtype.kind in "fc":
-                if value.dtype.kind == "c":
-                    if self._complex_ready is None:
-                        self._complex_ready = _complex_ready(self.code, t)
-                    if not self._complex_ready:
-                        return None
+            if value.__class__ is np.ndarray and value.ndim == 1 and value.dtype in _POINT_TYPES:
+                pass
             elif np.asarray(value).dtype != np.float64 or np.ndim(value) != 0:
                 return None
             raw[name] = value
@@ -449,9 +444,7 @@ def _forward(code: list[tuple[int, Any]], t: dict[str, Any], raw: dict[str, Any]
     return value, slot, tape, n_slots
 
 
-def _complex_ready(code: list[tuple[int, Any]], t: dict[str, Any]) -> bool:
-    ready = t["complex_forwards"]
-    return all(arg[0] in ready for opcode, arg in code if opcode in (_BIN, _CALL, _NEG))
+_POINT_TYPES = (np.dtype(np.float64), np.dtype(np.complex128))  # check's points: real, and the complex step's
 
 
 def _forward_points(code: list[tuple[int, Any]], t: dict[str, Any], raw: dict[str, Any]) -> Any:
