@@ -189,12 +189,12 @@ def test_contributions_add_up_in_pytorchs_order(hooked, monkeypatch):
     assert t.grad.item() == x.grad.item()
 
 
-def test_a_chain_400000_nodes_deep_needs_no_stack_on_either_loop(monkeypatch):
+def test_a_chain_50000_nodes_deep_needs_no_stack_on_either_loop(monkeypatch):
     for hooked in (False, True):
         monkeypatch.setattr(_hooks, "seen", hooked)
         x = gc.tensor(0.5, requires_grad=True)
         y = x
-        for _ in range(200_000):
+        for _ in range(25_000):
             y = y * 1.0 + 0.0
         y.backward()
         assert x.grad.item() == 1.0
