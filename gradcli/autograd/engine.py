@@ -346,33 +346,16 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                 _anomaly.backward_check(node, g, in_grads)
             trusted = not node.user_defined
         else:
-            in_grads = _NO_GRADS
-        for e, gi in zip(node.next, in_grads):
-            if e is None:
-                continue
-            if e.__class__ is OutputRef:
-                m = e.node
-                if gi is not None and (needed is None or m in needed):
-                    _add_output(grads, m, e.index, gi)
-            else:
-                m = e
-                if gi is not None and (needed is None or m in needed):
-                    if m in grads:
-                        _add(grads, owned, m, gi, create_graph)
-                    else:  # _add's first arrival, inlined (once an edge, the hot path)
-                        grads[m] = gi
-                        if gi.__class__ is _ndarray and trusted and gi is not g and gi.base is None:
-                            owned.add(m)  # a new array from one of our rules: nobody else holds it
-            count = pending[m] - 1
-            pending[m] = count
-            if count == 0:
-                heappush(ready, (-m.seq, m))
+            in_grads, trusted = _NO_GRADS, False
+        _hand_on(node, in_grads, g, False, trusted, grads, owned, pending, ready, needed, create_graph)
     return captured
 
 
-def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed):
-    """The edge loop of ``_run_nodes`` after a node whose rules may have written into ``g``
-    (``taken``: one did, and returned it; it is then that edge's own buffer)."""
+def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed, create=False):
+    """The edge loop of ``_run_nodes``: each input's gradient to its node, which is ready once all
+    its consumers delivered. A new array from one of gradcli's own rules (``trusted``) that
+    nobody else holds becomes the engine's to add into in place; ``g`` itself only if a rule
+    wrote into it and returned it (``taken``)."""
     for e, gi in zip(node.next, in_grads):
         if e is None:
             continue
@@ -384,7 +367,7 @@ def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, ne
             m = e
             if gi is not None and (needed is None or m in needed):
                 if m in grads:
-                    _add(grads, owned, m, gi, False)
+                    _add(grads, owned, m, gi, create)
                 else:
                     grads[m] = gi
                     if gi.__class__ is _ndarray and trusted and (gi is not g or taken) and gi.base is None:
