@@ -15,7 +15,38 @@ from typing import Any
 import numpy as np
 
 
-class ScaledIdentity:
+class _UfuncOperators:
+    """The arithmetic operators through the class's own ``__array_ufunc__`` (which keeps the
+    structure where it can and falls back to the dense array), for both tangent bases."""
+
+    __slots__ = ()
+
+    def __mul__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.multiply, "__call__", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.multiply, "__call__", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.true_divide, "__call__", self, other)
+
+    def __neg__(self) -> Any:
+        return self.__array_ufunc__(np.negative, "__call__", self)
+
+    def __add__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.add, "__call__", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.add, "__call__", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.subtract, "__call__", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self.__array_ufunc__(np.subtract, "__call__", other, self)
+
+
+class ScaledIdentity(_UfuncOperators):
     """The batch ``B[k] = scale.flat[k] * e_k`` (reshaped to ``shape``): dense, ``diag(scale)``."""
 
     __array_priority__ = 2000
@@ -90,26 +121,6 @@ class ScaledIdentity:
             return self.scale[:, None] * other
         return np.asarray(self) @ other
 
-    def __mul__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.multiply, "__call__", self, other)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.true_divide, "__call__", self, other)
-
-    def __neg__(self) -> Any:
-        return ScaledIdentity(-self.scale)
-
-    def __add__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.add, "__call__", self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.add, "__call__", other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.subtract, "__call__", self, other)
-
     def __matmul__(self, other: Any) -> Any:
         return self._matmul(other)
 
@@ -142,7 +153,7 @@ def identity(shape: tuple[int, ...], dtype: Any = np.float64) -> ScaledIdentity:
 MAX_TERMS = 24
 
 
-class Structured:
+class Structured(_UfuncOperators):
     """A batch of ``n`` tangents of a vector of ``m`` values, kept as its structure.
 
     ``B[k, j] = sum_o bands[o][j] * (k == j + o)  +  (U @ V)[k, j]``: shifted diagonals (an
@@ -271,30 +282,6 @@ class Structured:
             dense = [np.asarray(x) if isinstance(x, (Structured, ScaledIdentity)) else x for x in inputs]
             return getattr(ufunc, method)(*dense, **kwargs)
         return result
-
-    def __mul__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.multiply, "__call__", self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.multiply, "__call__", other, self)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.true_divide, "__call__", self, other)
-
-    def __neg__(self) -> Any:
-        return self.__array_ufunc__(np.negative, "__call__", self)
-
-    def __add__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.add, "__call__", self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.add, "__call__", other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.subtract, "__call__", self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self.__array_ufunc__(np.subtract, "__call__", other, self)
 
     # structure-keeping operations on the value axis
     def sliced(self, start: int, stop: int) -> Structured:

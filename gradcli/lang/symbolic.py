@@ -108,6 +108,28 @@ def _bracketed(program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]]) -
     return {name for name, names in elements.items() if any(taken[n] > 1 for n in names)}
 
 
+def _names(
+    program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]], env: dict[str, Any], variables: dict[str, Any]
+) -> Any:
+    """How a name reads in SymPy: an assigned step's value (``env``), ``pi`` and ``e`` (constants
+    unless --at gives them a value), else the variable's symbol (an array of element symbols
+    when ``shapes`` gives it a shape), made once and kept in ``variables`` and ``env``."""
+    bracketed = _bracketed(program, shapes)
+
+    def lookup(node: ast.Name) -> Any:
+        if node.id in env:
+            return env[node.id]
+        if node.id == "pi" and node.id not in shapes:
+            return sp.pi
+        if node.id == "e" and node.id not in shapes:
+            return sp.E
+        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
+        variables[node.id] = env[node.id] = symbol
+        return symbol
+
+    return lookup
+
+
 def to_sympy(
     program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[list[Any], dict[str, Any]]:
@@ -116,19 +138,7 @@ def to_sympy(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
-    bracketed = _bracketed(program, shapes)
-
-    def lookup(node: ast.Name) -> Any:
-        if node.id in env:
-            return env[node.id]
-        if node.id == "pi" and node.id not in shapes:  # a constant unless --at gives it a value
-            return sp.pi
-        if node.id == "e" and node.id not in shapes:
-            return sp.E
-        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
-        variables[node.id] = env[node.id] = symbol
-        return symbol
-
+    lookup = _names(program, shapes, env, variables)
     for statement in program.statements:
         env[statement.name] = _convert(statement.value, lookup, source)
     outputs = [_convert(item, lookup, source) for item in program.outputs.items]
@@ -395,19 +405,8 @@ def differentiate_program(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
-    bracketed = _bracketed(program, shapes)
     taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
-
-    def lookup(node: ast.Name) -> Any:
-        if node.id in env:
-            return env[node.id]
-        if node.id == "pi" and node.id not in shapes:
-            return sp.pi
-        if node.id == "e" and node.id not in shapes:
-            return sp.E
-        symbol = symbols_for(node.id, tuple(shapes.get(node.id, ())), node.id in bracketed)
-        variables[node.id] = env[node.id] = symbol
-        return symbol
+    lookup = _names(program, shapes, env, variables)
 
     definitions: dict[Any, Any] = {}
     steps: list[tuple[str, Any]] = []  # name, symbol(s)
