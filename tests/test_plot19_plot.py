@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
+from gradcli.errors import install_hint
 from gradcli.lang.program import load
 from gradcli.render.plot import broken, curves, field
 
@@ -239,7 +240,7 @@ def test_missing_matplotlib_is_exit_3(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     done = run("x^2", "-o", str(tmp_path / "p.png"))
     assert (done.exit_code, done.stdout) == (3, "")
-    assert done.stderr == 'error: gradcli plot needs matplotlib: pip install "gradcli[plot]"\n'
+    assert done.stderr == f"error: gradcli plot needs matplotlib: {install_hint('plot')}\n"
     assert not (tmp_path / "p.png").exists()
 
 

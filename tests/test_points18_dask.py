@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
+from gradcli.errors import install_hint
 
 runner = CliRunner()
 
@@ -87,4 +88,4 @@ def test_without_dask_the_option_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dask)
     result = runner.invoke(app, ["eval", "x", "--points", str(source), "--dask", "local:2", "-o", str(tmp_path / "o")])
     assert result.exit_code == 3
-    assert result.stderr == 'error: --dask needs dask and pyarrow: pip install "gradcli[scale]"\n'
+    assert result.stderr == f"error: --dask needs dask and pyarrow: {install_hint('scale')}\n"
