@@ -51,7 +51,7 @@ def test_curves_are_f_and_its_known_derivatives():
 
 
 def test_curves_equal_pytorch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     c = curves(load("tanh(x) * exp(-x^2/2) + log(1 + x^2)"), "x", (-3.0, 3.0), {}, order=2, samples=61)
     t = torch.tensor(np.linspace(-3, 3, 61), dtype=torch.float64, requires_grad=True)
     f = torch.tanh(t) * torch.exp(-(t**2) / 2) + torch.log(1 + t**2)
@@ -145,7 +145,9 @@ def test_png_with_tangent(tmp_path):
     assert (done.exit_code, done.stdout, done.stderr) == (0, "", f"wrote {path}\n")
     assert png_size(path) == (880, 550)  # 8 x 5 inches at 110 dpi: readable at 100 % on a laptop
     assert path.stat().st_size < 150_000
-    image = pytest.importorskip("matplotlib.image").imread(path)
+    image = pytest.importorskip(
+        "matplotlib.image", reason="reading the picture back needs Matplotlib (the plot extra)"
+    ).imread(path)
     assert image.shape[:2] == (550, 880)
 
 

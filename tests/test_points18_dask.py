@@ -24,10 +24,10 @@ def _parts(folder) -> list:
 
 
 def test_dask_local_2_equals_one_process(tmp_path):
-    pytest.importorskip("dask.dataframe")
-    pytest.importorskip("distributed")
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("dask.dataframe", reason="--dask needs dask (the scale extra)")
+    pytest.importorskip("distributed", reason="--dask needs dask.distributed (the scale extra)")
+    pa = pytest.importorskip("pyarrow", reason="Parquet and Arrow need pyarrow (the scale extra)")
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow (the scale extra)")
     data = tmp_path / "data"
     data.mkdir()
     rng = np.random.default_rng(18)

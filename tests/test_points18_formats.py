@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from gradcli.cli.app import app
 from gradcli.errors import install_hint
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pa = pytest.importorskip("pyarrow", reason="Parquet and Arrow need pyarrow (the scale extra)")
+pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow (the scale extra)")
 
 runner = CliRunner()
 
