@@ -144,3 +144,53 @@ class SyntaxProblem(UsageError):
 
     def render(self) -> str:
         return f"error: {printable(self.message)}\n{self.source.point(self.offset)}"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs gradcli's optional ``extra`` (``scale``, ``plot``...) the way this
+    gradcli was installed: ``pip install "gradcli[scale]"`` names the package index, where a clone
+    is unknown ("No matching distribution"). Every hint for a missing extra says this."""
+    import importlib.metadata
+    import json
+    from pathlib import Path
+
+    try:
+        direct_url = json.loads(importlib.metadata.distribution("gradcli").read_text("direct_url.json") or "null")
+    except (importlib.metadata.PackageNotFoundError, ValueError, OSError):
+        direct_url = None
+    return install_command(extra, direct_url if isinstance(direct_url, dict) else None, Path(__file__).parent.parent)
+
+
+def install_command(extra: str, direct_url: dict | None, root: object) -> str:
+    """``install_hint`` from its facts: ``direct_url`` the installed distribution's PEP 610 record
+    (``direct_url.json``: absent for an install from an index) and ``root`` the folder holding the
+    running ``gradcli`` package (a clone's root when it runs from one, with or without an install)."""
+    from pathlib import Path
+
+    checkout = Path(str(root))
+    pyproject = checkout / "pyproject.toml"
+    if pyproject.is_file() and re.search(r'(?m)^name\s*=\s*"gradcli"', pyproject.read_text("utf-8", "replace")):
+        return f"pip install -e {_shell_word(f'{checkout}[{extra}]')}"  # running from a clone
+    url = str((direct_url or {}).get("url", ""))
+    if not url:
+        return f"pip install {_shell_word(f'gradcli[{extra}]')}"
+    dir_info, vcs_info = direct_url.get("dir_info"), direct_url.get("vcs_info")  # type: ignore[union-attr]
+    if isinstance(dir_info, dict) and url.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(url).path)
+        editable = "-e " if dir_info.get("editable") else ""
+        return f"pip install {editable}{_shell_word(f'{path}[{extra}]')}"
+    if isinstance(vcs_info, dict):
+        commit = vcs_info.get("commit_id") or vcs_info.get("requested_revision")
+        url = f"{vcs_info.get('vcs', 'git')}+{url}" + (f"@{commit}" if commit else "")
+    return f"pip install {_shell_word(f'gradcli[{extra}] @ {url}')}"
+
+
+def _shell_word(text: str) -> str:
+    """``"text"`` as the hints have always quoted it, or single quotes where a shell would expand it."""
+    if not re.search(r'["$`\\!]', text):
+        return f'"{text}"'
+    import shlex
+
+    return shlex.quote(text)

@@ -94,12 +94,15 @@ def check_fits(kind: str, rows: int, columns: int, as_json: bool = False) -> Non
         return
     name = "Jacobian" if kind == "jacobian" else "Hessian"
     size = f"{rows:,} x {columns:,} ({rows * columns:,} elements, {rows * columns * FLOAT / 1e9:.3g} GB of float64)"
-    if os.environ.get("GRADCLI_MAX_MEMORY", "").strip():
-        room = f"GRADCLI_MAX_MEMORY ({available / 1e9:.3g} GB)"
-    else:
-        room = f"the {available / 1e9:.3g} GB this machine has available"
     raise UsageError(
         f"the {name} is {size}: computing it{' as JSON' if as_json else ''} needs about {needed / 1e9:.3g} GB "
-        f"of memory, more than {room}; differentiate by fewer elements (--wrt), free memory, "
+        f"of memory, more than {room(available)}; differentiate by fewer elements (--wrt), free memory, "
         "or set GRADCLI_MAX_MEMORY (e.g. 64G) to raise the limit"
     )
+
+
+def room(available: int) -> str:
+    """The memory a refusal names: ``GRADCLI_MAX_MEMORY (4 GB)`` or ``the 23 GB this machine has available``."""
+    if os.environ.get("GRADCLI_MAX_MEMORY", "").strip():
+        return f"GRADCLI_MAX_MEMORY ({available / 1e9:.3g} GB)"
+    return f"the {available / 1e9:.3g} GB this machine has available"

@@ -171,7 +171,7 @@ def test_create_graph_does_not_write_into_saved_values(monkeypatch):
 
 
 def test_matches_torch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for name in ("reused intermediate", "broadcast column", "division and neg"):
         xv, wv = rng_values(np.float64, 0), rng_values(np.float64, 1)
         x, w = gc.tensor(xv, requires_grad=True), gc.tensor(wv, requires_grad=True)

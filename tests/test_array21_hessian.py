@@ -84,7 +84,7 @@ def test_structured_hessian_equals_dense_path_and_finite_differences(name, monke
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_structured_hessian_matches_torch(name):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     f, ft, _ = CASES[name]
     expected = torch.func.hessian(lambda v: ft(torch, v))(torch.tensor(X)).numpy()
     got = hessian(f, gc.tensor(X)).numpy()

@@ -68,7 +68,7 @@ def test_zero_dim_and_out_of_range_follow_pytorch():
 
 
 def test_against_pytorch_with_a_second_derivative():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     cases = [
         (lambda m, x: m.softmax(x, 1), lambda x: torch.softmax(x, 1)),
         (lambda m, x: m.log_softmax(x, 0), lambda x: torch.log_softmax(x, 0)),
@@ -132,7 +132,7 @@ def test_cumprod_gradient_is_exact_at_zeros():
     assert type(y.grad_fn).__name__ == "CumprodBackward0"
     (g,) = gc.grad(gc.sum(y * gc.tensor([1.0, 2.0, 3.0])), [v])
     np.testing.assert_array_equal(g.numpy(), [1.0, 1.0 * 2 * 0.5 + 3 * 0.5 * 2.0, 0.0])
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for x in (np.array([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0]]), A):
         for dim in (0, 1):
             a = gc.tensor(x, requires_grad=True)
@@ -174,7 +174,7 @@ def test_var_and_std_keywords_follow_pytorch():
 
 
 def test_var_and_std_against_pytorch_with_a_second_derivative():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for name, kw in (("var", {}), ("std", {"dim": 1}), ("std", {"dim": 0, "correction": 0}), ("var", {"dim": (0, 1)})):
         x = gc.tensor(A, requires_grad=True)
         y = getattr(gc, name)(x * x, **kw)
@@ -215,7 +215,7 @@ def test_argmax_and_argmin_are_int64_indices_without_gradient():
     assert gc.argmax(x, keepdim=True).shape == (1, 1)
     with pytest.raises(IndexError):
         gc.argmax(x, 2)
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     t = torch.tensor(A)
     assert gc.argmax(x).item() == torch.argmax(t).item()
     np.testing.assert_array_equal(gc.argmin(x, 1).numpy(), torch.argmin(t, 1).numpy())

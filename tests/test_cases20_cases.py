@@ -355,7 +355,7 @@ def test_points_every_row_checked(tmp_path):
 
 
 def test_torch_agrees_with_a_passing_case(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     x = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
     w = torch.tensor(-1.3, dtype=torch.float64, requires_grad=True)
     (torch.sin(x * w) * torch.exp(w)).backward()

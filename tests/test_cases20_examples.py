@@ -18,7 +18,7 @@ CI = ROOT / "examples" / "ci"
 
 
 def _yaml(path: Path):
-    yaml = pytest.importorskip("yaml")
+    yaml = pytest.importorskip("yaml", reason="reads the workflow with PyYAML, which is not installed")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 

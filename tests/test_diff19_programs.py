@@ -65,7 +65,7 @@ def test_the_mlp_derivative_equals_autograd_every_way_it_is_given(at):
 
 
 def test_the_mlp_derivative_equals_torch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     doc = json.loads(run("diff", MLP, "--at", AT, "--json").stdout)
     values = {
         n: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for n, v in assignments([AT]).items()

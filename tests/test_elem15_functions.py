@@ -74,7 +74,7 @@ def test_methods_where_pytorch_has_them():
      ("reciprocal", (X,)), ("hypot", (X, X[::-1] - 1)), ("logaddexp", (X, X[::-1] - 1))],
 )  # fmt: skip
 def test_first_and_second_derivatives_match_pytorch(name, args):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in args]
     gs = [gc.tensor(a, requires_grad=True) for a in args]
     ty, gy = getattr(torch, name)(*ts), getattr(gc, name)(*gs)
@@ -146,7 +146,7 @@ def test_elu_slope_far_left_keeps_its_digits():
                  ("softplus", {"beta": 2.0, "threshold": 3.0})]
 )  # fmt: skip
 def test_activations_first_and_second_derivatives_match_pytorch(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     x = np.array([-30.0, -2.0, -0.3, 0.0, 0.4, 1.2, 2.5, 19.0, 21.0, 40.0, 800.0])
     t, g = torch.tensor(x, requires_grad=True), gc.tensor(x, requires_grad=True)
     ty, gy = getattr(torch.nn.functional, name)(t, **kw), getattr(gc, name)(g, **kw)
@@ -195,7 +195,7 @@ def test_rounding_values_zero_derivative_and_node(name, want):
 
 
 def test_rounding_matches_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for name in ("floor", "ceil", "round", "trunc"):
         t, g = torch.tensor(HALVES, requires_grad=True), gc.tensor(HALVES, requires_grad=True)
         ty, gy = getattr(torch, name)(t) * t, getattr(gc, name)(g) * g

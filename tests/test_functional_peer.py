@@ -22,7 +22,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def torch():
-    return pytest.importorskip("torch")
+    return pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
 
 
 def val(t):

@@ -77,7 +77,7 @@ def test_max_without_dim_still_shares_ties():
 
 
 def test_max_dim_as_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     rng = np.random.default_rng(15)
     for data in (np.array(TIES), rng.integers(0, 3, size=(3, 4, 2)).astype(float), rng.standard_normal((2, 5))):
         for dim in range(-data.ndim, data.ndim):
@@ -119,7 +119,7 @@ def test_tensors_pickle_with_value_dtype_and_requires_grad(make):
 
 
 def test_pickle_as_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for lib in (torch, gc):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         x.grad = lib.ones_like(x)

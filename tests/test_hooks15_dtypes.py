@@ -86,7 +86,7 @@ def test_int_tensor_as_index_scatters_gradient_back():
 
 
 def test_same_as_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     for data in ([1, 2], [1, 2.5], [True, False], 3):
         t, g = torch.tensor(data), gc.tensor(data)
         assert (

@@ -119,7 +119,7 @@ def test_function_details_as_written(program, expected):
 
 @pytest.mark.parametrize("program", [ctx_program, once_program])
 def test_function_details_as_pytorch(program):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     torch.set_default_dtype(torch.float64)
     try:
         assert program(gc) == program(torch)

@@ -199,7 +199,7 @@ def test_hooks_see_what_is_written(program, expected):
 
 @pytest.mark.parametrize(("program", "expected"), PROGRAMS, ids=lambda p: getattr(p, "__name__", ""))
 def test_hooks_see_what_pytorch_hooks_see(program, expected):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     torch.set_default_dtype(torch.float64)
     try:
         assert program(gc) == _normal(program(torch))

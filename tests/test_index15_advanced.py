@@ -47,7 +47,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def torch_mod():
-    return pytest.importorskip("torch")
+    return pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
 
 
 class _TorchIndexing:

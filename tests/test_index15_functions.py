@@ -12,7 +12,7 @@ import pytest
 import gradcli as gc
 from gradcli.autograd.functional import jacobian
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
 
 rng = np.random.default_rng(15150)
 X = rng.uniform(-2.0, 2.0, size=(3, 4))

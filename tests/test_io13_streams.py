@@ -147,7 +147,7 @@ def test_a_reader_that_leaves_is_no_error(tmp_path, command):
 def test_endless_input_is_refused_after_the_limit():
     done = shell("{g} eval -f /dev/zero --at x=1")
     assert done.returncode == 2
-    one_error(done.stderr, "/dev/zero is longer than the limit of 500,000 characters")
+    one_error(done.stderr, "/dev/zero is longer than the limit of 20,000,000 characters")
     done = shell("{g} eval - --at x=1 < /dev/zero")
     assert done.returncode == 2
-    one_error(done.stderr, "<stdin> is longer than the limit of 500,000 characters")
+    one_error(done.stderr, "<stdin> is longer than the limit of 20,000,000 characters")

@@ -80,7 +80,7 @@ def test_complex_step_is_not_compared_at_a_branch_point():
 
 
 def _torch_clamp(z, lo, hi):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     t = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in (z, lo, hi)]
     out = torch.clamp(*t)
     out.backward()

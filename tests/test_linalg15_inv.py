@@ -23,7 +23,7 @@ def test_inverse_value_and_known_derivative():
 
 
 def test_first_and_second_derivatives_agree_with_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     w = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
     A = gc.tensor(A0, requires_grad=True)
     (g,) = gc.grad(gc.sum(gc.inv(A * A) ** 2 * w), [A], create_graph=True)

@@ -43,7 +43,7 @@ def _scalar(m, f, A, R, v, w):
 
 @pytest.mark.parametrize("name, f, node", PROGRAMS, ids=[p[0] for p in PROGRAMS])
 def test_first_and_second_derivatives_agree_with_pytorch(name, f, node):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     out = f(gc, gc.tensor(A0), gc.tensor(R0), gc.tensor(V0))
     w = rng.uniform(-1, 1, size=out.shape)
     leaves = [gc.tensor(x, requires_grad=True) for x in (A0, R0, V0)]

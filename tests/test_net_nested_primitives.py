@@ -330,7 +330,7 @@ TORCH_CASES = [(c, i) for c, i in zip(ALL_CASES, IDS) if c[0] not in NO_TORCH]
 
 @pytest.mark.parametrize("name,case", [c for c, _ in TORCH_CASES], ids=[i for _, i in TORCH_CASES])
 def test_first_and_second_derivatives_against_pytorch(name, case):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     s = Setup(name, case)
     value, grad, hu = _torch_derivatives(torch, s)
     leaves = s.leaves()

@@ -21,7 +21,7 @@ import pytest
 
 import gradcli as gc
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
 
 
 class L:

@@ -160,7 +160,7 @@ def test_remainder_has_the_sign_of_the_divisor_as_in_python_and_pytorch(a, b, va
 
 
 def test_remainder_gradients_agree_with_pytorch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     rng = np.random.default_rng(14)
     a = rng.uniform(-5, 5, size=8)
     b = rng.choice([-1, 1], size=8) * rng.uniform(0.5, 2.0, size=8)

@@ -191,7 +191,7 @@ def test_plain_output_has_every_function_complete_on_its_line():
 
 def in_terminal(args: list[str], columns: int = 80) -> str:
     """What gradcli writes to a pseudo-terminal ``columns`` wide (colour codes removed)."""
-    pytest.importorskip("pty")
+    pytest.importorskip("pty", reason="needs a pseudo-terminal (the pty module, POSIX only)")
     code, text, _ = gradcli_on_terminal(args, columns)
     assert code == 0, text
     return text

@@ -231,7 +231,7 @@ def test_piecewise_rows_are_not_complex_analytic(name):
 def test_gelu_is_complex_analytic_and_the_complex_step_would_be_exact():
     """gelu is x (1 + erf(x / sqrt 2)) / 2, erf entire: it stays analytic (unlike relu, elu).
     The complex step (with mpmath's complex erf) gives its derivative to rounding."""
-    mpmath = pytest.importorskip("mpmath")
+    mpmath = pytest.importorskip("mpmath", reason="the reference values come from mpmath (installed with SymPy)")
     assert ops.GELU.analytic is True and FUNCTIONS["gelu"].analytic is True
     x, h = 0.3, 1e-30
     with mpmath.workdps(50):

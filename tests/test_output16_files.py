@@ -41,7 +41,7 @@ def test_csv_and_npy_files_by_extension_read_back_exactly(args, key, tmp_path):
         assert done.stderr == f"wrote {tmp_path / name} ({expected.shape[0]} x {expected.shape[1]})\n"
     assert np.array_equal(np.loadtxt(tmp_path / "m.csv", delimiter=","), expected, equal_nan=True)
     assert np.array_equal(np.load(tmp_path / "m.npy", allow_pickle=False), expected, equal_nan=True)
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="reads the file back with pandas, which is not installed")
     frame = pd.read_csv(tmp_path / "m.csv")
     assert frame.shape == expected.shape
     assert np.array_equal(frame.to_numpy(dtype=np.float64), expected, equal_nan=True)
@@ -59,7 +59,7 @@ def test_npy_on_a_pipe_reads_back_exactly():
 
 
 def test_the_csv_agrees_with_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     done = piped(*HESSIAN, "--format", "csv")
     loaded = np.loadtxt(io.StringIO(done.stdout), delimiter=",")
 

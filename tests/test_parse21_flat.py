@@ -286,7 +286,7 @@ def test_eval_of_a_long_file_prints_the_graph_roads_numbers(tmp_path):
 
 
 def test_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     text = "+".join(f"sin({k % 7 + 1}*x)*y - x^2/(1+y^2)" for k in range(300))
     result = value_and_grad(load(text), {"x": 0.5, "y": 2.0})
     x = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)

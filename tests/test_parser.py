@@ -158,7 +158,7 @@ def test_nesting_is_bounded_with_a_message_not_a_crash():
     assert tree("(" * 150 + "x" + ")" * 150) == "x"
 
 
-def test_a_million_characters_of_a_sum_parse():  # issue 13: the limit is now 500,000 characters
+def test_half_a_million_characters_of_a_sum_parse():  # issue 27: a million and more (test_r27_limits)
     text = "+".join(["x"] * 250_000)
     program = parse(text)
     assert len(text) == 499_999

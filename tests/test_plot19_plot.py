@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
+from gradcli.errors import install_hint
 from gradcli.lang.program import load
 from gradcli.render.plot import broken, curves, field
 
@@ -50,7 +51,7 @@ def test_curves_are_f_and_its_known_derivatives():
 
 
 def test_curves_equal_pytorch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     c = curves(load("tanh(x) * exp(-x^2/2) + log(1 + x^2)"), "x", (-3.0, 3.0), {}, order=2, samples=61)
     t = torch.tensor(np.linspace(-3, 3, 61), dtype=torch.float64, requires_grad=True)
     f = torch.tanh(t) * torch.exp(-(t**2) / 2) + torch.log(1 + t**2)
@@ -144,7 +145,9 @@ def test_png_with_tangent(tmp_path):
     assert (done.exit_code, done.stdout, done.stderr) == (0, "", f"wrote {path}\n")
     assert png_size(path) == (880, 550)  # 8 x 5 inches at 110 dpi: readable at 100 % on a laptop
     assert path.stat().st_size < 150_000
-    image = pytest.importorskip("matplotlib.image").imread(path)
+    image = pytest.importorskip(
+        "matplotlib.image", reason="reading the picture back needs Matplotlib (the plot extra)"
+    ).imread(path)
     assert image.shape[:2] == (550, 880)
 
 
@@ -239,7 +242,7 @@ def test_missing_matplotlib_is_exit_3(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     done = run("x^2", "-o", str(tmp_path / "p.png"))
     assert (done.exit_code, done.stdout) == (3, "")
-    assert done.stderr == 'error: gradcli plot needs matplotlib: pip install "gradcli[plot]"\n'
+    assert done.stderr == f"error: gradcli plot needs matplotlib: {install_hint('plot')}\n"
     assert not (tmp_path / "p.png").exists()
 
 

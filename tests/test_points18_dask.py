@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
+from gradcli.errors import install_hint
 
 runner = CliRunner()
 
@@ -23,10 +24,10 @@ def _parts(folder) -> list:
 
 
 def test_dask_local_2_equals_one_process(tmp_path):
-    pytest.importorskip("dask.dataframe")
-    pytest.importorskip("distributed")
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("dask.dataframe", reason="--dask needs dask (the scale extra)")
+    pytest.importorskip("distributed", reason="--dask needs dask.distributed (the scale extra)")
+    pa = pytest.importorskip("pyarrow", reason="Parquet and Arrow need pyarrow (the scale extra)")
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow (the scale extra)")
     data = tmp_path / "data"
     data.mkdir()
     rng = np.random.default_rng(18)
@@ -87,4 +88,4 @@ def test_without_dask_the_option_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dask)
     result = runner.invoke(app, ["eval", "x", "--points", str(source), "--dask", "local:2", "-o", str(tmp_path / "o")])
     assert result.exit_code == 3
-    assert result.stderr == 'error: --dask needs dask and pyarrow: pip install "gradcli[scale]"\n'
+    assert result.stderr == f"error: --dask needs dask and pyarrow: {install_hint('scale')}\n"

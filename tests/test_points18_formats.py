@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
+from gradcli.errors import install_hint
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pa = pytest.importorskip("pyarrow", reason="Parquet and Arrow need pyarrow (the scale extra)")
+pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow (the scale extra)")
 
 runner = CliRunner()
 
@@ -248,6 +249,6 @@ def test_without_pyarrow_csv_still_works_and_parquet_says_how_to_install(tmp_pat
     assert result.stdout.startswith("x,w,value,grad_x,grad_w\n1, 2,9.0,3.0,6.0\n0.1,-3e-5,")
     result = _invoke("eval", "x", "--points", str(tmp_path / "p.parquet"))
     assert result.exit_code == 3
-    assert result.stderr == 'error: --points with parquet needs pyarrow: pip install "gradcli[scale]"\n'
+    assert result.stderr == f"error: --points with parquet needs pyarrow: {install_hint('scale')}\n"
     result = _invoke("eval", "x", "--points", str(source), "-o", str(tmp_path / "o.parquet"))
     assert result.exit_code == 3 and "needs pyarrow" in result.stderr

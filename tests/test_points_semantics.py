@@ -203,7 +203,7 @@ def test_python_functions_run_once_a_point(tmp_path):
 
 
 def test_points_agree_with_pytorch_vmap(points_file):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     from torch.func import grad, vmap
 
     A_ = torch.tensor([[1.0, 2.0], [3.0, -4.0]], dtype=torch.float64)

@@ -852,7 +852,7 @@ def torch_value_and_grad(torch: Any, case: Case) -> tuple[float, np.ndarray]:
 
 @pytest.mark.parametrize("chunk", range(0, CHUNKS, 3))
 def test_against_torch(chunk):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     problems = []
     for case in cases(chunk):
         value, grad = gradcli_value_and_grad(case)

@@ -52,7 +52,7 @@ def test_a_gradient_through_a_mask_is_float64() -> None:
 
 
 def test_against_pytorch() -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     t = torch.tensor([0.5, 2.0], dtype=torch.float64)
     g = gc.tensor([0.5, 2.0])
     for name in ["exp", "sin", "tanh", "sigmoid", "sqrt", "erf"]:

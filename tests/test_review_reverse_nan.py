@@ -40,7 +40,7 @@ def test_the_infinite_row_itself_is_kept() -> None:
 
 
 def test_vector_outputs_against_pytorch() -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     from torch.autograd.functional import jacobian as tjac
 
     def tf(v, y):

@@ -94,7 +94,7 @@ def test_hessian_text_output_shows_the_numbers(tmp_path):
 
 
 def test_python_function_jacobian_and_hessian_match_torch(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     path = write(tmp_path, FUNCS)
     x = torch.tensor([1.5, 0.5], dtype=torch.float64)
     rosen = lambda v: (1 - v[0]) ** 2 + 100 * (v[1] - v[0] ** 2) ** 2  # noqa: E731
@@ -168,7 +168,7 @@ def test_check_catches_item_and_numpy_on_data(tmp_path, name, at, wrong):
 
 
 def test_check_finite_differences_call_the_function_itself_like_torch(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     path = write(tmp_path, LEAVING)
     x = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
     (torch.sin(x),)[0].backward()  # the true derivative of math.sin(float(x))

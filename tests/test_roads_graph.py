@@ -44,7 +44,7 @@ def test_graph_after_backward_with_a_trace_and_retain_grad():
 
 
 def test_graph_after_backward_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     tx = torch.tensor([0.3, -1.2], dtype=torch.float64, requires_grad=True)
     tw = torch.tensor(1.7, dtype=torch.float64, requires_grad=True)
     (torch.exp(tx * tw).sum() * tw).backward()

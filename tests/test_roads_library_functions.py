@@ -110,7 +110,7 @@ def test_log_with_a_base():
 
 
 def test_log_with_a_tensor_base_differentiates_the_base_like_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     tx = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)
     tb = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
     (torch.log(tx) / torch.log(tb)).backward()

@@ -415,7 +415,7 @@ def torch_numbers(p: Program, torch: Any) -> Numbers:
 
 @pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in PROGRAMS])
 def test_the_reference_agrees_with_pytorch(program: Program) -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     assert_same(reference(program.name), torch_numbers(program, torch), TORCH_RTOL, f"{program.name} against PyTorch")
 
 

@@ -123,7 +123,7 @@ def test_a_backward_without_retain_frees_saved_values_on_the_short_road():
 
 
 def test_short_road_matches_torch_float64():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     (x, y), out = _long_sum()
     out.backward()
     tx = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
@@ -183,7 +183,7 @@ def test_contributions_add_up_in_pytorchs_order(hooked, monkeypatch):
     assert x.grad.item() == 1e16 + 2
     (g,) = gc.grad(x * 1e16 + x * 1.0 + x * 1.0, [x])
     assert g.item() == 1e16 + 2
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     t = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
     (t * 1e16 + t * 1.0 + t * 1.0).backward()
     assert t.grad.item() == x.grad.item()
@@ -221,7 +221,7 @@ def test_a_failing_node_leaves_the_complete_leaves_their_gradients(hooked, monke
         y.backward()
     assert x.grad.item() == 5.0
     assert w.grad is None and z.grad is None  # z still waited for the failed node's share
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
 
     class Fails(torch.autograd.Function):
         @staticmethod

@@ -15,7 +15,7 @@ def test_backward_with_an_input_named_twice_accumulates_once():
 
 
 def test_backward_with_an_input_named_twice_matches_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     t = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
     (t * t * t).backward(inputs=[t, t])
     x = gc.tensor(2.0, requires_grad=True)

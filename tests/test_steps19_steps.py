@@ -219,7 +219,7 @@ MLP = "h = tanh(w*x + b); yhat = v*h + c; loss = (yhat - y)^2 / 2"
 
 
 def test_the_scalar_network_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="compares with PyTorch, the reference (pip install torch)")
     result = run(MLP, "--steps", "--json", "--wrt", "w,b", "--at", "w=0.3,x=-1.2,b=0.1,v=2,c=-0.5,y=0.7")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..errors import Source, SyntaxProblem
+from ..errors import Source, SyntaxProblem, UsageError
 from ..ops.operators import symbols
 
 KEYWORDS = frozenset({"if", "else"})
@@ -59,10 +59,57 @@ class Token(NamedTuple):
 
 _new_token = tuple.__new__
 
+#: The longest program text read, an absurd size for anything but a mistake (/dev/zero, a wrong
+#: file). Real generated code runs to megabytes, and reading is linear: measured on an idle 2-core
+#: machine, ``eval -f`` of 10 MB of ``x+x+...`` (5,000,001 terms, the most operations a character)
+#: takes 8 s and 0.92 GB on the flat road; 20,000 statements ``a{i} = a{i-1} * 1.0001 + 0``
+#: (557,791 characters) 0.8 s; 360,000 of them (10.9 MB, the syntax tree and the graph) 15 s and
+#: 0.84 GB. Below the cap, what bounds a program is memory: ``check_size``.
+MAX_CHARACTERS = 20_000_000
+#: Peak bytes a program takes, measured as above (rounded up): a token through the syntax tree,
+#: the recorded graph and the backward pass (216 for x+x+..., 270 for the statements); a
+#: character on the flat road (92 for x+x+..., which has a token a character).
+TREE_BYTES_PER_TOKEN = 300
+FLAT_BYTES_PER_CHARACTER = 100
+#: Below this estimate no memory is asked about (a short program reads no /proc file).
+_SMALL = 50_000_000
+
+
+def check_length(source: Source) -> None:
+    """A UsageError naming the program's size when it is over ``MAX_CHARACTERS``."""
+    if len(source.text) > MAX_CHARACTERS:
+        raise UsageError(
+            f"{source.origin} is {len(source.text):,} characters long, more than the limit of {MAX_CHARACTERS:,}"
+        )
+
+
+def check_size(source: Source, tokens: int | None = None) -> None:
+    """A UsageError naming the program's size, before any work, when it is over ``MAX_CHARACTERS`` or
+    its estimated peak (from its ``tokens`` when counted, else from its characters on the flat
+    road) is over the memory available (``memory.available_bytes``: GRADCLI_MAX_MEMORY or the
+    machine's)."""
+    check_length(source)
+    size = len(source.text)
+    needed = size * FLAT_BYTES_PER_CHARACTER if tokens is None else tokens * TREE_BYTES_PER_TOKEN
+    if needed < _SMALL:
+        return
+    from ..memory import available_bytes, room
+
+    available = available_bytes()
+    if available is not None and needed > available:
+        counted = "" if tokens is None else f", {tokens:,} tokens"
+        raise UsageError(
+            f"{source.origin} is {size:,} characters long{counted}: reading and differentiating it needs about "
+            f"{needed / 1e9:.3g} GB of memory, more than {room(available)}; split it, free memory, "
+            "or set GRADCLI_MAX_MEMORY (e.g. 64G) to raise the limit"
+        )
+
 
 def tokenize(source: Source) -> list[Token]:
     text = source.text
+    check_length(source)  # before the text is split
     pieces = _SPLIT.split(text)  # [gap, token, gap, token, ..., gap]: the scanning happens in C
+    check_size(source, len(pieces) // 2)  # before the tokens are made: they are most of the memory
     tokens: list[Token] = []
     append = tokens.append
     brackets: list[Token] = []

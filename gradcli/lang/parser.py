@@ -11,21 +11,20 @@ ops/operators.py holds every operator's power and associativity), loosest first:
 
 Nesting is bounded (``MAX_DEPTH``) so that no input can exhaust Python's
 stack; chains of the same operator (``x+x+...``) are read in a loop and cost
-no depth at all.
+no depth at all. Length is bounded by what it costs (lexer.py's ``check_size``):
+megabytes of generated code are read in linear time.
 """
 
 from __future__ import annotations
 
-from ..errors import Source, SyntaxProblem, UsageError
+from ..errors import Source, SyntaxProblem
 from ..ops.operators import COMPARE_POWER, COMPARISONS, CONDITIONAL_POWER, INFIX, POSTFIX_POWER, PREFIX, PREFIX_POWER
 from . import ast
-from .lexer import Token, tokenize
+from .lexer import MAX_CHARACTERS, Token, check_size, tokenize
+
+__all__ = ["MAX_CHARACTERS", "check_size", "parse", "parse_expression"]
 
 MAX_DEPTH = 200
-#: Measured (parse + evaluate + backward of x+x+..., the most operations a character): 1e5 terms
-#: (2e5 characters) 2.2 s, 3e5 terms 6.7 s, 1e6 terms (2e6 characters) 23 s and 0.54 GB. Half a
-#: million characters run in about 5 s; anything longer is a mistake (many points: --points).
-MAX_CHARACTERS = 500_000
 
 # Every operator's facts come from the operator table (ops/operators.py).
 BINARY = {spelling: row.power for spelling, row in INFIX.items()}
@@ -38,11 +37,6 @@ UNARY_POWER = PREFIX_POWER  # below "^": the operand of a sign takes in a power
 
 def parse(text: str, origin: str = "expression") -> ast.SyntaxTree:
     """Read a program: statements separated by ``;`` or new lines, the last one the output."""
-    if len(text) > MAX_CHARACTERS:
-        raise UsageError(
-            f"{origin} is {len(text):,} characters long, more than the limit of {MAX_CHARACTERS:,} "
-            "(for many points, use --points FILE.csv)"
-        )
     source = Source(text, origin)
     return Parser(source, tokenize(source)).program()
 

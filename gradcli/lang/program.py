@@ -22,7 +22,7 @@ from ..records import Record, fill
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, limit_size
 from .library import gc
-from .parser import MAX_CHARACTERS, parse
+from .parser import MAX_CHARACTERS, check_size, parse
 from .values import decode, program_too_long, read_bounded, read_text, seed_vector, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
@@ -103,8 +103,7 @@ def _from_text(text: str, origin: str) -> Program:
     """A program of the language: on the flat road when it is one long scalar expression (flat.py)."""
     from .flat import compile_flat
 
-    if len(text) > MAX_CHARACTERS:
-        parse(text, origin)  # says the limit
+    check_size(Source(text, origin))  # the flat road's estimate; the full parser counts the tokens
     flat = compile_flat(text)
     if flat is not None:
         return Program(origin, flat=flat)

@@ -18,6 +18,9 @@ from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .parser import MAX_CHARACTERS, parse
 
+#: A value longer than a program can be is a list of numbers that belongs in a file.
+MANY_POINTS = "for many points, use --points FILE.csv"
+
 NAME_CHARS = str.isidentifier
 
 
@@ -70,6 +73,11 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
                 raise SyntaxProblem(f"--at {name}= needs a value", source, offset + len(piece))
             if name in values:
                 raise SyntaxProblem(f"--at {name} is given twice: give each name one value", source, offset)
+            if len(value) > MAX_CHARACTERS:
+                raise UsageError(
+                    f"--at {name} is {len(value):,} characters long, more than the limit of {MAX_CHARACTERS:,} "
+                    f"({MANY_POINTS})"
+                )
             try:
                 values[name] = constant(value.strip(), f"--at {name}")
             except SyntaxProblem as problem:
@@ -145,7 +153,7 @@ def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] |
 
 
 #: The largest --points file read: about 12 million rows of two 17-digit numbers, a few GB of memory
-#: while it is read. (An expression has its own, smaller limit: ``parser.MAX_CHARACTERS``.)
+#: while it is read. (A program has its own limits: ``lexer.MAX_CHARACTERS`` and ``lexer.check_size``.)
 MAX_POINTS_BYTES = 500_000_000
 
 _BARE_CR = "holds a carriage return (CR) that does not end a line: lines must end with LF or CR LF"
@@ -215,10 +223,10 @@ def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long:
     try:
         if isinstance(source, str):
             with open(source, "rb") as stream:
-                if (
-                    limit is not None and os.fstat(stream.fileno()).st_size > limit
-                ):  # a regular file: no need to read it
-                    raise UsageError(too_long or f"{what} is longer than the limit of {limit:,} bytes")
+                length = os.fstat(stream.fileno()).st_size
+                if limit is not None and length > limit:  # a regular file: no need to read it
+                    said = too_long or f"{what} is longer than the limit of {limit:,} bytes"
+                    raise UsageError(f"{said} (it is {length:,} bytes)")
                 data = stream.read(size)
         else:
             data = source.read(size)
@@ -246,9 +254,7 @@ def text_bytes_limit() -> int:
 def program_too_long(origin: str) -> str:
     """The refusal of a program text over the limit (the parser's words, for a file or stdin
     that was not read to its end)."""
-    return (
-        f"{origin} is longer than the limit of {MAX_CHARACTERS:,} characters (for many points, use --points FILE.csv)"
-    )
+    return f"{origin} is longer than the limit of {MAX_CHARACTERS:,} characters"
 
 
 def decode(data: bytes, what: str) -> str:

@@ -232,10 +232,20 @@ def _pow_dexp(g, out, x, y):
     # would keep a whole array alive for a rule that never runs.
     if isinstance(x, (int, float)) and x > 0:
         return g * (x**y * math.log(x))  # a Python float: the tangent keeps y's dtype (float32)
-    # log of 1 where the base is 0: the masked branch stays finite, so its own derivatives
-    # (create_graph) are 0 rather than 0 * -inf = nan
-    safe = np.where(x == 0, 1.0, x)
-    return np.where((x == 0) & (y >= 0), 0.0, g * (x**y * np.log(safe)))
+    xv, yv = np.asarray(x), np.asarray(y)  # the mask is data: no gradient flows through it
+    if np.iscomplexobj(yv):  # as PyTorch: only a real exponent >= 0 (imaginary part 0) is masked
+        masked = (xv == 0) & (yv.imag == 0) & (yv.real >= 0)
+    else:
+        masked = (xv == 0) & (yv >= 0)
+    # log of 1 where masked: that branch stays finite, so its own derivatives (create_graph) are 0
+    # rather than 0 * -inf = nan. Unmasked, a base 0 gives out * log(0) = inf * -inf = -inf (y < 0),
+    # as PyTorch; the log is taken in the result's type: a negative base to a complex exponent has
+    # log(-2) = ln 2 + i pi, finite.
+    safe = np.where(masked, 1.0, x)
+    if np.iscomplexobj(yv) and not np.iscomplexobj(xv):
+        safe = safe + 0j
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(masked, 0.0, g * (x**y * np.log(safe)))
 
 
 POW = binary(

@@ -148,8 +148,20 @@ PROD = primitive(
 )
 
 
+def _ties(out, x, axis, keepdims):
+    """The elements equal to the max (min): they share its gradient evenly. A full reduction whose
+    value is NaN shares it among the NaNs, as PyTorch's max()/min() (evenly_distribute_backward);
+    along an axis a NaN value has no ties, so its gradient is NaN, as PyTorch's amax/amin."""
+    xv = np.asarray(x)
+    value = _keep(np.asarray(out), xv.shape, axis, keepdims)
+    mask = xv == value
+    if axis is None and value.dtype.kind == "f" and np.isnan(value).any():
+        mask = np.isnan(xv)
+    return mask
+
+
 def _share(out, x, axis, keepdims):
-    mask = np.asarray(x) == _keep(np.asarray(out), np.shape(x), axis, keepdims)
+    mask = _ties(out, x, axis, keepdims)
     return mask / mask.sum(axis=axis, keepdims=True)
 
 
@@ -162,7 +174,7 @@ def _extreme_rule(g, out, x, axis, keepdims):
     # PyTorch's amax/amin backward: ties share the gradient evenly
     nb = batch_ndim(g, out)
     xv = np.asarray(x)
-    mask = xv == _keep(np.asarray(out), x.shape, axis, keepdims)
+    mask = _ties(out, xv, axis, keepdims)
     share = (mask / mask.sum(axis=axis, keepdims=True)).astype(xv.dtype)  # float32 stays float32
     return _keep(g, x.shape, axis, keepdims, nb) * share
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingProgram, UsageError
+from ..errors import MissingProgram, UsageError, install_hint
 
 SAMPLES = 801  # points of a curve: a pole or a jump between two of them is found from the slopes
 GRID = 121  # points along each axis of a two-variable plot (121 x 121 values)
@@ -222,7 +222,7 @@ def _matplotlib() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise MissingProgram('gradcli plot needs matplotlib: pip install "gradcli[plot]"') from None
+        raise MissingProgram(f"gradcli plot needs matplotlib: {install_hint('plot')}") from None
     return matplotlib
 
 

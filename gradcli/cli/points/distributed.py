@@ -12,10 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MissingProgram, UsageError
-from .source import CSV, IPC, SCALE, Chunk, Columns, chunks, kind_of, resolve
-
-DASK_NEEDED = f"--dask needs dask and pyarrow: {SCALE}"
+from ...errors import MissingProgram, UsageError, install_hint
+from .source import CSV, IPC, Chunk, Columns, chunks, kind_of, resolve
 
 
 def _imports() -> tuple[Any, Any]:
@@ -24,7 +22,7 @@ def _imports() -> tuple[Any, Any]:
         import distributed
         import pyarrow  # noqa: F401
     except ImportError:
-        raise MissingProgram(DASK_NEEDED) from None
+        raise MissingProgram(f"--dask needs dask and pyarrow: {install_hint('scale')}") from None
     return dd, distributed
 
 

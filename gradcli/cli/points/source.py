@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ...errors import MissingProgram, UsageError
+from ...errors import MissingProgram, UsageError, install_hint
 from ...lang.values import _BARE_CR, _CELL, NAME_CHARS, _escaped
 
 CSV, PARQUET, IPC = "csv", "parquet", "ipc"
@@ -32,7 +32,6 @@ EXTENSIONS = {
     ".feather": IPC,
     ".ipc": IPC,
 }
-SCALE = 'pip install "gradcli[scale]"'
 MAX_ROW_BYTES = 16 * 2**20  # a line longer than this is not a row of numbers (/dev/zero, a binary file)
 BLOCK = 4 * 2**20  # bytes read at a time
 
@@ -42,7 +41,7 @@ def arrow(what: str) -> Any:
     try:
         import pyarrow
     except ImportError:
-        raise MissingProgram(f"{what} needs pyarrow: {SCALE}") from None
+        raise MissingProgram(f"{what} needs pyarrow: {install_hint('scale')}") from None
     return pyarrow
 
 
