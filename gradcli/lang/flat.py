@@ -315,15 +315,14 @@ def _close(powers: list[int], entries: list[Any], append: Any, last: bool = Fals
 
 
 def _run(program: FlatProgram, values: Mapping[str, Any], names: Sequence[str]) -> Any:
-    from ..autograd import anomaly as _anomaly
-    from ..autograd import grad_mode as _grad_mode
+    from ..autograd.grad_mode import state
     from .evaluate import max_elements
     from .library import gc
 
     max_elements()  # its errors are said on this road as on the other
     # complex or in-place tensors elsewhere in the process change nothing here: every value on the
     # tape is a new real float64 number, which the graph's nodes also differentiate by the plain rules
-    if not _grad_mode.enabled or _anomaly.active or not set(names) <= set(values):
+    if not state.enabled or state.anomaly is not None or not set(names) <= set(values):
         return None
     t = tables()
     constants = t["constants"]

@@ -1,0 +1,294 @@
+"""Issue 27: the engine's modes and state are per thread, as PyTorch keeps them, so threads (a thread
+pool in the library, the CLI's batched evaluator, Dask's workers) give the numbers one thread gives.
+
+The bug: grad mode was one process-wide flag, and a backward pass turns it off while it runs (it
+records nothing unless ``create_graph``), so another thread's forward pass, running meanwhile,
+recorded nothing: ``--dask local:2`` wrote ``grad_x = 0`` and ``grad_w = x + w`` for a whole part of
+``(x+w)*(w+1)``. The tests below force the interleavings with barriers where they can (so they fail
+every time without per-thread state), and repeat real jobs in pools where they cannot.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli.autograd.tape import recording
+
+TIMEOUT = 30  # seconds any barrier waits: a broken interleaving fails instead of hanging
+
+
+def _in_thread(fn):
+    """``fn()`` run on a new thread; what it returned (or raised)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            outcome["error"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(TIMEOUT)
+    assert not t.is_alive()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _together(*fns):
+    """Each function on a thread of its own, started together; their results in order."""
+    results = [None] * len(fns)
+    errors = []
+
+    def run(i, fn):
+        try:
+            results[i] = fn()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(fns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]
+    return results
+
+
+# --- (a) each mode belongs to its thread ------------------------------------------------------------
+
+
+def _records():
+    x = gc.tensor(2.0, requires_grad=True)
+    y = x * 3
+    return gc.is_grad_enabled(), y.requires_grad
+
+
+def test_a_new_thread_starts_with_grad_mode_on_whatever_its_maker_does():
+    with gc.no_grad():
+        assert _in_thread(_records) == (True, True)  # PyTorch: a new thread's grad mode is on
+        assert _records() == (False, False)
+    with gc.set_grad_enabled(False):
+        assert _in_thread(_records) == (True, True)
+    assert _records() == (True, True)
+
+
+def test_no_grad_in_a_thread_stays_in_that_thread():
+    inside = threading.Event()
+    done = threading.Event()
+
+    def off():
+        with gc.no_grad():
+            inside.set()
+            assert done.wait(TIMEOUT)
+            return _records()
+
+    def on():
+        assert inside.wait(TIMEOUT)  # the other thread is inside no_grad now
+        try:
+            return _records()
+        finally:
+            done.set()
+
+    assert _together(off, on) == [(False, False), (True, True)]
+    assert _records() == (True, True)
+
+
+def test_the_class_used_as_a_context_restores_each_threads_own_mode():
+    """``with gc.no_grad:`` (no parentheses) keeps what it replaced per thread: two threads whose
+    blocks overlap each get their own mode back (a stack shared by the threads swapped them)."""
+    barrier = threading.Barrier(2, timeout=TIMEOUT)
+
+    def first():  # mode on, enters first, leaves first
+        with gc.no_grad:
+            barrier.wait()  # 1: inside
+            barrier.wait()  # 2: the other is inside too
+        barrier.wait()  # 3: left
+        mode = gc.is_grad_enabled()
+        barrier.wait()  # 4
+        return mode
+
+    def second():  # mode off, enters second, leaves second
+        gc.autograd.grad_mode.set_enabled(False)
+        barrier.wait()  # 1
+        with gc.no_grad:
+            barrier.wait()  # 2
+            barrier.wait()  # 3: the other has left
+        mode = gc.is_grad_enabled()
+        barrier.wait()  # 4
+        return mode
+
+    assert _together(first, second) == [True, False]
+    assert gc.is_grad_enabled()
+
+
+def test_a_backward_pass_turns_grad_mode_off_only_in_its_own_thread():
+    """The cause of the wrong Dask gradients, made deterministic: while one thread's backward pass
+    runs (paused in a hook), another thread's forward pass records its operations."""
+    in_backward = threading.Event()
+    recorded = threading.Event()
+
+    def backward():
+        x = gc.tensor([1.0, 2.0], requires_grad=True)
+
+        def hook(g):
+            in_backward.set()
+            assert recorded.wait(TIMEOUT)
+
+        x.register_hook(hook)
+        ((x + 1) * x).sum().backward()
+        return x.grad.tolist()
+
+    def forward():
+        assert in_backward.wait(TIMEOUT)
+        try:
+            x = gc.tensor([1.0, 2.0], requires_grad=True)
+            w = gc.tensor([3.0, 4.0], requires_grad=True)
+            y = ((x + w) * (w + 1)).sum()
+            y.backward()
+            return y.requires_grad, x.grad.tolist(), w.grad.tolist()
+        finally:
+            recorded.set()
+
+    grads, (requires_grad, gx, gw) = _together(backward, forward)
+    assert grads == [3.0, 5.0]
+    assert requires_grad and gx == [4.0, 5.0] and gw == [8.0, 11.0]  # d/dw = (w+1) + (x+w)
+
+
+def test_anomaly_mode_is_per_thread():
+    with gc.detect_anomaly(raise_error=False) as mode:
+        assert gc.is_anomaly_enabled()
+
+        def elsewhere():
+            x = gc.tensor(0.0, requires_grad=True)
+            gc.sqrt(x).backward()  # inf: anomaly mode would raise (or note it) here
+            return gc.is_anomaly_enabled(), float(x.grad)
+
+        assert _in_thread(elsewhere) == (False, float("inf"))
+        assert mode.found is None  # nothing another thread did is reported here
+    inside = threading.Event()
+    done = threading.Event()
+
+    def on():
+        with gc.detect_anomaly():
+            inside.set()
+            assert done.wait(TIMEOUT)
+            x = gc.tensor(0.0, requires_grad=True)
+            with pytest.raises(RuntimeError, match="SqrtBackward0"):
+                gc.sqrt(x).backward()
+            return True
+
+    def off():
+        assert inside.wait(TIMEOUT)
+        try:
+            x = gc.tensor(0.0, requires_grad=True)
+            gc.sqrt(x).backward()
+            return gc.is_anomaly_enabled(), float(x.grad)
+        finally:
+            done.set()
+
+    assert _together(on, off) == [True, (False, float("inf"))]
+    assert not gc.is_anomaly_enabled()
+
+
+def test_a_recording_keeps_only_its_own_threads_operations():
+    barrier = threading.Barrier(2, timeout=TIMEOUT)
+
+    def recorder():
+        x = gc.tensor(2.0, requires_grad=True)
+        with recording() as trace:
+            barrier.wait()  # the other thread computes now...
+            y = gc.sin(x)
+            barrier.wait()  # ... and has finished
+        return [type(node).__name__ for node, _, _ in trace], y
+
+    def other():
+        x = gc.tensor(3.0, requires_grad=True)
+        barrier.wait()
+        z = gc.exp(x) * x
+        barrier.wait()
+        return z.requires_grad
+
+    (names, y), other_recorded = _together(recorder, other)
+    assert names == ["SinBackward0"]
+    assert other_recorded
+    assert _in_thread(lambda: gc.autograd.grad_mode.state.trace) is None
+
+
+def test_a_reentrant_backward_on_a_fresh_stack_keeps_the_callers_modes():
+    """A backward run from a custom Function's backward deep in the stack continues on a new thread
+    (engine._on_fresh_stack): that thread takes its caller's modes, not a new thread's defaults."""
+    from gradcli.autograd import engine
+    from gradcli.autograd.grad_mode import state
+
+    with gc.no_grad(), gc.detect_anomaly(), recording() as trace:
+        caller = state.snapshot()
+        assert engine._on_fresh_stack(state.snapshot) == caller
+        assert caller[0] is False and caller[1] is trace and caller[2] is not None
+    assert _in_thread(state.snapshot) == (True, None, None)
+
+
+# --- (b) library jobs in a thread pool, bit for bit as alone ----------------------------------------
+
+
+def _bits(values):
+    return [np.asarray(v, dtype=np.float64).tobytes() for v in values]
+
+
+def _scalar_job(k):
+    x = gc.tensor(0.25 + k / 7, requires_grad=True)
+    w = gc.tensor(1.5 - k / 11, requires_grad=True)
+    kind = k % 4
+    if kind == 0:
+        y = (x + w) * (w + 1)
+    elif kind == 1:
+        y = gc.sin(x * w) + gc.exp(-w) * x**2
+    elif kind == 2:
+        y = gc.log(x * x + 1) / (w * w + 2) - gc.tanh(x - w)
+    else:
+        y = gc.sqrt(x * x + w * w) * gc.cos(w)
+    y.backward()
+    return _bits([y.item(), x.grad, w.grad])
+
+
+def _array_job(k):
+    n = 3000
+    x = gc.tensor(np.linspace(-1, 1, n) + k / 13, requires_grad=True)
+    w = gc.tensor(np.linspace(0.5, 2, n) - k / 17, requires_grad=True)
+    kind = k % 4
+    if kind == 0:
+        y = ((x + w) * (w + 1)).sum()
+        y.backward()
+        grads = [x.grad, w.grad]
+    elif kind == 1:
+        y = (gc.sin(x) * w**2 + gc.exp(-w * x)).mean()
+        grads = gc.grad(y, [x, w])
+    elif kind == 2:
+        v = gc.stack([x, w])  # a non-elementwise step: the general engine loop
+        y = (v @ v.T).sum() + gc.tanh(x).sum()
+        grads = gc.grad(y, [x, w])
+    else:
+        y = ((x - w) ** 2 / (1 + w * w)).sum()
+        (gx,) = gc.grad(y, [x], create_graph=True)  # a second order: grad mode on inside backward
+        y = gx.sum()
+        y.backward()
+        grads = [x.grad, w.grad]
+    return _bits([y.item(), *grads])
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_library_jobs_in_a_thread_pool_equal_each_job_alone(workers):
+    jobs = [(_scalar_job, k) for k in range(160)] + [(_array_job, k) for k in range(160)]
+    alone = [fn(k) for fn, k in jobs]
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in range(2):
+            together = list(pool.map(lambda job: job[0](job[1]), jobs))
+            assert [i for i, (a, b) in enumerate(zip(alone, together)) if a != b] == []
