@@ -403,11 +403,10 @@ class Tensor:
 
     def _inplace(self, prim: Any, args: tuple[Any, ...], params: tuple[Any, ...] = ()) -> Tensor:
         edge = self._edge
-        enabled = _grad_mode.state.enabled
-        recording = enabled and (
+        recording = _grad_mode.state.enabled and (
             edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
         )
-        if enabled:
+        if _grad_mode.state.enabled:
             if edge is not None and edge.__class__ is _node.AccumulateGrad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             base = self._base
