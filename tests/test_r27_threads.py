@@ -292,3 +292,75 @@ def test_library_jobs_in_a_thread_pool_equal_each_job_alone(workers):
         for _ in range(2):
             together = list(pool.map(lambda job: job[0](job[1]), jobs))
             assert [i for i, (a, b) in enumerate(zip(alone, together)) if a != b] == []
+
+
+# --- the Tensor methods a Python function's run watches, per thread ----------------------------------
+
+
+def _function_program(fn):
+    from gradcli.lang.program import Program
+
+    return Program(f"<{fn.__name__}>", function=fn)
+
+
+def test_watching_a_python_functions_escapes_is_per_thread_and_leaves_the_class_as_it_was():
+    """``eval f.py:f`` notes how the function leaves autograd (``float(x)``...) by wrapping Tensor
+    methods while it runs. Two runs that overlap on two threads must each note their own escapes,
+    and leave the class's own methods behind (the second run's wrappers were saved over the first's
+    and put back last: the class kept them, noting into a finished run's list forever)."""
+    from gradcli.lang.program import _run_function
+
+    originals = {name: gc.Tensor.__dict__[name] for name in ("item", "__float__", "numpy", "data")}
+    both_inside = threading.Barrier(2, timeout=TIMEOUT)
+    first_done = threading.Event()
+
+    def plain(x):
+        both_inside.wait()
+        return x * 2
+
+    def escaping(x):
+        both_inside.wait()
+        assert first_done.wait(TIMEOUT)
+        return gc.tensor(float(x)) * x  # float(x): autograd cannot follow
+
+    a, b = _function_program(plain), _function_program(escaping)
+
+    def first():
+        try:
+            return _run_function(a, {"x": 1.5}, ["x"]).outputs[0].item()
+        finally:
+            first_done.set()
+
+    assert _together(first, lambda: _run_function(b, {"x": 1.5}, ["x"]).outputs[0].item()) == [3.0, 2.25]
+    assert a.escapes == [] and b.escapes == ["float()"]
+    assert {name: gc.Tensor.__dict__[name] for name in originals} == originals
+    x = gc.tensor(2.0, requires_grad=True)
+    float(x)
+    assert a.escapes == [] and b.escapes == ["float()"]  # no watcher is left behind
+
+
+def test_detach_kept_fixed_in_one_thread_changes_no_other_threads_detach():
+    """A gradient check keeps ``detach()`` of a Python function fixed at the point's values while it
+    moves the point (``detach_fixed``); another thread's ``detach()`` meanwhile is its own value."""
+    from gradcli.lang.program import detach_fixed
+
+    inside = threading.Event()
+    done = threading.Event()
+
+    def fixing():
+        with detach_fixed(replay=[np.float64(100.0)]):
+            inside.set()
+            assert done.wait(TIMEOUT)
+            x = gc.tensor(3.0)
+            return float(x.detach())
+
+    def other():
+        assert inside.wait(TIMEOUT)
+        try:
+            x = gc.tensor(3.0, requires_grad=True)
+            return float(x.detach() * x)
+        finally:
+            done.set()
+
+    assert _together(fixing, other) == [100.0, 9.0]
+    assert gc.Tensor.__dict__["detach"].__qualname__ == "Tensor.detach"
