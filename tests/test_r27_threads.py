@@ -364,3 +364,56 @@ def test_detach_kept_fixed_in_one_thread_changes_no_other_threads_detach():
 
     assert _together(fixing, other) == [100.0, 9.0]
     assert gc.Tensor.__dict__["detach"].__qualname__ == "Tensor.detach"
+
+
+# --- (c) the CLI's batched evaluator (the --points road) under a thread pool -----------------------
+
+LONG = " + ".join(f"sin({0.5 + k / 97!r}*x - w)*{1 + k % 7}" for k in range(120))  # the flat road's length
+
+
+def _points_programs(tmp_path):
+    from gradcli.lang.program import load
+
+    module = tmp_path / "user_fn.py"
+    module.write_text(
+        "import gradcli as gc\n\ndef f(x, w):\n    s = float(w)  # leaves autograd: noted as an escape\n"
+        "    return gc.sin(x) * w ** 2 + s\n"
+    )
+    return {
+        "product": (load("(x+w)*(w+1)"), {}, None),
+        "vector": (load("sin(x)*w^2 + sum(v*x)"), {"v": np.array([1.0, 2.0])}, None),
+        "seeded": (load("[x*w, exp(x)/w]"), {}, "[1, 2]"),
+        "sqrt": (load("sqrt(x*x*w)*w"), {}, None),  # a zero row: an infinite gradient and its warning
+        "long": (load(LONG), {}, None),
+        "function": (load(f"{module}:f"), {}, None),  # point by point, its escapes watched
+    }
+
+
+def _points_job(program, values, seed, k, n=400):
+    from gradcli.lang.points import evaluate_points
+
+    rng = np.random.default_rng(k)
+    x = rng.uniform(-2, 2, n)
+    w = rng.uniform(0.5, 2, n)
+    x[k % n] = 0.0  # one row where sqrt(x*x*w) meets 0
+    names, result = evaluate_points(program, {"x": x, "w": w}, values, None, seed, offset=1000 * k)
+    return names, _bits([result.value, *result.gradient.values()]), result.warning
+
+
+def test_the_batched_evaluator_in_a_thread_pool_equals_one_thread(tmp_path):
+    programs = _points_programs(tmp_path)
+    jobs = [(name, k) for k in range(8) for name in programs]
+
+    def run(job):
+        name, k = job
+        program, values, seed = programs[name]
+        return _points_job(program, values, seed, k, n=400 if name != "function" else 40)
+
+    alone = [run(job) for job in jobs]
+    assert any(warning for _, _, warning in alone)  # the sqrt rows warn (anomaly mode runs)
+    assert programs["function"][0].escapes == ["float()"]
+    with ThreadPoolExecutor(3) as pool:
+        for _ in range(3):
+            together = list(pool.map(run, jobs))
+            assert [jobs[i] for i, (a, b) in enumerate(zip(alone, together)) if a != b] == []
+    assert programs["function"][0].escapes == ["float()"]
