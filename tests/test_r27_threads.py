@@ -527,3 +527,51 @@ def test_a_real_scheduler_and_a_two_thread_worker_equal_one_process(data_set, tm
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+# --- what is built on first use is built once, whichever threads ask first --------------------------
+
+FIRST_USE = r"""
+import threading, time
+from gradcli.autograd import factory
+from gradcli.lang import flat, functions
+
+calls = {"functions": 0, "flat": 0, "rng": 0}
+
+def slow(name, real):
+    def build(*args):
+        calls[name] += 1
+        time.sleep(0.2)  # long enough for every thread to arrive meanwhile
+        return real(*args)
+    return build
+
+functions._build = slow("functions", functions._build)
+flat._build_tables = slow("flat", flat._build_tables)
+real_rng = factory.np.random.default_rng
+factory.np.random.default_rng = slow("rng", real_rng)
+barrier = threading.Barrier(4)
+seen = []
+
+def first_use():
+    barrier.wait()
+    seen.append((functions.FUNCTIONS["sin"], flat.tables(), factory._rng()))
+
+threads = [threading.Thread(target=first_use) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert len(seen) == 4
+same = [all(s[i] is seen[0][i] for s in seen) for i in range(3)]
+print(calls["functions"], calls["flat"], calls["rng"], same)
+"""
+
+
+def test_tables_and_the_generator_are_made_once_whichever_threads_ask_first():
+    """The function table, the flat road's tables and the random generator are made on first use:
+    threads arriving together wait for one of them to make it, and all use that one (two
+    generators would have let a thread draw from one that ``manual_seed`` never sees)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FIRST_USE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1", "1", "[True,", "True,", "True]"]

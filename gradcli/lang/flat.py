@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc as _gc
 import math
 import re
+from _thread import RLock
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,7 +42,8 @@ _INF = float("inf")
 # opcodes
 _NUMBER, _VARIABLE, _NEG, _CALL, _BIN = range(5)
 
-_tables: dict[str, Any] | None = None
+_tables: dict[str, Any] | None = None  # built on first use, once, by whichever thread comes first
+_BUILDING = RLock()
 
 
 def _build_tables() -> dict[str, Any]:
@@ -128,9 +130,13 @@ _SPECIAL = frozenset()
 
 def tables() -> dict[str, Any]:
     global _tables
-    if _tables is None:
-        _tables = _build_tables()
-    return _tables
+    found = _tables
+    if found is None:
+        with _BUILDING:
+            if _tables is None:
+                _tables = _build_tables()
+            found = _tables
+    return found
 
 
 class FlatProgram:
