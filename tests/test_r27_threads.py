@@ -63,6 +63,27 @@ def _together(*fns):
     return results
 
 
+def _overlapping(block, inside, other):
+    """``other()`` on a thread while another thread is within ``block()`` (a context manager), then
+    ``inside()`` in that block: both results."""
+    entered, finished = threading.Event(), threading.Event()
+
+    def first():
+        with block():
+            entered.set()
+            assert finished.wait(TIMEOUT)
+            return inside()
+
+    def second():
+        assert entered.wait(TIMEOUT)
+        try:
+            return other()
+        finally:
+            finished.set()
+
+    return _together(first, second)
+
+
 # --- (a) each mode belongs to its thread ------------------------------------------------------------
 
 
@@ -82,23 +103,7 @@ def test_a_new_thread_starts_with_grad_mode_on_whatever_its_maker_does():
 
 
 def test_no_grad_in_a_thread_stays_in_that_thread():
-    inside = threading.Event()
-    done = threading.Event()
-
-    def off():
-        with gc.no_grad():
-            inside.set()
-            assert done.wait(TIMEOUT)
-            return _records()
-
-    def on():
-        assert inside.wait(TIMEOUT)  # the other thread is inside no_grad now
-        try:
-            return _records()
-        finally:
-            done.set()
-
-    assert _together(off, on) == [(False, False), (True, True)]
+    assert _overlapping(gc.no_grad, _records, _records) == [(False, False), (True, True)]
     assert _records() == (True, True)
 
 
@@ -174,28 +179,14 @@ def test_anomaly_mode_is_per_thread():
 
         assert _in_thread(elsewhere) == (False, float("inf"))
         assert mode.found is None  # nothing another thread did is reported here
-    inside = threading.Event()
-    done = threading.Event()
 
     def on():
-        with gc.detect_anomaly():
-            inside.set()
-            assert done.wait(TIMEOUT)
-            x = gc.tensor(0.0, requires_grad=True)
-            with pytest.raises(RuntimeError, match="SqrtBackward0"):
-                gc.sqrt(x).backward()
-            return True
-
-    def off():
-        assert inside.wait(TIMEOUT)
-        try:
-            x = gc.tensor(0.0, requires_grad=True)
+        x = gc.tensor(0.0, requires_grad=True)
+        with pytest.raises(RuntimeError, match="SqrtBackward0"):
             gc.sqrt(x).backward()
-            return gc.is_anomaly_enabled(), float(x.grad)
-        finally:
-            done.set()
+        return True
 
-    assert _together(on, off) == [True, (False, float("inf"))]
+    assert _overlapping(gc.detect_anomaly, on, elsewhere) == [True, (False, float("inf"))]
     assert not gc.is_anomaly_enabled()
 
 
@@ -344,25 +335,14 @@ def test_detach_kept_fixed_in_one_thread_changes_no_other_threads_detach():
     moves the point (``detach_fixed``); another thread's ``detach()`` meanwhile is its own value."""
     from gradcli.lang.program import detach_fixed
 
-    inside = threading.Event()
-    done = threading.Event()
-
-    def fixing():
-        with detach_fixed(replay=[np.float64(100.0)]):
-            inside.set()
-            assert done.wait(TIMEOUT)
-            x = gc.tensor(3.0)
-            return float(x.detach())
+    def fixed():
+        return float(gc.tensor(3.0).detach())
 
     def other():
-        assert inside.wait(TIMEOUT)
-        try:
-            x = gc.tensor(3.0, requires_grad=True)
-            return float(x.detach() * x)
-        finally:
-            done.set()
+        x = gc.tensor(3.0, requires_grad=True)
+        return float(x.detach() * x)
 
-    assert _together(fixing, other) == [100.0, 9.0]
+    assert _overlapping(lambda: detach_fixed(replay=[np.float64(100.0)]), fixed, other) == [100.0, 9.0]
     assert gc.Tensor.__dict__["detach"].__qualname__ == "Tensor.detach"
 
 
