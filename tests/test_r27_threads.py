@@ -431,12 +431,36 @@ def data_set(tmp_path_factory):
 
 
 def _cli(args):
+    """``gradcli ARGS`` run here; what it warned of (a value or a gradient that is not finite)."""
     from typer.testing import CliRunner
 
     from gradcli.cli.app import app
 
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, (result.stdout, result.stderr)
+    # (pytest shows the deprecation warnings of dask's own pandas calls, which a user does not see)
+    return "".join(line for line in result.stderr.splitlines(True) if "non-finite" in line)
+
+
+@pytest.fixture(scope="module")
+def warning_set(data_set, tmp_path_factory):
+    """Three parts whose second and third hold rows where sqrt's derivative is infinite, and what one
+    process warns: the first of them, numbered by its row in the whole data set."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = tmp_path_factory.mktemp("warning") / "parts"
+    parts.mkdir()
+    for k in range(3):
+        x = np.linspace(1, 2, 1000)
+        x[[700, 20][k - 1] if k else 0] = 0.0 if k else 1.5
+        pq.write_table(pa.table({"x": x, "w": np.full(1000, 2.0)}), parts / f"part{k}.parquet")
+    said = _cli(["eval", "sqrt(x)*w", "--points", str(parts), "-o", str(parts.parent / "one.parquet")])
+    assert said == (
+        "warning: non-finite gradient: the derivative of 'sqrt(x)' at column 1 (SqrtBackward0) gave inf "
+        "from input 0 at point 1701 (x = 0.0, w = 2.0)\n"
+    )
+    return parts, said
 
 
 def _differing_columns(folder, want):
@@ -464,7 +488,16 @@ def test_dask_local_2_over_several_parts_equals_one_process_every_run(data_set, 
         assert (run, _differing_columns(out, want)) == (run, [])
 
 
-def test_a_real_scheduler_and_a_two_thread_worker_equal_one_process(data_set, tmp_path):
+def test_dask_says_the_first_warning_once_numbered_as_one_process(warning_set, tmp_path):
+    """A partition's warning was printed by the thread that ran it (on a real worker: in its log),
+    once a partition, its point numbered from the partition's start (point 701 for row 1701)."""
+    parts, said = warning_set
+    for run in range(2):
+        out = tmp_path / f"out{run}"
+        assert _cli(["eval", "sqrt(x)*w", "--points", str(parts), "--dask", "local:2", "-o", str(out)]) == said
+
+
+def test_a_real_scheduler_and_a_two_thread_worker_equal_one_process(data_set, warning_set, tmp_path):
     """``dask scheduler`` and ``dask worker --nthreads 2`` on 127.0.0.1 (processes of their own,
     stopped at the end): the worker's two threads evaluate two parts at once."""
     import json
@@ -498,6 +531,10 @@ def test_a_real_scheduler_and_a_two_thread_worker_equal_one_process(data_set, tm
             out = tmp_path / f"out{run}"
             _cli(["eval", EXPRESSION, "--points", str(parts), "--dask", address, "-o", str(out)])
             assert (run, _differing_columns(out, want)) == (run, [])
+        warned, said = warning_set
+        assert (
+            _cli(["eval", "sqrt(x)*w", "--points", str(warned), "--dask", address, "-o", str(tmp_path / "w")]) == said
+        )
     finally:
         for process in reversed(processes):
             process.terminate()
