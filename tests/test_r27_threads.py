@@ -6,6 +6,14 @@ records nothing unless ``create_graph``), so another thread's forward pass, runn
 recorded nothing: ``--dask local:2`` wrote ``grad_x = 0`` and ``grad_w = x + w`` for a whole part of
 ``(x+w)*(w+1)``. The tests below force the interleavings with barriers where they can (so they fail
 every time without per-thread state), and repeat real jobs in pools where they cannot.
+
+(a) each mode (grad mode, the class used as a context, anomaly mode, a recording) is its thread's;
+(b) library backward jobs in pools of 2 and 4 threads equal each job alone, byte for byte; the
+Tensor methods a Python function's run watches (its escapes, a check's fixed ``detach``) act per
+thread; (c) the --points batched evaluator in a pool equals one thread, warnings included; (d)
+``--dask local:2`` and a real ``dask scheduler`` + ``dask worker --nthreads 2`` over several
+Parquet parts, repeated, equal one process bit for bit, and say its first warning as it does; what
+is made on first use is made once; the random generator stays the process's, as PyTorch's.
 """
 
 from __future__ import annotations
@@ -580,6 +588,18 @@ assert len(seen) == 4
 same = [all(s[i] is seen[0][i] for s in seen) for i in range(3)]
 print(calls["functions"], calls["flat"], calls["rng"], same)
 """
+
+
+def test_the_random_generator_is_the_processs_as_pytorchs_default_generator_is():
+    """``manual_seed`` seeds every thread's draws (PyTorch's default generator is global, not per
+    thread): a draw on another thread continues the seeded sequence."""
+    gc.manual_seed(27)
+    here = gc.randn(3).tolist()
+    gc.manual_seed(27)
+    there = _in_thread(lambda: gc.randn(3).tolist())
+    assert there == here and gc.randn(1).tolist() != here[:1]
+    gc.manual_seed(27)
+    assert gc.randn(4).tolist()[:3] == here
 
 
 def test_tables_and_the_generator_are_made_once_whichever_threads_ask_first():
