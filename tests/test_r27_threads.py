@@ -95,6 +95,24 @@ def _overlapping(block, inside, other):
 # --- (a) each mode belongs to its thread ------------------------------------------------------------
 
 
+def test_no_module_uses_the_old_process_wide_flags():
+    """The modes live in ``grad_mode.state`` (per thread) only: a module that still read or wrote
+    ``grad_mode.enabled``, ``record.trace`` or ``anomaly.active`` would read a missing attribute,
+    or set a process-wide one that nothing reads (a recording that records nothing)."""
+    import re
+    from pathlib import Path
+
+    old = re.compile(r"\b_?(grad_mode\.enabled|record\.trace|anomaly\.(active|_current|check_nan))\b")
+    package = Path(gc.__file__).parent
+    found = [
+        f"{path.relative_to(package)}:{i}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if old.search(line)
+    ]
+    assert found == []
+
+
 def _records():
     x = gc.tensor(2.0, requires_grad=True)
     y = x * 3
