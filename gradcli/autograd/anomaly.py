@@ -31,11 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from . import record as _record
+from .grad_mode import state as _state
 
-#: read by the engine for every node: keep it a plain module attribute
-active = False
-check_nan = True
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # not pathlib: start-up
 
 
@@ -70,16 +67,15 @@ class detect_anomaly(ContextDecorator):
         self.made: dict[int, tuple[Any, tuple[Any, ...], str]] = {}
 
     def __enter__(self) -> detect_anomaly:
-        global active, check_nan, _current
-        self._previous = (active, check_nan, _current, _record.trace)
-        active, check_nan, _current = True, self.check_nan, self
-        _record.trace = _Witness(self, _record.trace)
+        # this thread's mode, as grad mode is (grad_mode.state): another thread's operations
+        # are not checked, nor reported here
+        self._previous = (_state.anomaly, _state.trace)
+        _state.anomaly = self
+        _state.trace = _Witness(self, _state.trace)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        global active, check_nan, _current
-        active, check_nan, _current, trace = self._previous
-        _record.trace = trace
+        _state.anomaly, _state.trace = self._previous
 
     # --- what the recorder and the engine call while it is on ---------------------------------
 
@@ -108,20 +104,18 @@ class detect_anomaly(ContextDecorator):
                 return
 
 
-_current: detect_anomaly | None = None
-
-
 def backward_check(node: Any, incoming: Any, grads: Any) -> None:
-    if _current is not None:
-        _current.backward(node, incoming, grads)
+    current = _state.anomaly
+    if current is not None:
+        current.backward(node, incoming, grads)
 
 
 def is_anomaly_enabled() -> bool:
-    return active
+    return _state.anomaly is not None
 
 
 class _Witness:
-    """Stands in for ``record.trace`` while anomaly mode is on (passing entries on to a trace
+    """Stands in for the thread's trace (``grad_mode.state.trace``) while anomaly mode is on (passing entries on to a trace
     already there): every recorded node's inputs, and the line that made it."""
 
     def __init__(self, mode: detect_anomaly, previous: Any) -> None:

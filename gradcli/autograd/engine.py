@@ -227,10 +227,13 @@ def _stack_depth() -> int:
 
 
 def _on_fresh_stack(fn: Any) -> Any:
-    """``fn()`` on a new thread (its own stack and recursion count), waited for."""
+    """``fn()`` on a new thread (its own stack and recursion count), waited for; the thread takes
+    the caller's modes (grad mode, tape, anomaly mode): it continues the caller's work."""
     outcome: list[Any] = [None, None]
+    modes = _grad_mode.state.snapshot()
 
     def run() -> None:
+        _grad_mode.state.adopt(modes)
         try:
             outcome[0] = fn()
         except BaseException as exc:  # re-raised in the caller's thread
@@ -273,7 +276,7 @@ class _Schedule:
 
 
 def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
-    plain = capture is None and not create_graph and not _hooks.seen and not _anomaly.active
+    plain = capture is None and not create_graph and not _hooks.seen and _grad_mode.state.anomaly is None
     schedule = None if plain else _Schedule(roots, capture)  # (the plain loop needs no counts)
     grads: dict[Any, Any] = {}
     owned: set[Any] = set()
@@ -282,8 +285,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
             _add_output(grads, e.node, e.index, g)
         else:
             _add(grads, owned, e, g, create_graph)
-    previous_mode = _grad_mode.enabled
-    _grad_mode.enabled = create_graph
+    previous_mode = _grad_mode.set_enabled(create_graph)
     try:
         with np.errstate(all="ignore"):
             if schedule is None:
@@ -291,7 +293,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
                 return []
             return _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch)
     finally:
-        _grad_mode.enabled = previous_mode
+        _grad_mode.set_enabled(previous_mode)
 
 
 def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch):
@@ -299,7 +301,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
     pending, needed, ready, skip = schedule.pending, schedule.needed, schedule.ready, schedule.skip
     captured: list[Any] = [None] * (len(capture) if capture else 0)
     pop = grads.pop
-    anomaly = _anomaly.active  # read once: it does not change during a backward pass
+    anomaly = _grad_mode.state.anomaly is not None  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
     hooks = None
     if not hooked and not anomaly and not create_graph and schedule.plain_capture:

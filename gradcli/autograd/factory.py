@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from _thread import allocate_lock as Lock
 from typing import Any
 
 import numpy as np
@@ -22,18 +23,26 @@ long = int64
 uint8 = np.dtype(np.uint8)
 bool = np.dtype(np.bool_)  # noqa: A001  (torch.bool)
 
-_generator: np.random.Generator | None = None  # made on first use: numpy.random costs ~15 ms to import
+#: The generator of ``rand``/``randn``: one for the process, shared by every thread, as PyTorch's
+#: default generator is (``manual_seed`` in one thread seeds the draws of all). Made on first use:
+#: numpy.random costs ~15 ms to import. NumPy's generator draws under its own lock.
+_generator: np.random.Generator | None = None
+_MAKING = Lock()
 
 
 def _rng() -> np.random.Generator:
     global _generator
-    if _generator is None:
-        _generator = np.random.default_rng()
-    return _generator
+    found = _generator
+    if found is None:
+        with _MAKING:  # one generator, whichever thread draws first
+            if _generator is None:
+                _generator = np.random.default_rng()
+            found = _generator
+    return found
 
 
 def manual_seed(seed: int) -> None:
-    """Seed ``rand``/``randn`` for reproducible runs."""
+    """Seed ``rand``/``randn`` for reproducible runs (every thread's: the generator is the process's)."""
     global _generator
     _generator = np.random.default_rng(seed)
 

@@ -27,7 +27,6 @@ import numpy as np
 
 from ..ops import unbroadcast
 from . import grad_mode as _grad_mode
-from . import record as _record
 from .grad_mode import no_grad
 from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error, next_seq
 from .tensor import Tensor, as_value, storage_root, wrap
@@ -165,11 +164,10 @@ class _mode:
         self.enabled = enabled
 
     def __enter__(self) -> None:
-        self.previous = _grad_mode.enabled
-        _grad_mode.enabled = self.enabled
+        self.previous = _grad_mode.set_enabled(self.enabled)
 
     def __exit__(self, *exc: object) -> None:
-        _grad_mode.enabled = self.previous
+        _grad_mode.set_enabled(self.previous)
 
 
 class Function:
@@ -215,7 +213,7 @@ class Function:
             cls.setup_context(ctx, args, output)
         many = isinstance(output, tuple)
         outs = [o if isinstance(o, Tensor) else wrap(as_value(o)) for o in (output if many else (output,))]
-        if not (_grad_mode.enabled and any(needs)):
+        if not (_grad_mode.state.enabled and any(needs)):
             return tuple(outs) if many else outs[0]
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         node = cls._node_type()(
@@ -240,9 +238,10 @@ class Function:
                 results.append(o)
             else:
                 results.append(wrap(o._value, edge))
-        if _record.trace is not None:
+        trace = _grad_mode.state.trace
+        if trace is not None:
             for result in results:
-                _record.trace.append((node, result, args))
+                trace.append((node, result, args))
         return tuple(results) if many else results[0]
 
 
@@ -276,7 +275,7 @@ def once_differentiable(fn: Any) -> Any:
     def wrapper(ctx: FunctionCtx, *args: Any) -> Any:
         with no_grad():
             outputs = fn(ctx, *args)
-        if not _grad_mode.enabled or not any(isinstance(a, Tensor) and a._edge is not None for a in args):
+        if not _grad_mode.state.enabled or not any(isinstance(a, Tensor) and a._edge is not None for a in args):
             return outputs
         many = isinstance(outputs, tuple)
         items = outputs if many else (outputs,)

@@ -1,28 +1,59 @@
-"""Whether operations are recorded: ``no_grad``, ``enable_grad``, ``set_grad_enabled``."""
+"""Whether operations are recorded: ``no_grad``, ``enable_grad``, ``set_grad_enabled``; and the
+rest of a thread's autograd state (``state``).
+
+Every mode is per thread, as PyTorch keeps its grad mode: ``no_grad`` in one thread records
+nothing there and changes nothing in another, and a new thread (a pool's worker, a Dask
+worker's task) starts from the defaults, grad mode on, whatever the thread that made it was
+doing. What is a fact about shared objects stays process-wide: ``hooks.seen`` and
+``tensor.inplace_seen``/``complex_seen`` (set once, never cleared: they only turn on checks a
+tensor or node that another thread made may need) and the random generator (PyTorch's is
+global too).
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
+from _thread import _local  # threading.local itself, without importing threading at start-up
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-#: Whether operations are recorded. Process-wide, read on every operation: a module
-#: global, because CPython 3.11 caches module-attribute loads but not class-attribute ones.
-enabled: bool = True
+class ThreadState(_local):
+    """One thread's autograd state; a thread that has set nothing reads these defaults.
+
+    Read on every recorded operation (``state.enabled``, ``state.trace``): one attribute of
+    a thread-local object, imported once as a module global by the hot paths."""
+
+    #: grad mode: whether operations are recorded
+    enabled: bool = True
+    #: the list ``tape.recording()`` keeps every recorded node in, with its output and inputs
+    #: (or anomaly mode's witness of them); ``None``: nothing is kept
+    trace: Any = None
+    #: the ``detect_anomaly`` in force (``anomaly.py``); ``None``: anomaly mode is off
+    anomaly: Any = None
+
+    def snapshot(self) -> tuple[bool, Any, Any]:
+        """This thread's modes, for a thread that continues its work (``adopt``)."""
+        return self.enabled, self.trace, self.anomaly
+
+    def adopt(self, modes: tuple[bool, Any, Any]) -> None:
+        self.enabled, self.trace, self.anomaly = modes
+
+
+state = ThreadState()
 
 
 def is_grad_enabled() -> bool:
-    return enabled
+    return state.enabled
 
 
 def set_enabled(mode: bool) -> bool:
-    """Set the mode; returns the previous one."""
-    global enabled
-    previous, enabled = enabled, bool(mode)
+    """Set this thread's mode; returns the previous one."""
+    previous = state.enabled
+    state.enabled = bool(mode)
     return previous
 
 
@@ -73,23 +104,31 @@ def _decorate_generator(fn: F, mode: bool) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class _Saved(_local):
+    """The modes that ``with gc.no_grad:`` (the class itself) replaced, per thread: the class is
+    shared by every thread, and each thread's blocks nest on their own."""
+
+    def __init__(self) -> None:
+        self.stack: list[bool] = []
+
+
 class _SwitchType(type):
     # ``with gc.no_grad:`` (no parentheses, as seed 001 writes it) works too
     def __enter__(cls) -> None:
-        cls._class_saved.append(set_enabled(cls.mode))
+        cls._class_saved.stack.append(set_enabled(cls.mode))
 
     def __exit__(cls, *exc: object) -> None:
-        set_enabled(cls._class_saved.pop())
+        set_enabled(cls._class_saved.stack.pop())
 
 
 class _Switch(metaclass=_SwitchType):
     """Context manager and decorator (with or without parentheses)."""
 
     mode: bool
-    _class_saved: list[bool]
+    _class_saved: _Saved
 
     def __init_subclass__(cls) -> None:
-        cls._class_saved = []
+        cls._class_saved = _Saved()
 
     def __new__(cls, fn: Any = None) -> Any:
         if callable(fn):  # bare decorator: @gc.no_grad

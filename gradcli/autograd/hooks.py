@@ -22,7 +22,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-#: Set by the first hook registered; until then the engine skips the hook checks.
+#: Set by the first hook registered; until then the engine skips the hook checks. For the process,
+#: not a thread (unlike the modes in grad_mode.state): a hook belongs to a node, which any thread
+#: may run; set once and never cleared, so a thread reading it late only checks more.
 seen = False
 
 _ids = itertools.count()

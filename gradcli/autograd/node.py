@@ -451,5 +451,5 @@ def node_class(prim: Primitive, name: str) -> type[OpNode]:
             body["apply"] = _binary_apply(prim)
             body["plain_arity"] = 2
             layout = BinaryNode
-        cls = _NODE_CLASSES[prim, name] = type(name, (layout,), body)
+        cls = _NODE_CLASSES.setdefault((prim, name), type(name, (layout,), body))  # one, whichever thread
     return cls

@@ -70,7 +70,7 @@ def _on_values(fn: Any, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
     result = fn(*_unwrap(list(args)), **kwargs)
     if "out" in kwargs:
         return result
-    if _grad_mode.enabled and _requires_grad(args) and np.result_type(result).kind in "fc":
+    if _grad_mode.state.enabled and _requires_grad(args) and np.result_type(result).kind in "fc":
         _refuse(f"numpy.{name}")
     return wrap(result) if isinstance(result, (np.ndarray, np.generic)) else result
 

@@ -14,8 +14,8 @@ import numpy as np
 from ..ops import Meta, Primitive
 from ..ops import linalg as _linalg
 from ..ops import shape as _shape
-from . import grad_mode as _grad_mode
 from . import tensor as _tensor_mod
+from .grad_mode import state as _state  # this thread's grad mode and tape: read on every operation
 from .node import next_seq, node_class
 from .tensor import Tensor, storage_root, wrap
 
@@ -24,11 +24,8 @@ _new = object.__new__
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
 _REAL_SCALARS = (int, float, np.floating, np.integer, np.bool_)  # (the fast path: complex ones note themselves)
 _plain_classes: dict[Primitive, type] = {}
-
-#: While a graph is being drawn, every recorded node with its output tensor and its
-#: inputs (tensors and constants), in evaluation order; ``None`` otherwise (one
-#: global read per operation).
-trace: list[tuple[Any, Tensor, tuple[Any, ...]]] | None = None
+# (While a graph is being drawn, ``_state.trace`` keeps every recorded node with its output
+# tensor and its inputs, tensors and constants, in evaluation order: see ``tape.recording``.)
 _variant_classes: dict[tuple[Any, ...], type] = {}
 
 
@@ -91,7 +88,7 @@ def _node_cls(prim: Primitive, inputs: Any, params: tuple[Any, ...]) -> type:
     key = (prim, choice)
     cls = _variant_classes.get(key)
     if cls is None:
-        cls = _variant_classes[key] = node_class(prim, prim.node_name(consts, params))
+        cls = _variant_classes.setdefault(key, node_class(prim, prim.node_name(consts, params)))
     return cls
 
 
@@ -157,12 +154,13 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
     if _from_bools(out, values):
         values = [_as_float(v) for v in values]  # NumPy computes on booleans in float16; PyTorch in float
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
-    if not recording or not _grad_mode.enabled or not prim.differentiable:
+    if not recording or not _state.enabled or not prim.differentiable:
         result = wrap(out)
     else:
         if prim.arity >= 0:
             edges = [e if rule is not None else None for e, rule in zip(edges, prim.vjp)]
         result = wrap(out, make_node(prim, inputs, values, out, params, tuple(edges)))
+        trace = _state.trace
         if trace is not None:
             trace.append((result._edge, result, tuple(inputs)))
     if not prim.elementwise:
@@ -172,8 +170,8 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
 
 def _plain_class(prim: Primitive) -> type:
     cls = _plain_classes.get(prim)
-    if cls is None:
-        cls = _plain_classes[prim] = node_class(prim, prim.node_name())
+    if cls is None:  # one class, whichever thread makes it first
+        cls = _plain_classes.setdefault(prim, node_class(prim, prim.node_name()))
     return cls
 
 
@@ -188,12 +186,13 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
     result = _new(Tensor)
     result._value = out
     e = x._edge
-    if e is None or not _grad_mode.enabled or prim.vjp[0] is None:
+    if e is None or not _state.enabled or prim.vjp[0] is None:
         result._edge = None
         return result
     saves = prim.saves
     if _tensor_mod.inplace_seen or saves == "meta":
         result._edge = make_node(prim, (x,), (x._value,), out, (), (e,))
+        trace = _state.trace
         if trace is not None:
             trace.append((result._edge, result, (x,)))
         return result
@@ -204,6 +203,7 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
     node.s0 = x if saves == "inputs" or saves == "both" else None
     node.out = out if saves == "output" or saves == "both" else None
     result._edge = node
+    trace = _state.trace
     if trace is not None:
         trace.append((node, result, (x,)))
     return result
@@ -234,7 +234,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     out = prim.forward(av, bv)
     result = _new(Tensor)
     result._value = out
-    if (ea is None and eb is None) or not _grad_mode.enabled:
+    if (ea is None and eb is None) or not _state.enabled:
         if out.__class__ is not _F64_SCALAR and _from_bools(out, (av, bv)):
             result._value = prim.forward(_as_float(av), _as_float(bv))
         result._edge = None
@@ -266,6 +266,7 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         if out.__class__ is _ndarray:
             _note_broadcast(node, av, bv, out, ea, eb)
     result._edge = node
+    trace = _state.trace
     if trace is not None:
         trace.append((node, result, (a, b)))
     return result

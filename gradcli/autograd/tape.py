@@ -1,7 +1,8 @@
 """The recording tape: every recorded node's output and inputs, kept while a block runs.
 
 Forward mode, replay, the gradient checks and the pictures read the tape; it lives here, beside the
-recording it listens to (``record.trace``), so each of them imports it from the layer below.
+recording it listens to (this thread's ``grad_mode.state.trace``), so each of them imports it from the layer
+below. A recording keeps what its own thread records: another thread's operations are not on its tape.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import record as _record
+from .grad_mode import state as _state
 from .tensor import Tensor
 
 
@@ -26,12 +27,12 @@ def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
     >>> [n.label for n in graph(y, trace=trace).nodes]
     ['x', 'x * x', '1', 'n1 + 1']
     """
-    previous = _record.trace
-    _record.trace = entries = []
+    previous = _state.trace
+    _state.trace = entries = []
     try:
         yield entries
     finally:
-        _record.trace = previous
+        _state.trace = previous
 
 
 @contextmanager
@@ -39,7 +40,7 @@ def nested_recording() -> Iterator[list[Any]]:
     """Record the run (as ``recording()`` does), and hand it on to an enclosing recording:
     an outer ``jvp``, ``hessian`` or gradient check must see the operations of an inner
     ``jacobian(..., create_graph=True)`` to push tangents or points through them."""
-    outer = _record.trace
+    outer = _state.trace
     with recording() as entries:
         try:
             yield entries

@@ -341,7 +341,7 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The NumPy array, shared (not copied); refused on a tensor that requires grad, except
         under ``no_grad`` (as PyTorch)."""
-        if self._edge is not None and _grad_mode.enabled:
+        if self._edge is not None and _grad_mode.state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self._materialize()
         return self._value
@@ -403,10 +403,10 @@ class Tensor:
 
     def _inplace(self, prim: Any, args: tuple[Any, ...], params: tuple[Any, ...] = ()) -> Tensor:
         edge = self._edge
-        recording = _grad_mode.enabled and (
+        recording = _grad_mode.state.enabled and (
             edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
         )
-        if _grad_mode.enabled:
+        if _grad_mode.state.enabled:
             if edge is not None and edge.__class__ is _node.AccumulateGrad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             base = self._base

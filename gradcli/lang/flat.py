@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc as _gc
 import math
 import re
+from _thread import RLock
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,7 +42,8 @@ _INF = float("inf")
 # opcodes
 _NUMBER, _VARIABLE, _NEG, _CALL, _BIN = range(5)
 
-_tables: dict[str, Any] | None = None
+_tables: dict[str, Any] | None = None  # built on first use, once, by whichever thread comes first
+_BUILDING = RLock()
 
 
 def _build_tables() -> dict[str, Any]:
@@ -128,9 +130,13 @@ _SPECIAL = frozenset()
 
 def tables() -> dict[str, Any]:
     global _tables
-    if _tables is None:
-        _tables = _build_tables()
-    return _tables
+    found = _tables
+    if found is None:
+        with _BUILDING:
+            if _tables is None:
+                _tables = _build_tables()
+            found = _tables
+    return found
 
 
 class FlatProgram:
@@ -315,15 +321,14 @@ def _close(powers: list[int], entries: list[Any], append: Any, last: bool = Fals
 
 
 def _run(program: FlatProgram, values: Mapping[str, Any], names: Sequence[str]) -> Any:
-    from ..autograd import anomaly as _anomaly
-    from ..autograd import grad_mode as _grad_mode
+    from ..autograd.grad_mode import state
     from .evaluate import max_elements
     from .library import gc
 
     max_elements()  # its errors are said on this road as on the other
     # complex or in-place tensors elsewhere in the process change nothing here: every value on the
     # tape is a new real float64 number, which the graph's nodes also differentiate by the plain rules
-    if not _grad_mode.enabled or _anomaly.active or not set(names) <= set(values):
+    if not state.enabled or state.anomaly is not None or not set(names) <= set(values):
         return None
     t = tables()
     constants = t["constants"]

@@ -10,6 +10,7 @@ primitive added to the table is usable everywhere at once.
 from __future__ import annotations
 
 import math
+from _thread import RLock
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -609,6 +610,9 @@ def _number(value: Any) -> float:
     return float(value.item() if hasattr(value, "item") else value)
 
 
+_FILLING = RLock()
+
+
 class _Table(dict):
     """The table before its first use: a plain expression (``(x+w)*(w+1)``) calls no function, and
     building ~90 entries was a tenth of ``gradcli eval``'s start-up over NumPy's. The first read
@@ -618,8 +622,10 @@ class _Table(dict):
 
     def _filled(self) -> dict[str, BuiltinFunction]:
         if type(self) is _Table:
-            self.update(_build())
-            self.__class__ = _Built
+            with _FILLING:  # once, by whichever thread reads first: the others wait for it
+                if type(self) is _Table:
+                    self.update(_build())
+                    self.__class__ = _Built
         return self
 
     def __getitem__(self, name: str) -> BuiltinFunction:

@@ -41,6 +41,7 @@ class PointsResult:
     value: np.ndarray
     gradient: dict[str, np.ndarray]
     warning: str | None = None  # the first non-finite value or gradient, with its point
+    point: int | None = None  # which of these points the warning names (0 for the first)
 
 
 class _Unbatchable(Exception):
@@ -123,7 +124,7 @@ def _point_by_point(
     first: int = 0,
 ) -> PointsResult:
     """One evaluation a point (a Python function's control flow may differ from row to row)."""
-    results, warning = [], None
+    results, warning, point = [], None, None
     for i in range(n):
         try:
             result = value_and_grad(program, _point(columns, values, i), names, seed)
@@ -135,11 +136,11 @@ def _point_by_point(
                 if result.evaluation.nonfinite
                 else f"non-finite gradient: {result.backward_nonfinite}"
             )
-            warning = f"{what} at {_point_text(columns, i, first)}"
+            warning, point = f"{what} at {_point_text(columns, i, first)}", i
         results.append(result)
     value = np.stack([np.asarray(r.value, dtype=np.float64) for r in results])
     gradient = {name: np.stack([np.asarray(r.gradient[name], dtype=np.float64) for r in results]) for name in names}
-    return PointsResult(value, gradient, warning)
+    return PointsResult(value, gradient, warning, point)
 
 
 def _batched(
@@ -176,7 +177,8 @@ def _batched(
         grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
     value = np.asarray(out.array, dtype=np.float64)
     gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
-    return PointsResult(value, gradient, _warning(program, columns, values, names, vector, run, value, gradient, first))
+    found = _warning(program, columns, values, names, vector, run, value, gradient, first)
+    return PointsResult(value, gradient, *(found or (None, None)))
 
 
 def _gradients(
@@ -201,13 +203,14 @@ def _warning(
     value: np.ndarray,
     gradient: dict[str, np.ndarray],
     first: int = 0,
-) -> str | None:
-    """eval's warning at the first point where a value (or else a gradient) is not finite."""
+) -> tuple[str, int] | None:
+    """eval's warning at the first point where a value (or else a gradient) is not finite, and that
+    point's index."""
     if run.nonfinite_point is not None:
         i = run.nonfinite_point
         evaluation = program.run(_point(columns, values, i), names)
         where = evaluation.nonfinite or f"the output gave {_kind(value[i])}"
-        return f"non-finite value: {where} at {_point_text(columns, i, first)}"
+        return f"non-finite value: {where} at {_point_text(columns, i, first)}", i
     bad = np.zeros(len(value), dtype=bool)
     for g in gradient.values():
         bad |= ~np.isfinite(g.reshape(len(g), -1)).all(axis=1)
@@ -218,7 +221,7 @@ def _warning(
     if where is None:
         where = "d/d" + next(k for k, g in gradient.items() if not np.isfinite(g[i]).all())
         where += f" gave {_kind(gradient[where[3:]][i])}"
-    return f"non-finite gradient: {where} at {_point_text(columns, i, first)}"
+    return f"non-finite gradient: {where} at {_point_text(columns, i, first)}", i
 
 
 def _kind(value: Any) -> str:

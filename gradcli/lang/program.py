@@ -10,6 +10,8 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+from _thread import RLock
+from _thread import _local as _thread_local  # threading.local, without importing threading at start-up
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -260,48 +262,90 @@ _ESCAPES = {"__float__": "float()", "__int__": "int()", "__complex__": "complex(
             "tolist": ".tolist()", "numpy": ".numpy()", "__array__": "NumPy on its values"}  # fmt: skip
 
 
+class _Watch(_thread_local):
+    """What this thread asked the patched Tensor methods to do (``_patched``): a thread that asked
+    for nothing (another thread's work meanwhile) gets their plain behaviour."""
+
+    escapes: list[str] | None = None  # where a run notes how its function leaves autograd
+    depth = 0  # float(x) calls x.item(): only the outermost way counts
+    detach: tuple[Any, Any, list[int]] | None = None  # detach_fixed's (record, replay, [calls so far])
+
+
+_WATCH = _Watch()
+_PATCHING = RLock()
+_users: dict[str, int] = {}  # blocks using each patch, in every thread
+_saved: dict[str, dict[str, Any]] = {}  # each patch's replaced methods, the class's own
+
+
 @contextmanager
-def _watching_escapes(found: list[str]) -> Iterator[None]:
-    """While the user's function runs, note each way it takes the values of a tensor that
-    requires grad out of the graph (math.sin(float(x)), np.sin(x.data), x.item()...)."""
+def _patched(kind: str, replacements: Callable[[], dict[str, Any]]) -> Iterator[None]:
+    """Tensor's methods replaced while any thread's block of ``kind`` runs: installed by the first,
+    the class's own put back by the last (a class is shared by every thread; what each thread's
+    replacements do is read from ``_WATCH``)."""
     cls = gc.Tensor
-    saved = {name: cls.__dict__[name] for name in (*_ESCAPES, "data")}
-    depth = [0]  # float(x) calls x.item(): only the outermost way counts
+    with _PATCHING:
+        if not _users.get(kind):
+            new = replacements()
+            _saved[kind] = {name: cls.__dict__[name] for name in new}
+            for name, method in new.items():
+                setattr(cls, name, method)
+        _users[kind] = _users.get(kind, 0) + 1
+    try:
+        yield
+    finally:
+        with _PATCHING:
+            _users[kind] -= 1
+            if not _users[kind]:
+                for name, method in _saved.pop(kind).items():
+                    setattr(cls, name, method)
+
+
+def _escape_watchers() -> dict[str, Any]:
+    saved = {name: gc.Tensor.__dict__[name] for name in (*_ESCAPES, "data")}
 
     def watch(method: Callable[..., Any], how: str) -> Callable[..., Any]:
         def watched(self: gc.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if self._edge is not None and not depth[0] and how not in found:
+            found = _WATCH.escapes
+            if found is None:
+                return method(self, *args, **kwargs)
+            if self._edge is not None and not _WATCH.depth and how not in found:
                 found.append(how)
-            depth[0] += 1
+            _WATCH.depth += 1
             try:
                 return method(self, *args, **kwargs)
             finally:
-                depth[0] -= 1
+                _WATCH.depth -= 1
 
         return watched
 
-    try:
-        for name, how in _ESCAPES.items():
-            setattr(cls, name, watch(saved[name], how))
-        data = saved["data"]
-        cls.data = property(watch(data.fget, ".data"), data.fset, doc=data.__doc__)
-        yield
-    finally:
-        for name, method in saved.items():
-            setattr(cls, name, method)
+    watchers = {name: watch(saved[name], how) for name, how in _ESCAPES.items()}
+    data = saved["data"]
+    watchers["data"] = property(watch(data.fget, ".data"), data.fset, doc=data.__doc__)
+    return watchers
 
 
 @contextmanager
-def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None = None) -> Iterator[None]:
-    """``detach()`` as a constant when a Python function is called at other points: its values at
-    the point are recorded, then given again, in call order, wherever the shapes still match: as
-    the replay of an expression keeps detach(...) fixed, so both roads judge the same derivative."""
-    cls = gc.Tensor
-    original = cls.__dict__["detach"]
-    count = [0]
+def _watching_escapes(found: list[str]) -> Iterator[None]:
+    """While the user's function runs on this thread, note each way it takes the values of a tensor
+    that requires grad out of the graph (math.sin(float(x)), np.sin(x.data), x.item()...)."""
+    previous = _WATCH.escapes, _WATCH.depth
+    _WATCH.escapes, _WATCH.depth = found, 0
+    try:
+        with _patched("escapes", _escape_watchers):
+            yield
+    finally:
+        _WATCH.escapes, _WATCH.depth = previous
+
+
+def _fixed_detach() -> dict[str, Any]:
+    original = gc.Tensor.__dict__["detach"]
 
     def detach(self: gc.Tensor) -> gc.Tensor:
         out = original(self)
+        fixed = _WATCH.detach
+        if fixed is None:
+            return out
+        record, replay, count = fixed
         if record is not None:
             record.append(out.array)
         elif replay is not None:
@@ -311,11 +355,22 @@ def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None =
                 return gc.tensor(replay[k])
         return out
 
-    cls.detach = detach
+    return {"detach": detach}
+
+
+@contextmanager
+def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None = None) -> Iterator[None]:
+    """``detach()`` as a constant when a Python function is called at other points: its values at
+    the point are recorded, then given again, in call order, wherever the shapes still match: as
+    the replay of an expression keeps detach(...) fixed, so both roads judge the same derivative.
+    (On this thread only: another thread's ``detach()`` meanwhile is its own.)"""
+    previous = _WATCH.detach
+    _WATCH.detach = (record, replay, [0])
     try:
-        yield
+        with _patched("detach", _fixed_detach):
+            yield
     finally:
-        cls.detach = original
+        _WATCH.detach = previous
 
 
 def leaves_autograd(program: Program, unconnected: Sequence[str] = (), detail: str = "") -> str:

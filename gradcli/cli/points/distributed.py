@@ -4,10 +4,17 @@
 every partition is evaluated by gradcli's batched evaluator (``gradcli.lang.points``) on the workers,
 and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition.
 ``--dask local:N`` starts a ``LocalCluster`` of N workers on this machine, shut down afterwards.
+
+A worker evaluates several partitions at once, one a thread (``local:N``'s workers are threads of
+this process; ``dask worker --nthreads 2`` has two): each partition gets one process's numbers
+because gradcli's modes are per thread (``autograd/grad_mode.py``). A partition's warning (a
+value or a gradient that is not finite) is not printed where it ran: it is sent to the scheduler
+as an event, and this process prints the data set's first one, numbered as one process numbers it.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
@@ -48,15 +55,16 @@ def evaluate_on_dask(
     columns, labels = _probe(program, spec, values, wrt, seed, keep_columns)
     frame = _read(dd, files, columns)  # partitions of up to 64 MB of CSV, or one a Parquet row group
     meta = _empty(frame.dtypes, columns.kept, labels)
-    job = (program, columns, values, wrt, seed, labels)
+    job = (program, columns, values, wrt, seed, labels, f"gradcli-warning-{uuid.uuid4().hex}")
     result = frame.map_partitions(_partition, job, meta=meta)
-    with _client(distributed, address, workers):
+    with _client(distributed, address, workers) as client:
         try:
             result.to_parquet(out, write_index=False, overwrite=False)
         except UsageError:
             raise
         except (ValueError, TypeError) as exc:  # a cell pandas could not read as a number
             raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
+        _first_warning(client, frame, job)
 
 
 def _local_workers(address: str) -> int | None:
@@ -105,7 +113,7 @@ def _probe(
     from .run import Results
 
     columns: list[Columns] = []
-    results = Results(program, values, wrt, seed)
+    results = Results(program, values, wrt, seed, warn=False)  # (the first row's warning is said with the rest)
     for chunk in chunks(spec, set(program.variables), keep, 1, columns):
         results.evaluate(chunk)
         return columns[0], results.labels
@@ -128,13 +136,13 @@ def _empty(dtypes: Any, kept: list[str], labels: list[str]) -> Any:
     return pd.DataFrame(empty)
 
 
-def _partition(frame: Any, job: tuple) -> Any:
+def _partition(frame: Any, job: tuple, partition_info: dict[str, Any] | None = None) -> Any:
     """One partition's points (on a worker): the kept columns, the value and the gradients."""
     import pandas as pd
 
     from .run import Results
 
-    program, columns, values, wrt, seed, labels = job
+    program, columns, values, wrt, seed, labels, topic = job
     if len(frame) == 0:
         return _empty(frame.dtypes, columns.kept, labels)
     numbers = {v: frame[v].to_numpy(dtype=np.float64) for v in columns.variables}
@@ -142,7 +150,34 @@ def _partition(frame: Any, job: tuple) -> Any:
     if bad:
         i = int(np.argmax(~np.isfinite(numbers[bad[0]])))
         raise UsageError(f"column {bad[0]!r}: a cell that is empty, nan or infinite ({frame.index[i]} in its part)")
-    arrays, _ = Results(program, values, wrt, seed).evaluate(Chunk(numbers, {}, len(frame)))
+    arrays, result = Results(program, values, wrt, seed, warn=False).evaluate(Chunk(numbers, {}, len(frame)))
+    if result.warning is not None:  # said by the client, where its row in the data set is known
+        row = {v: float(c[result.point]) for v, c in numbers.items()}
+        part = partition_info["number"] if partition_info else 0
+        _worker().log_event(topic, {"part": part, "point": result.point, "row": row})
     out = {h: frame[h].to_numpy() for h in columns.kept}
     out.update(zip(labels, arrays))
     return pd.DataFrame(out)
+
+
+def _worker() -> Any:
+    from distributed import get_worker
+
+    return get_worker()
+
+
+def _first_warning(client: Any, frame: Any, job: tuple) -> None:
+    """The warning of the data set's first partition that had one, as one process says it: its
+    point evaluated again here, numbered by its row in the data set (the partitions before it
+    are counted only then)."""
+    from .run import Results
+
+    program, columns, values, wrt, seed, _, topic = job
+    found = [event for _, event in client.get_events(topic)]
+    if not found:
+        return
+    first = min(found, key=lambda event: (event["part"], event["point"]))
+    part = first["part"]
+    before = int(frame.partitions[list(range(part))].map_partitions(len).compute().sum()) if part else 0
+    row = {v: np.array([first["row"][v]]) for v in columns.variables}
+    Results(program, values, wrt, seed).evaluate(Chunk(row, {}, 1, before + first["point"]))

@@ -31,8 +31,11 @@ def check_chunk_rows(rows: int | None) -> int:
 class Results:
     """What one chunk gave, with the output's column names once the first chunk has run."""
 
-    def __init__(self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None) -> None:
+    def __init__(
+        self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None, warn: bool = True
+    ) -> None:
         self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
+        self.warn = warn  # print the first warning (not on a Dask worker: distributed.py says it)
         self.names: list[str] = []
         self.labels: list[str] = []
         self.warning: str | None = None
@@ -49,9 +52,10 @@ class Results:
                 self.labels += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
         if result.warning and self.warning is None:
             self.warning = result.warning
-            from .. import output
+            if self.warn:
+                from .. import output
 
-            output.warn(result.warning)
+                output.warn(result.warning)
         arrays = [result.value, *(result.gradient[name] for name in names)]
         flat = [a.reshape(chunk.n, -1) for a in arrays]
         return [f[:, j] for f in flat for j in range(f.shape[1])], result
