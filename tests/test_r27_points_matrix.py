@@ -180,9 +180,7 @@ ROADS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "road", [pytest.param(r, id="-".join(str(part) for part in r)) for r in ROADS]
-)
+@pytest.mark.parametrize("road", [pytest.param(r, id="-".join(str(part) for part in r)) for r in ROADS])
 @pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in POINT_PROGRAMS])
 def test_every_points_road_gives_the_same_bits(program: Program, road: tuple[Any, ...], tmp: Path) -> None:
     got = run_points(program, tmp, *road)
@@ -234,7 +232,9 @@ def test_dask_over_several_parts_gives_one_process_bits(program: Program, tmp: P
     assert one.exit_code == 0, one.stderr
     want = _from_json_lines(one.stdout)
     out = tmp / f"{program.name}-dask-out"
-    result = invoke(["eval", *inline(program.text), "--points", str(folder), "--dask", "local:2", "-o", str(out), *common])
+    result = invoke(
+        ["eval", *inline(program.text), "--points", str(folder), "--dask", "local:2", "-o", str(out), *common]
+    )
     assert result.exit_code == 0, result.stderr
     parts = sorted(out.glob("*.parquet"), key=lambda f: int("".join(c for c in f.stem if c.isdigit()) or 0))
     assert len(parts) == 4, [f.name for f in out.iterdir()]
