@@ -225,7 +225,9 @@ def arrows(data: Any, title: str, width: int, height: int = 16) -> Any:
     out.append(" " * (margin + 1) + _axis_text(xlim, inner, 1, max(inner, width - margin - 1)) + "\n")
     out.append(" " * margin + f"{data.names[0]} →, {data.names[1]} ↑".center(inner).rstrip() + "\n")
     key = "arrows: the direction of ∇f; colour: f from ■■■■■ (low to high)"
-    out.append(" " * margin + "arrows: the direction of ∇f;" + (" " if margin + len(key) <= width else "\n" + " " * margin))
+    out.append(
+        " " * margin + "arrows: the direction of ∇f;" + (" " if margin + len(key) <= width else "\n" + " " * margin)
+    )
     out.append("colour: f from ")
     for shade in SHADES:
         out.append("■", style=shade)

@@ -45,8 +45,12 @@ def checked_max_nodes(value: int | str | None) -> int | None:
     except ValueError:
         count = -1
     if count < 0 or isinstance(value, (bool, float)):
-        raise UsageError(f"invalid value for '--max-nodes': {str(value)!r} is not a count of nodes (N, or 0 or all: every node)")
+        raise UsageError(
+            f"invalid value for '--max-nodes': {str(value)!r} is not a count of nodes (N, or 0 or all: every node)"
+        )
     return count
+
+
 _SIGNS = {row.primitive.name: row.symbol for row in PREFIX.values() if row.primitive is not None}  # "neg" -> "-"
 INFIX = SHOWN  # primitive name -> its operator's symbol ("mul" -> "*"), from the operator table
 
@@ -73,11 +77,9 @@ def build(
     for a non-scalar output); ``free`` lets that pass release the saved values, as
     a plain ``backward()`` does, and shows which nodes lost them. ``clusters``: spans of the
     trace (``clusters.statement_spans``, ``clusters.python_calls``) drawn as boxes. ``max_nodes``
-    (``checked_max_nodes``): the nodes shown; given, the pictures draw what it leaves (``Graph.as_built``):
-    covering the graph, or ``ALL_NODES``, every node as itself; not given, 200, and a picture over 100
-    nodes collapses repeated structure. ``held``: the
-    caller's variables (name, tensor): a leaf held in one is named by it, and without a trace a
-    held tensor gives its node's value, as the outputs and the tensors the nodes saved do.
+    (``checked_max_nodes``): given, pictures draw what it leaves (``Graph.as_built``; all of it: every
+    node itself); not given, 200, a picture over 100 nodes collapsing what repeats. ``held``: the
+    caller's variables (name, tensor), naming the leaves they hold and, without a trace, giving values.
     """
     texts = texts if texts is not None else {}
     traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
@@ -188,18 +190,15 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         g["collapsed"] = True
     graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
     shown = {n.id for n in graph.nodes}
-    grouped = {m: g["id"] for g in groups for m in g["members"]}
+    drawn_as = {m: g["id"] for g in groups for m in g["members"] if g["id"] in shown}  # a group drawn in its place
+    drawn_as.update((n.id, n.key) for n in skeleton.nodes if n.id in shown)  # (else "...": not drawn)
     for node in graph.nodes:
         tensor = builder.tensors.get(node.id)
         text = texts.get(id(tensor)) if node.kind == "op" and tensor is not None else None
         if text:
             node.label, node.generated = text, False
         elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
-            refs = [
-                skeleton.node(e.source).key if e.source in shown
-                else grouped[e.source] if grouped.get(e.source) in shown else "..."
-                for e in skeleton.inputs_of(node.id)
-            ]
+            refs = [drawn_as.get(e.source, "...") for e in skeleton.inputs_of(node.id)]
             node.label = _expression(node.op, refs)
     if point:
         part = _Builder(traced, texts)
@@ -531,8 +530,12 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed:
             return False
         seed = np.ones_like(out.array)
     capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
-    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
-                         retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
+    try:
+        found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
+                             retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
+    except RuntimeError as failed:  # (a saved value changed in place since: the graph is drawn, as torchviz does)
+        graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
+        return False
     for node_id, g in zip(captured_ids, found):
         graph.node(node_id).grad = None if g is None else np.asarray(g)
     for node_id in captured_ids:

@@ -260,10 +260,10 @@ def dot(graph: Graph, collapse: bool = True) -> str:
 
     from .summary import SUMMARY_NODES, collapsed
 
-    collapse = collapse and not graph.as_built
-    if collapse and len(graph.nodes) > SUMMARY_NODES and graph.groups:
+    summarise = collapse and not graph.as_built
+    if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
-    if collapse and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
+    if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
         from .page import summarised
 
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
