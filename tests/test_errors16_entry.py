@@ -30,7 +30,10 @@ CLICK_ERRORS = [
     (["eval", "x", "--att", "x=1"], "error: no such option: --att; did you mean --at?\n"),
     (["evl", "x"], "error: no such command 'evl'; did you mean 'eval'?\n"),
     (["eval", "x", "--at", "x=1", "--wrt"], "error: option '--wrt' requires an argument\n"),
-    (["graph", "x", "--max-nodes", "abc"], "error: invalid value for '--max-nodes': 'abc' is not a valid int\n"),
+    (
+        ["graph", "x", "--max-nodes", "abc"],
+        "error: invalid value for '--max-nodes': 'abc' is not a count of nodes (N, or 0 or all: every node)\n",
+    ),
     (["check", "x", "--rtol", "tiny"], "error: invalid value for '--rtol': 'tiny' is not a valid float\n"),
     (["ops", "--jsn"], "error: no such option: --jsn; did you mean --json?\n"),
     (["eval", "x", "y"], "error: got unexpected extra argument(s) (y)\n"),
@@ -49,7 +52,10 @@ JSON_ERRORS = [
         ["diff", "x", "--json", "--sympy-timeout", "abc"],
         "invalid value for '--sympy-timeout': 'abc' is not a valid float",
     ),
-    (["graph", "x", "--json", "--max-nodes", "abc"], "invalid value for '--max-nodes': 'abc' is not a valid int"),
+    (
+        ["graph", "x", "--json", "--max-nodes", "abc"],
+        "invalid value for '--max-nodes': 'abc' is not a count of nodes (N, or 0 or all: every node)",
+    ),
     (["eval", "x[", "--json"], "expected ']' to close '[' at column 2"),  # the fast path's own error
     (["jacobian", "x", "--at", "x=1", "--mode", "bogus", "--json"], "--mode bogus: use auto, forward or reverse"),
     (["hessian", "x*y", "--at", "x=1", "--json"], "missing value for 'y': give it with --at y=..."),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import random
 import re
 import shutil
 from importlib import resources
@@ -157,12 +158,17 @@ def test_repr_html_is_none_without_graphviz(monkeypatch):
 @needs_dot
 def test_cli_page_of_a_large_graph_is_its_summary(tmp_path, monkeypatch):
     monkeypatch.setattr("gradcli.render.page.PAGE_MAX_NODES", 40)  # stands for 600: the same cut, drawn faster
-    expression = " + ".join(f"sin(x*{k})*w" for k in range(1, 201))  # 1,001 nodes
+    # steps of random shapes (nothing repeats to draw as a group): --max-nodes not given, 200 of them
+    # (issue 27: given, the page draws every node it leaves)
+    rng = random.Random(0)
+    forms = ["h{i}*{v}", "sin(h{i})+{v}", "h{i}-{v}", "exp(h{i}*0.1)*{v}", "h{i}/(1+{v}*{v})", "cos(h{i})*{v}"]
+    steps = [f"h{i + 1} = " + rng.choice(forms).format(i=i, v=rng.choice("xyz")) for i in range(100)]
     out = tmp_path / "big.html"
-    result = run("graph", expression, "--at", "x=0.5,w=2", "--max-nodes", "5000", "-o", str(out))
+    result = run("graph", "; ".join(["h0 = x", *steps]), "--at", "x=0.5,y=0.3,z=0.2", "-o", str(out))
     assert result.exit_code == 0, result.stderr
     model = embedded_model(out.read_text(encoding="utf-8"))
     assert len(model["nodes"]) == 41 and model["nodes"][-1]["id"] == "hidden"
-    assert model["hidden"] == 961 and sum(model["hidden_kinds"].values()) == 961
-    assert model["notes"][0].startswith("961 more nodes not shown (the page shows 40): ")
+    HIDDEN = 173  # 213 nodes: the default --max-nodes left 21 out and 192 in, the page 40 of those
+    assert model["hidden"] == HIDDEN and sum(model["hidden_kinds"].values()) == HIDDEN
+    assert model["notes"][0].startswith(f"{HIDDEN} more nodes not shown (the page shows 40): ")
     assert out.read_text(encoding="utf-8").count('class="node"') == 41

@@ -320,7 +320,13 @@ def graph_command(
     ),
     out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
     highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
-    max_nodes: int = typer.Option(200, "--max-nodes", metavar="N", help="show at most N nodes of a large graph"),
+    max_nodes: str = typer.Option(
+        None,
+        "--max-nodes",
+        metavar="N|all",
+        help="show at most N nodes (default 200, repeats drawn as one node over 100); N at least the graph's size, "
+        "or 0 or all: every node, none grouped",
+    ),
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="mark the first node whose own derivative is wrong"),
     layout_timeout: float = typer.Option(

@@ -390,7 +390,7 @@ def draw(
     fmt: str | None,
     out: str | None,
     highlight: list[str],
-    max_nodes: int,
+    max_nodes: int | str | None,
     seed: str | None,
     blame: bool = False,
     python: str | None = None,
@@ -405,13 +405,12 @@ def draw(
         from ..errors import UsageError
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
-        from ..render.build import build, recording
+        from ..render.build import build, checked_max_nodes, recording
         from ..render.layout import checked_limit, checked_rankdir
         from ..render.output import format_for
 
         output.use_digits(digits)
-        if max_nodes < 1:
-            raise UsageError("--max-nodes must be at least 1")
+        max_nodes = checked_max_nodes(max_nodes)
         checked_limit(layout_timeout)
         rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)

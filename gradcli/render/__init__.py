@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .build import DEFAULT_MAX_NODES, build, recording
+from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
@@ -100,19 +100,38 @@ def graph(
     seed: Any = None,
     point: bool = True,
     highlight: Sequence[str] = (),
-    max_nodes: int = DEFAULT_MAX_NODES,
+    max_nodes: int | str | None = None,
     compact: bool = False,
     rankdir: str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values).
-    ``compact`` shows names and values without formulas; ``rankdir`` ("TB" or "LR") forces the
-    pictures' direction, else chosen from the graph's shape."""
+    Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
+    ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
+    caller's tensors, what the nodes saved for backward). ``max_nodes``: at most that many nodes
+    (200 when not given, repeated structure drawn as one node over 100); given and covering the
+    graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
+    without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
+    from the graph's shape."""
+    import sys
+
     from .layout import checked_rankdir
 
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    held = _held(sys._getframe(1))
+    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
     model.compact, model.rankdir = compact, checked_rankdir(rankdir)
     return View(model)
+
+
+def _held(frame: Any) -> list[tuple[str, Any]]:
+    """The tensors the caller's variables hold (its locals, then its module's globals, as a
+    notebook cell keeps them), by name; names starting with ``_`` (IPython's ``_``, ``_3``) left out."""
+    from ..autograd.tensor import Tensor
+
+    found: list[tuple[str, Any]] = []
+    for scope in (frame.f_locals, frame.f_globals):
+        found += [(name, v) for name, v in list(scope.items()) if isinstance(v, Tensor) and not name.startswith("_")]
+    return found
 
 
 __all__ = ["Edge", "Graph", "GraphNode", "Node", "View", "build", "graph", "recording"]

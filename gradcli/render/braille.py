@@ -106,17 +106,27 @@ def _row_labels(ylim: tuple[float, float], height: int, dots: int) -> dict[int, 
     return found
 
 
-def _axis_text(xlim: tuple[float, float], inner: int, dots: int) -> str:
-    """The x axis's tick labels, each centred under its column, none overlapping."""
-    line = [" "] * (inner + 8)
+def _axis_text(xlim: tuple[float, float], inner: int, dots: int, room: int | None = None) -> str:
+    """The x axis's tick labels, each centred under its column, none overlapping, within ``room``
+    characters (the canvas's width unless said): a label at an end is moved in to fit, so that the
+    line never wraps on the terminal."""
+    line = [" "] * (inner if room is None else room)
     free = 0
     for t in nice_ticks(*xlim, count=max(3, inner // 8)):
         text = tick(t)
-        at = max(0, _place(t, xlim[0], xlim[1], inner, dots) - len(text) // 2)
+        at = max(0, min(_place(t, xlim[0], xlim[1], inner, dots) - len(text) // 2, len(line) - len(text)))
         if at >= free and at + len(text) <= len(line):
             line[at : at + len(text)] = list(text)
             free = at + len(text) + 2
     return "".join(line).rstrip()
+
+
+def _fitted(title: str, across: int, width: int) -> str:
+    """The title centred over the plot (``across`` columns), within the terminal's ``width``: cut
+    with … if longer (a line that wraps breaks the picture)."""
+    if len(title) > width:
+        title = title[: max(width - 1, 0)] + "…"
+    return title.center(across).rstrip() if len(title) <= across else title
 
 
 def _rows_with_axis(rows: list[Any], labels: dict[int, str], margin: int) -> Any:
@@ -157,15 +167,24 @@ def figure(
         row = height - 1 - _place(y, ylim[0], ylim[1], height, 4)
         if 0 <= col < inner and 0 <= row < height:
             cells[row][col] = ("●", style)
-    out = Text(title.center(margin + 1 + inner).rstrip() + "\n", style="bold")
+    out = Text(_fitted(title, margin + 1 + inner, width) + "\n", style="bold")
     out.append_text(_rows_with_axis(cells, labels_by_row, margin))
     out.append(" " * margin + "└" + "─" * inner + "\n")
     out.append(" " * (margin + 1) + _axis_text(xlim, inner, 2) + "\n")
     out.append(" " * margin + xlabel.center(inner).rstrip() + "\n")
     out.append(" " * margin)
-    for i, (symbol, text, style) in enumerate(labels):
-        out.append(("   " if i else "") + symbol + " ", style=style or None)
+    used = margin
+    for i, (symbol, text, style) in enumerate(labels):  # on as many lines as the width needs
+        size = len(symbol) + 1 + len(text)
+        if i and used + 3 + size > width:
+            out.append("\n" + " " * margin)
+            used = margin
+        elif i:
+            out.append("   ")
+            used += 3
+        out.append(symbol + " ", style=style or None)
         out.append(text)
+        used += size
     out.append("\n")
     return out
 
@@ -200,12 +219,16 @@ def arrows(data: Any, title: str, width: int, height: int = 16) -> Any:
         col = _place(data.at[0], *xlim, inner, 1)
         if 0 <= row < height and 0 <= col < inner:
             cells[row][col] = ("●", "bold")
-    out = Text(title.center(margin + 1 + inner).rstrip() + "\n", style="bold")
+    out = Text(_fitted(title, margin + 1 + inner, width) + "\n", style="bold")
     out.append_text(_rows_with_axis(cells, labels_by_row, margin))
     out.append(" " * margin + "└" + "─" * inner + "\n")
-    out.append(" " * (margin + 1) + _axis_text(xlim, inner, 1) + "\n")
+    out.append(" " * (margin + 1) + _axis_text(xlim, inner, 1, max(inner, width - margin - 1)) + "\n")
     out.append(" " * margin + f"{data.names[0]} →, {data.names[1]} ↑".center(inner).rstrip() + "\n")
-    out.append(" " * margin + "arrows: the direction of ∇f; colour: f from ")
+    key = "arrows: the direction of ∇f; colour: f from ■■■■■ (low to high)"
+    out.append(
+        " " * margin + "arrows: the direction of ∇f;" + (" " if margin + len(key) <= width else "\n" + " " * margin)
+    )
+    out.append("colour: f from ")
     for shade in SHADES:
         out.append("■", style=shade)
     out.append(" (low to high)")

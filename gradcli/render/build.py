@@ -11,6 +11,7 @@ rule (the table, not a second copy of the calculus).
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,15 +20,37 @@ import numpy as np
 
 from ..autograd.engine import run_backward
 from ..autograd.function import FunctionNode
-from ..autograd.node import FREED, AccumulateGrad, OpNode, edge_node
+from ..autograd.node import FREED, AccumulateGrad, OpNode, OutputRef, edge_node
 from ..autograd.tape import recording as recording  # the tape is autograd's; gc.render.recording stays
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, storage_root
 from ..errors import UsageError
 from ..ops import Meta
 from ..ops.operators import PREFIX, SHOWN
 from .model import Edge, Graph, GraphNode
 
 DEFAULT_MAX_NODES = 200
+ALL_NODES = 0  # --max-nodes 0 (or all): every node, drawn as itself
+
+
+def checked_max_nodes(value: int | str | None) -> int | None:
+    """``--max-nodes``: None (not given: ``DEFAULT_MAX_NODES``, pictures summarised), a count of at
+    least 1, or ``ALL_NODES`` for ``0`` and ``all``."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == "all":
+        return ALL_NODES
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0 or isinstance(value, (bool, float)):
+        raise UsageError(
+            f"invalid value for '--max-nodes': {str(value)!r} is not a count of nodes (N, or 0 or all: every node)"
+        )
+    return count
+
+
 _SIGNS = {row.primitive.name: row.symbol for row in PREFIX.values() if row.primitive is not None}  # "neg" -> "-"
 INFIX = SHOWN  # primitive name -> its operator's symbol ("mul" -> "*"), from the operator table
 
@@ -41,9 +64,10 @@ def build(
     point: bool = True,
     free: bool = False,
     highlight: Sequence[str] = (),
-    max_nodes: int = DEFAULT_MAX_NODES,
+    max_nodes: int | str | None = None,
     blamed: Sequence[Any] = (),
     clusters: Sequence[tuple[str, int, int]] = (),
+    held: Sequence[tuple[str, Tensor]] = (),
 ) -> Graph:
     """The model of the graph behind ``outputs``.
 
@@ -52,26 +76,36 @@ def build(
     and local derivatives are computed (one backward pass, ``seed`` as its vector
     for a non-scalar output); ``free`` lets that pass release the saved values, as
     a plain ``backward()`` does, and shows which nodes lost them. ``clusters``: spans of the
-    trace (``clusters.statement_spans``, ``clusters.python_calls``) drawn as boxes.
+    trace (``clusters.statement_spans``, ``clusters.python_calls``) drawn as boxes. ``max_nodes``
+    (``checked_max_nodes``): given, pictures draw what it leaves (``Graph.as_built``; all of it: every
+    node itself); not given, 200, a picture over 100 nodes collapsing what repeats. ``held``: the
+    caller's variables (name, tensor), naming the leaves they hold and, without a trace, giving values.
     """
     texts = texts if texts is not None else {}
     traced = {id(node): (result, inputs) for node, result, inputs in (trace or ())}
     roots = [edge_node(t._edge) for t in outputs if t._edge is not None]
     constant_outputs = sum(t._edge is None for t in outputs)  # always shown, so they take room first
-    kept, hidden, room, everything = _reachable(roots, max(max_nodes - constant_outputs, 0), traced)
+    given = checked_max_nodes(max_nodes)
+    max_nodes = DEFAULT_MAX_NODES if given is None else given
+    limit = sys.maxsize if given == ALL_NODES else max(max_nodes - constant_outputs, 0)
+    kept, hidden, room, everything = _reachable(roots, limit, traced)
     if hidden:  # over --max-nodes: its repeated structure collapsed first, where it has some
         summary = _summary(everything, roots, outputs, traced, texts, seed, point, free, max_nodes, clusters)
         if summary is not None:
             graph, ids = summary
+            graph.as_built = given is not None
             _marks(graph, highlight, blamed, ids)
             return graph
     builder = _Builder(traced, texts, room)
+    builder.known = _held_values(kept, outputs, held, traced)
+    builder.held_names = {id(t): name for name, t in reversed(held)}  # the first name holding it
     for node in _evaluation_order(kept, traced, roots):
         builder.add(node)
     out_ids = [builder.output_node(t) for t in outputs]
     if hidden:
         builder.add_hidden(hidden, kept)
     graph = Graph(builder.nodes, builder.edges, out_ids)
+    graph.as_built = given is not None  # asked for: the pictures draw it as it is
     _name_outputs(graph, out_ids)
     if hidden:
         graph.hidden = sum(hidden.values())
@@ -90,6 +124,7 @@ def build(
         _local_derivatives(graph, builder)
         if fresh:  # (what backward left in .grad may hold several passes: no parts of it)
             _gradient_parts(graph)
+        _unknown_values(graph)
     _marks(graph, highlight, blamed, builder.ids)
     if clusters:
         from .clusters import place
@@ -155,17 +190,15 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         g["collapsed"] = True
     graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
     shown = {n.id for n in graph.nodes}
-    grouped = {m: g["id"] for g in groups for m in g["members"]}
+    drawn_as = {m: g["id"] for g in groups for m in g["members"] if g["id"] in shown}  # a group drawn in its place
+    drawn_as.update((n.id, n.key) for n in skeleton.nodes if n.id in shown)  # (else "...": not drawn)
     for node in graph.nodes:
         tensor = builder.tensors.get(node.id)
         text = texts.get(id(tensor)) if node.kind == "op" and tensor is not None else None
         if text:
             node.label, node.generated = text, False
         elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
-            refs = [
-                skeleton.node(e.source).key if e.source in shown else grouped.get(e.source, "...")
-                for e in skeleton.inputs_of(node.id)
-            ]
+            refs = [drawn_as.get(e.source, "...") for e in skeleton.inputs_of(node.id)]
             node.label = _expression(node.op, refs)
     if point:
         part = _Builder(traced, texts)
@@ -296,6 +329,8 @@ class _Builder:
         self.inputs: dict[str, tuple[Any, ...]] = {}  # model id -> the op's inputs as given
         self.leaf_count = 0
         self.structure = False  # the structure alone: operations without their labels
+        self.known: dict[Any, Any] = {}  # autograd node -> its value, where no trace says it (_held_values)
+        self.held_names: dict[int, str] = {}  # id(tensor) -> the caller's variable holding it
 
     def new_id(self) -> str:
         return f"n{len(self.nodes)}"
@@ -309,7 +344,8 @@ class _Builder:
     def _variable(self, node: AccumulateGrad) -> None:
         tensor = node.variable()
         node_id = self.new_id()
-        name = tensor.name if tensor is not None and tensor.name else f"leaf{self.leaf_count}"
+        name = (tensor.name or self.held_names.get(id(tensor))) if tensor is not None else None
+        name = name or f"leaf{self.leaf_count}"
         self.leaf_count += 1
         model = GraphNode(node_id, "variable", "variable", name, name=name)
         if tensor is not None:
@@ -333,6 +369,9 @@ class _Builder:
             model.name = result.name
             self.tensors[node_id] = result
             self.inputs[node_id] = inputs
+        elif node in self.known:
+            model.value = np.asarray(self.known[node])
+            model.shape = model.value.shape
         elif isinstance(node, OpNode) and node.out is not None and not isinstance(node.out, Meta):
             model.value = np.asarray(node.out)
             model.shape = model.value.shape
@@ -410,6 +449,47 @@ class _Builder:
         self.nodes.append(summary)
 
 
+def _held_values(nodes: list[Any], outputs: Sequence[Tensor], held: Sequence[tuple[str, Tensor]],
+                 traced: dict[int, Any]) -> dict[Any, Any]:  # fmt: skip
+    """The value of each operation the trace does not cover, where a tensor still holds it: an
+    output passed in, a tensor the caller holds, one kept by ``retain_grad()``, or an input a
+    consumer saved for its backward (unless modified in place since, or freed by backward)."""
+    if traced and all(id(n) in traced for n in nodes if n.__class__ is not AccumulateGrad):
+        return {}
+    found: dict[Any, Any] = {}
+
+    def take(tensor: Any, expected: int | None = None) -> None:
+        edge = getattr(tensor, "_edge", None)
+        if edge is None or edge.__class__ is OutputRef or edge in found:
+            return  # (one output of a node with several: not the node's value)
+        if expected is None or storage_root(tensor)._version == expected:
+            found[edge] = tensor.array
+
+    for tensor in [*outputs, *(t for _, t in held)]:
+        take(tensor)
+    for node in nodes:
+        if not isinstance(node, OpNode):
+            continue
+        take(node.retained(None))
+        saved = node.saved
+        if saved is None or saved is FREED or node.prim.saves == "meta":
+            continue
+        for i, value in enumerate(saved):
+            if isinstance(value, Tensor):
+                take(value, node.versions[i] if node.versions else 0)
+    return found
+
+
+def _unknown_values(graph: Graph) -> None:
+    """A note naming the operations drawn without a value (no trace, and no tensor holds it)."""
+    missing = [n.ref for n in graph.nodes if n.kind == "op" and n.value is None]
+    if missing:
+        names = ", ".join(missing[:6]) + (f" and {len(missing) - 6:,} more" if len(missing) > 6 else "")
+        graph.notes.append(
+            f"no value kept for {names}: build the graph inside gc.render.recording() to see every value"
+        )
+
+
 def _value_text(raw: Any) -> str:
     from ..text import array, number
 
@@ -450,8 +530,12 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Tensor], seed:
             return False
         seed = np.ones_like(out.array)
     capture = {builder.autograd[i]: k for k, i in enumerate(captured_ids)}
-    found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
-                         retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
+    try:
+        found = run_backward([out._edge], [np.asarray(seed, dtype=np.asarray(out.array).dtype)],
+                             retain_graph=not free, create_graph=False, capture=capture)  # fmt: skip
+    except RuntimeError as failed:  # (a saved value changed in place since: the graph is drawn, as torchviz does)
+        graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
+        return False
     for node_id, g in zip(captured_ids, found):
         graph.node(node_id).grad = None if g is None else np.asarray(g)
     for node_id in captured_ids:

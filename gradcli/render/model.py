@@ -90,6 +90,9 @@ class Graph:
     has_point: bool = False  # values and gradients were computed
     compact: bool = False  # views show names and values, not formulas (--compact)
     rankdir: str | None = None  # "TB" or "LR" for pictures; None: chosen from the graph's shape
+    #: --max-nodes was given: pictures and the page draw every node the model holds (none collapsed, no
+    #: cut of their own); a graph it covers is drawn whole, every node itself
+    as_built: bool = False
     groups: list[dict[str, Any]] = field(default_factory=list)  # repeated structure (summary.find_groups)
     #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``

@@ -10,7 +10,7 @@ their local derivatives, and ``groups`` (a group: ``{"id", "label", "members", "
 
 A graph over ``PAGE_MAX_NODES`` is cut to the nodes nearest the output, the rest counted
 in the summary node, as ``--max-nodes`` does: Graphviz could not lay out 10^4 nodes in
-time, nor a browser draw them.
+time, nor a browser draw them; unless ``--max-nodes`` was given (``Graph.as_built``): then as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import printable
 from .model import Edge, Graph, GraphNode
+from .summary import as_drawn
 
 PAGE_MAX_NODES = 600  # the most Graphviz lays out in a few seconds, and a browser redraws at once
 RAW_LIMIT = 64  # array elements kept as numbers in the page's JSON; larger values are shown as text
@@ -34,7 +35,7 @@ def page(graph: Graph) -> str:
     """The HTML page of ``graph``: its SVG picture, its model as JSON, the script and the style."""
     from .views import picture
 
-    graph = summarised(graph, PAGE_MAX_NODES)
+    graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
     svg = _inline_svg(picture(graph, "svg", collapse=False).decode("utf-8"))
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
     data = json.dumps(model_json(graph), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
@@ -150,6 +151,7 @@ def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
     edges = [e for e in graph.edges if e.source in kept and e.target in kept]
     cut = {e.target for e in graph.edges if e.source not in kept and e.target in kept}
     nodes.append(GraphNode("hidden", "hidden", "hidden", f"... {sum(dropped.values()):,} more nodes"))
+    nodes, edges = as_drawn(nodes, edges, graph, {})
     edges += [Edge("hidden", target, -1) for target in kept if target in cut]
     hidden = sum(dropped.values())
     notes = [n for n in graph.notes if "more nodes not shown" not in n]

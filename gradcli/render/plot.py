@@ -247,20 +247,26 @@ def picture(data: Curves | Field, title: str, fmt: str, note: str = "") -> bytes
     """The figure as PNG, SVG or PDF bytes: ``title`` on top (the expression), ``note`` below it
     (the fixed parameters)."""
     matplotlib = _matplotlib()
-    from matplotlib.figure import Figure  # no pyplot: no backend, no display, no global state touched
-
     with matplotlib.rc_context(STYLE), np.errstate(all="ignore"):
-        if isinstance(data, Curves):
-            figure = _curves_figure(Figure(figsize=(8, 5)), data)
-        else:
-            figure = _field_figure(Figure(figsize=(7.5, 6)), data)
-        axes = figure.axes[0]
-        axes.set_title(title + (f"\n{note}" if note else ""))
-        figure.tight_layout()
+        figure = drawn(data, title, note)
         buffer = io.BytesIO()
         metadata = {"Software": None} if fmt == "png" else {"Creator": None} if fmt == "pdf" else {"Date": None}
         figure.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
     return _palette(buffer.getvalue()) if fmt == "png" else buffer.getvalue()
+
+
+def drawn(data: Curves | Field, title: str, note: str = "") -> Any:
+    """The Matplotlib figure ``picture`` saves (in ``STYLE``'s context)."""
+    from matplotlib.figure import Figure  # no pyplot: no backend, no display, no global state touched
+
+    if isinstance(data, Curves):
+        figure = _curves_figure(Figure(figsize=(8, 5)), data)
+    else:
+        figure = _field_figure(Figure(figsize=(7.5, 6)), data)
+    axes = figure.axes[0]
+    axes.set_title(title + (f"\n{note}" if note else ""))
+    figure.tight_layout()
+    return figure
 
 
 def _palette(png: bytes) -> bytes:
@@ -293,7 +299,9 @@ def _curves_figure(figure: Any, data: Curves) -> Any:
     axes.axhline(0, color="black", linewidth=0.6)
     axes.set_xlabel(data.name)
     axes.set_ylabel("value")
-    axes.legend(loc="best", framealpha=0.9)
+    entries = len(axes.get_legend_handles_labels()[0])  # below the axes, as the field's: over no curve;
+    columns = 3 if entries == 3 else 2  # (filled down: the curves in the first column, the point in the second)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=columns, fontsize=10, frameon=False)
     return figure
 
 

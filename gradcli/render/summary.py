@@ -15,7 +15,10 @@ A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the pa
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -102,7 +105,7 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     groups.sort(key=lambda g: -len(g["members"]))
     for k, g in enumerate(groups):
         g["id"] = f"g{k}"
-        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES  # as pictures draw them
+        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES and not graph.as_built  # as pictures draw them
     return [{key: g[key] for key in ("id", "label", "members", "count", "collapsed", "total", "roots")} for g in groups]
 
 
@@ -296,6 +299,7 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
             edge = Edge(s, t, run[0].input, highlighted=any(e.highlighted for e in run))
             edge.count = len(run)
             edges.append(edge)
+    nodes, edges = as_drawn(nodes, edges, graph, where)
     shown = sum(len(g["members"]) for g in groups if g["collapsed"])
     notes = [
         f"{shown:,} nodes in {len(group_nodes)} group{'s' if len(group_nodes) > 1 else ''} of repeated structure "
@@ -305,6 +309,42 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
     out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
     out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
     return out
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def as_drawn(nodes: list[GraphNode], edges: list[Edge], source: Graph, where: Mapping[str, str]) -> tuple[list[GraphNode], list[Edge]]:  # fmt: skip
+    """``nodes`` and ``edges`` (what is drawn of ``source``, its groups collapsed or the graph cut)
+    with labels that name only what is drawn: in an expression made from ids (``f = n170 + n174``),
+    an operand not drawn is named by the group drawn in its place (``where``: node -> group id),
+    else ``...`` (``f = g1 + g0``); a local derivative's formula that names one is left out (its
+    value stays). What changes is copied: ``source`` keeps its own."""
+    drawn = {n.id for n in nodes}
+    substitutes: dict[str, dict[str, str]] = {}
+
+    def instead(node_id: str) -> dict[str, str]:  # an input's name -> what stands for it
+        if node_id not in substitutes:
+            found = {}
+            for e in source.inputs_of(node_id) if node_id in source._by_id else ():
+                if e.source != "hidden" and e.source not in drawn and _WORD.fullmatch(source.node(e.source).key):
+                    group = where.get(e.source)
+                    found[source.node(e.source).key] = group if group in drawn else "..."
+            substitutes[node_id] = found
+        return substitutes[node_id]
+
+    def renamed(text: str, names: dict[str, str]) -> str:
+        return _WORD.sub(lambda m: names.get(m.group(), m.group()), text)
+
+    nodes = [
+        replace(n, label=renamed(n.label, instead(n.id))) if n.kind == "op" and n.generated and instead(n.id) else n
+        for n in nodes
+    ]
+    edges = [
+        replace(e, formula=None) if e.formula and renamed(e.formula, instead(e.target)) != e.formula else e
+        for e in edges
+    ]
+    return nodes, edges
 
 
 def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:

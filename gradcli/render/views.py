@@ -253,14 +253,17 @@ COLOURS = {
 def dot(graph: Graph, collapse: bool = True) -> str:
     """Graphviz DOT source: leaves as ellipses, constants as plain text, operations as boxes.
     Over ``summary.SUMMARY_NODES`` nodes, each group of repeated structure is drawn as one node
-    (unless ``collapse`` is False: the page draws every node and collapses groups itself)."""
+    (unless ``collapse`` is False: the page draws every node and collapses groups itself), and
+    over ``PICTURE_MAX_NODES`` it is cut; a graph built with ``--max-nodes`` given (``as_built``) is
+    drawn as it is: every node itself when that covers the graph."""
     import graphviz
 
     from .summary import SUMMARY_NODES, collapsed
 
-    if collapse and len(graph.nodes) > SUMMARY_NODES and graph.groups:
+    summarise = collapse and not graph.as_built
+    if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
-    if collapse and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
+    if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
         from .page import summarised
 
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
