@@ -19,9 +19,10 @@ from .. import ops
 from ..ops import PRIMITIVES
 from ..ops import order as ops_order
 from ..ops.shape import PickIndex
+from .function import Function, FunctionNode
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
-from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
+from .tensor import MinMax, Tensor, as_value, mark_complex, storage_root, wrap
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -743,7 +744,8 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa:
     step = -(-size // chunks) if size else 0
     if step == 0:
         return (apply(ops.SPLIT, (x,), (d, 0, size)),)
-    return tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+    pieces = tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+    return multi_view(pieces, x, "Split")
 
 
 def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
@@ -752,7 +754,47 @@ def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     if x.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(dim, x.ndim)
-    return tuple(apply(ops.UNBIND, (x,), (d, i)) for i in range(x.shape[d]))
+    if x.shape[d] == 0:
+        return ()
+    return multi_view(Unbind.apply(x, d), x, "Unbind")
+
+
+class Unbind(Function):
+    """One node for all the slices (PyTorch's UnbindBackward0): a hook on one slice is called, with
+    None, when only another one is differentiated; the slices are views of ``input``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int) -> tuple[Tensor, ...]:
+        ctx.set_materialize_grads(False)
+        ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
+        ctx.dim = d
+        value = x._value
+        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        like = next(g for g in grads if g is not None)
+        zero = wrap(np.zeros_like(like._value))
+        return stack([zero if g is None else g for g in grads], ctx.axis), None
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
+        return unbind(tangent, ctx.dim)
+
+
+Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})
+
+
+def multi_view(outputs: tuple[Tensor, ...], x: Tensor, name: str) -> tuple[Tensor, ...]:
+    """Mark ``outputs`` as the views of ``x`` that one function returned together (``name``): changing
+    one of them in place under a recording is refused, as in PyTorch."""
+    root = storage_root(x)
+    for k, t in enumerate(outputs):
+        if t._value.__class__ is np.ndarray and np.may_share_memory(t._value, root._value):
+            t._base = root
+            t._detached = x._detached
+            t._multi_view = (name, k)
+    return outputs
 
 
 def repeat(input: Any, *sizes: Any) -> Tensor:  # noqa: A002

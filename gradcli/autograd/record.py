@@ -127,14 +127,21 @@ def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[
     return tuple(x if j in wanted else None for j, x in enumerate(inputs))
 
 
-def _mark_view(result: Tensor, inputs: Any) -> None:
+def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, ...]) -> None:
     value = result._value
     if value.__class__ is _ndarray and value.base is not None:
         source = inputs[0]
         if source.__class__ is Tensor:
-            result._base = storage_root(source)
+            root = storage_root(source)
+            if not np.may_share_memory(value, root._value):
+                return  # a view of a copy NumPy made on the way (reshape of a transpose)
+            result._base = root
             if source._detached:
                 result._detached = True
+            elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
+                chain = () if source._base is None else source._view_fn
+                if chain is not None:
+                    result._view_fn = chain + ((prim, params),)
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
@@ -166,7 +173,7 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
         if trace is not None:
             trace.append((result._edge, result, tuple(inputs)))
     if not prim.elementwise:
-        _mark_view(result, inputs)
+        _mark_view(result, inputs, prim, params)
     return result
 
 
