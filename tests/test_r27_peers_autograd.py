@@ -306,3 +306,121 @@ def test_grad_with_respect_to_two_outputs_of_one_function_modified_in_place():
     np.testing.assert_array_equal(gq.numpy(), [2.0, 4.0])
     gq, gp, gx = gc.grad((p * q).sum(), inputs=[q, p, x])
     np.testing.assert_array_equal(gx.numpy(), [18.0, 24.0])
+
+
+# --- errors PyTorch raises, in its words ------------------------------------------------------------
+
+
+def test_grad_and_backward_with_empty_inputs_are_refused():
+    x = _t([1.0, 2.0], True)
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `grad\(\)` cannot be empty\.$"):
+        gc.grad((x * x).sum(), [])
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `backward\(\)` cannot be empty\.$"):
+        (x * x).sum().backward(inputs=[])
+    assert x.grad is None
+
+
+def test_a_second_backward_through_an_index_assignment_raises():
+    x = _t([1.0, 2.0, 3.0], True)
+    y = gc.zeros(3)
+    y[0] = x[1]  # nothing else saved: PyTorch's CopySlices is freed all the same
+    s = y.sum()
+    s.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        s.backward()
+    v = (x * 1)[1:]
+    v.mul_(2)  # in place through a view: CopySlices, freed likewise
+    s = v._base.sum()
+    s.backward()
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        s.backward()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda x: x.flip((0, 0)), RuntimeError, "dim 0 appears multiple times in the list of dims"),
+        (lambda x: x.sum((1, -1)), RuntimeError, "dim 1 appears multiple times in the list of dims"),
+        (lambda x: x.clip(None, None), RuntimeError, "torch.clamp: At least one of 'min' or 'max' must not be None"),
+        (lambda x: gc.clamp(x, None, None), RuntimeError, "torch.clamp: At least one of 'min' or 'max' must not be"),
+    ],
+)
+def test_pytorchs_refusals_of_dims_and_bounds(call, error, words):
+    with pytest.raises(error, match="^" + words.replace("(", r"\(").replace(")", r"\)")):
+        call(gc.ones(2, 3, requires_grad=True))
+
+
+def test_assigning_a_number_to_grad_and_deleting_data_are_refused():
+    x = _t([1.0, 2.0], True)
+    with pytest.raises(TypeError, match="^assigned grad expected to be a Tensor or None but got grad of type int$"):
+        x.grad = 0
+    with pytest.raises(RuntimeError, match="^Deleting tensor data is not allowed. Delete tensor instead!$"):
+        del x.data
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0])
+
+
+F = gc.functional
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: F.jacobian(lambda t: t * 2, [1.0, 2.0]), "inputs given to jacobian .* given inputs has type <class 'list'>"),
+        (lambda: F.jacobian(lambda t, k: t * k, (gc.ones(2), 3)), "inputs given to jacobian .* value at index 1 has type <class 'int'>"),
+        (lambda: F.hessian(lambda t: (t * t).sum(), 3.0), "inputs given to hessian .* given inputs has type <class 'float'>"),
+        (lambda: F.vjp(lambda t: t * 2, 3.0), "inputs given to vjp "),
+        (lambda: F.jvp(lambda t: t * 2, 3.0), "inputs given to jvp "),
+        (lambda: F.hvp(lambda t: (t * t).sum(), 3.0, 3.0), "inputs given to hvp "),
+        (lambda: F.vhp(lambda t: (t * t).sum(), 3.0, 3.0), "inputs given to vhp "),
+        (lambda: F.jvp(lambda t: t * 2, gc.ones(2), 3.0), "v given to jvp .* given v has type <class 'float'>"),
+    ],
+)  # fmt: skip
+def test_the_functional_api_refuses_inputs_that_are_not_tensors(call, words):
+    with pytest.raises(TypeError, match="^The " + words):
+        call()
+
+
+def test_strict_with_vectorize_is_refused_and_strict_alone_still_works():
+    x = gc.tensor([1.0, 2.0])
+    words = r"^torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported together"
+    with pytest.raises(RuntimeError, match=words):
+        F.jacobian(lambda t: t**3, x, strict=True, vectorize=True)
+    with pytest.raises(RuntimeError, match=words):
+        F.hessian(lambda t: (t**3).sum(), x, strict=True, vectorize=True)
+    np.testing.assert_array_equal(F.jacobian(lambda t: t**3, x, strict=True).numpy(), [[3.0, 0.0], [0.0, 12.0]])
+
+
+def test_anomaly_mode_gives_pytorchs_two_warnings():
+    x = _t(-1.0, True)
+    with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the runtime"):
+        mode = gc.detect_anomaly()
+    error = pytest.raises(RuntimeError, match="^Function 'SqrtBackward0'")
+    warned = pytest.warns(UserWarning, match="^Error detected in SqrtBackward0. Traceback of forward call that caused")
+    with warned, mode, np.errstate(invalid="ignore"), error:
+        with pytest.warns(RuntimeWarning):  # the forward pass's own warning (gradcli's)
+            y = gc.sqrt(x) * 2
+        y.backward()
+
+
+def test_einsum_takes_the_sublist_form():
+    a = _t([[1.0, 2.0], [3.0, 4.0]], True)
+    b = _t([1.0, 2.0])
+    out = gc.einsum(a, [0, 1], b, [1], [0])
+    np.testing.assert_array_equal(out.detach().numpy(), [5.0, 11.0])
+    np.testing.assert_array_equal(gc.einsum(a, [Ellipsis, 1], b, [1]).detach().numpy(), [5.0, 11.0])
+    out.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[1.0, 2.0], [1.0, 2.0]])
+    with pytest.raises(RuntimeError, match=r"^einsum\(\): expected subscript to be within the range \[0, 52\)"):
+        gc.einsum(a, [0, 52])
+
+
+def test_max_and_min_take_axis_as_numpy_spells_it():
+    x = _t([[1.0, 5.0], [3.0, 4.0]], True)
+    values, indices = x.max(axis=1)
+    np.testing.assert_array_equal(values.detach().numpy(), [5.0, 4.0])
+    np.testing.assert_array_equal(indices.numpy(), [1, 1])
+    np.testing.assert_array_equal(x.min(axis=0).values.detach().numpy(), [1.0, 4.0])
+    np.testing.assert_array_equal(x.argmax(axis=0).numpy(), [1, 0])
+    values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 1.0], [0.0, 1.0]])

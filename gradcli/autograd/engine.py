@@ -621,6 +621,8 @@ def backward(
         run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
         return
     chosen = _as_list(inputs)
+    if not chosen:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     targets, slots = _targets(chosen, tensors_only=False)
     found = run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets)
     stored = set()
@@ -681,6 +683,8 @@ def grad(
         )
     outs = _check_outputs(_as_list(outputs))
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if allow_unused is None:
         allow_unused = materialize_grads
     if retain_graph is None:

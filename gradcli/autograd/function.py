@@ -364,3 +364,33 @@ def _delayed_error(leaves: list[Any]) -> tuple[Any, ...]:
         wrap(o._value, OutputRef(node, k) if n > 1 else node) if t else o
         for k, (o, t) in enumerate(zip(leaves, tensors))
     )
+
+
+class Unbind(Function):
+    """One node for all the slices (PyTorch's UnbindBackward0): a hook on one slice is called, with
+    None, when only another one is differentiated; the slices are views of ``input``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int) -> tuple[Tensor, ...]:
+        ctx.set_materialize_grads(False)
+        ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
+        ctx.dim = d
+        value = x._value
+        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        from .functions import stack
+
+        like = next(g for g in grads if g is not None)
+        zero = wrap(np.zeros_like(like._value))
+        return stack([zero if g is None else g for g in grads], ctx.axis), None
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
+        from .functions import unbind
+
+        return unbind(tangent, ctx.dim)
+
+
+Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})

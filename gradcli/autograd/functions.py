@@ -19,7 +19,6 @@ from .. import ops
 from ..ops import PRIMITIVES
 from ..ops import order as ops_order
 from ..ops.shape import PickIndex
-from .function import Function, FunctionNode
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
 from .tensor import MinMax, Tensor, as_value, mark_complex, storage_root, wrap
@@ -55,6 +54,8 @@ def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
         d = int(d)
         if not -ndim <= d < ndim:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+        if (d - ndim if d >= 0 else d) in out:
+            raise RuntimeError(f"dim {d % ndim} appears multiple times in the list of dims")
         out.add(d - ndim if d >= 0 else d)
     return tuple(sorted(out))
 
@@ -118,14 +119,15 @@ _MAX = namedtuple("max", ["values", "indices"])
 _MIN = namedtuple("min", ["values", "indices"])
 
 
-def max(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """``max(x)``: largest element; ``max(x, dim)``: (values, indices); ``max(a, b)``: elementwise."""
-    return _extreme(ops.AMAX, ops.MAXIMUM, np.argmax, x, dim, keepdim)
+def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001
+    """``max(x)``: largest element; ``max(x, dim)``: (values, indices); ``max(a, b)``: elementwise.
+    ``axis`` is ``dim`` as NumPy spells it (PyTorch accepts it too)."""
+    return _extreme(ops.AMAX, ops.MAXIMUM, np.argmax, x, axis if dim is None else dim, keepdim)
 
 
-def min(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def min(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001
     """``min(x)``: smallest element; ``min(x, dim)``: (values, indices); ``min(a, b)``: elementwise."""
-    return _extreme(ops.AMIN, ops.MINIMUM, np.argmin, x, dim, keepdim)
+    return _extreme(ops.AMIN, ops.MINIMUM, np.argmin, x, axis if dim is None else dim, keepdim)
 
 
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -197,14 +199,14 @@ def _arg(pick: Any, x: Any, dim: Any, keepdim: bool) -> Tensor:
     return wrap(np.asarray(pick(v, axis=wrap_dim(dim, v.ndim), keepdims=bool(keepdim)), dtype=np.int64))
 
 
-def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmax(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
-    return _arg(np.argmax, x, dim, keepdim)
+    return _arg(np.argmax, x, axis if dim is None else dim, keepdim)
 
 
-def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmin(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Tensor:
     """Index of the smallest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
-    return _arg(np.argmin, x, dim, keepdim)
+    return _arg(np.argmin, x, axis if dim is None else dim, keepdim)
 
 
 SortResult = namedtuple("sort", ["values", "indices"])
@@ -416,6 +418,8 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """``x`` limited to [min, max]; tensor bounds get gradients too (where they are the value)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = as_tensor(-np.inf if min is None else min)
         hi = as_tensor(np.inf if max is None else max)
@@ -756,33 +760,9 @@ def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] == 0:
         return ()
+    from .function import Unbind  # (custom Functions load only when used)
+
     return multi_view(Unbind.apply(x, d), x, "Unbind")
-
-
-class Unbind(Function):
-    """One node for all the slices (PyTorch's UnbindBackward0): a hook on one slice is called, with
-    None, when only another one is differentiated; the slices are views of ``input``."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, d: int) -> tuple[Tensor, ...]:
-        ctx.set_materialize_grads(False)
-        ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
-        ctx.dim = d
-        value = x._value
-        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Any) -> Any:
-        like = next(g for g in grads if g is not None)
-        zero = wrap(np.zeros_like(like._value))
-        return stack([zero if g is None else g for g in grads], ctx.axis), None
-
-    @staticmethod
-    def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
-        return unbind(tangent, ctx.dim)
-
-
-Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})
 
 
 def multi_view(outputs: tuple[Tensor, ...], x: Tensor, name: str) -> tuple[Tensor, ...]:

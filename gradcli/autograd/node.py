@@ -520,6 +520,14 @@ class CopySlices(SingleOutput, Node):
         self.seq = next_seq()
 
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
+        if self.positions is None:
+            raise RuntimeError(BACKWARD_TWICE)
+        grads = self._split(g, create, nbatch)
+        if not retain:
+            self.release()
+        return grads
+
+    def _split(self, g: Any, create: bool, nbatch: int) -> tuple[Any, Any]:
         batch = np.shape(g)[:nbatch]
         flat = (Ellipsis, self.positions)
         if create:
@@ -539,4 +547,5 @@ class CopySlices(SingleOutput, Node):
         return (None if self.next[0] is None else g_base, g_view)
 
     def release(self) -> None:
-        """Nothing saved but the positions (kept: a second backward is allowed)."""
+        """After a backward pass without ``retain_graph``: a second one raises, as PyTorch's CopySlices."""
+        self.positions = None

@@ -301,6 +301,10 @@ class Tensor:
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
+            if not isinstance(value, (Tensor, np.ndarray)):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
             value = value if isinstance(value, Tensor) else Tensor(value)
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
@@ -384,6 +388,10 @@ class Tensor:
     @data.setter
     def data(self, value: Any) -> None:
         self._value = value._value if isinstance(value, Tensor) else as_value(value)
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -570,7 +578,12 @@ class Tensor:
         return self._inplace(_ops.INDEX_PUT, (src,), ((Ellipsis,),))
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        edge = self._edge
         self._inplace(_ops.INDEX_PUT, (value,), (_normalize_index(index),))
+        if self._edge is not edge and self._base is None:
+            # PyTorch records an assignment as CopySlices or IndexPutBackward0, both freed by a backward
+            # pass: a second one through it raises, whatever the assignment saved
+            _node.edge_node(self._edge).frees = True
 
     __iadd__ = add_
     __isub__ = sub_
