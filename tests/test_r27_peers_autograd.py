@@ -424,3 +424,42 @@ def test_max_and_min_take_axis_as_numpy_spells_it():
     np.testing.assert_array_equal(x.argmax(axis=0).numpy(), [1, 0])
     values.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 1.0], [0.0, 1.0]])
+
+
+def _siblings(make):
+    x0 = make([1.0, 2.0, 3.0], True)
+    x = x0 * 1
+    v1, v2 = x[:2], x[1:]
+    v1.mul_(x0[0] + 1)  # v2 shares x[1]: its history must see the change
+    (v2 * v2).sum().backward()
+    return x0.grad
+
+
+def _base_then_view(make):
+    x0 = make([1.0, 2.0, 3.0], True)
+    x = x0 * 1
+    v = x[:2]
+    x.mul_(x0[2])  # the base changes in place after the view was taken
+    (v * v).sum().backward()
+    return x0.grad
+
+
+@pytest.mark.parametrize(("case", "expected"), [(_siblings, [16.0, 16.0, 6.0]), (_base_then_view, [18.0, 36.0, 30.0])])
+def test_a_view_taken_before_its_base_changed_in_place_sees_the_change(case, expected):
+    np.testing.assert_array_equal(case(_t).numpy(), expected)
+    torch = _torch()
+    theirs = case(lambda v, r: torch.tensor(v, dtype=torch.float64, requires_grad=r))
+    np.testing.assert_array_equal(theirs.numpy(), expected)
+
+
+def test_a_view_of_a_constant_base_changed_by_a_grad_operand_requires_grad():
+    w = _t(2.0, True)
+    x = gc.ones(3)
+    v = x[:2]
+    row = gc.ones(2, 3)
+    first = row.unbind()[0]
+    x.mul_(w)
+    row.mul_(w)
+    assert v.requires_grad and first.requires_grad
+    ((v * v).sum() + first.sum()).backward()
+    assert w.grad.item() == 11.0  # 2 * 2w from v, 3 from the row's first slice

@@ -31,7 +31,7 @@ from . import grad_mode as _grad_mode
 from . import record as _record
 from .grad_mode import no_grad
 from .node import BACKWARD_TWICE, FREED, AccumulateGrad, Node, OutputRef, inplace_error, next_seq
-from .tensor import Tensor, as_value, check_inplace, rebase_view, storage_root, wrap
+from .tensor import Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
 
 
 class FunctionCtx:
@@ -296,6 +296,7 @@ def _rebase_dirty(t: Tensor, edge: Any) -> None:
     if t._base is not None and not t._detached:
         edge = rebase_view(t, edge)
     t._move_edge(t._edge, edge)
+    retake_views(storage_root(t), t)
 
 
 ONCE_DIFFERENTIABLE = "trying to differentiate twice a function that was marked with @once_differentiable"

@@ -21,7 +21,7 @@ from ..ops import order as ops_order
 from ..ops.shape import PickIndex
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
-from .tensor import MinMax, Tensor, as_value, mark_complex, storage_root, wrap
+from .tensor import MinMax, Tensor, as_value, mark_complex, note_view, storage_root, wrap
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -762,7 +762,14 @@ def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
         return ()
     from .function import Unbind  # (custom Functions load only when used)
 
-    return multi_view(Unbind.apply(x, d), x, "Unbind")
+    slices = multi_view(Unbind.apply(x, d), x, "Unbind")
+    chain = () if x._base is None else x._view_fn
+    if chain is not None and not x._detached:  # how each slice is taken again when x changes in place
+        for i, t in enumerate(slices):
+            if t._base is not None:
+                t._view_fn = chain + ((ops.GETITEM, ((slice(None),) * d + (i,),)),)
+                note_view(t._base, t)
+    return slices
 
 
 def multi_view(outputs: tuple[Tensor, ...], x: Tensor, name: str) -> tuple[Tensor, ...]:

@@ -142,6 +142,7 @@ def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, 
                 chain = () if source._base is None else source._view_fn
                 if chain is not None:
                     result._view_fn = chain + ((prim, params),)
+                    _tensor_mod.note_view(root, result)
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:

@@ -9,6 +9,7 @@ does a consumer point at?", which keeps recording an operation cheap.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections import namedtuple
 from typing import Any
 
@@ -180,10 +181,35 @@ def rebase_view(view: Tensor, new_edge: Any) -> Any:
     if root._edge is None and new_edge is None:
         return None
     root._edge = _node.CopySlices(root._edge, new_edge, chain, root._value)
+    return _retake(root, chain)
+
+
+def _retake(root: Tensor, chain: tuple[Any, ...]) -> Any:
+    """The edge of the view ``chain`` takes of ``root`` as it is now."""
     taken = root
     for prim, params in chain:
         taken = _record.apply(prim, (taken,), params)
     return taken._edge
+
+
+def note_view(root: Tensor, view: Tensor) -> None:
+    """``view`` (with a ``_view_fn``) was taken of ``root``: held weakly, so that a change of the
+    root's history in place reaches it (``retake_views``)."""
+    views = root._views
+    if views is None:
+        views = root._views = weakref.WeakSet()
+    views.add(view)
+
+
+def retake_views(root: Tensor, changed: Tensor) -> None:
+    """``root``'s history changed in place (through ``changed``, itself or a view of it): every other
+    live view of it is taken again from the new history, as PyTorch regenerates a view's grad_fn
+    whose base's version moved on (its old history would miss the change)."""
+    views = root._views
+    if views:
+        for view in list(views):
+            if view is not changed and view._base is root:
+                view._edge = _retake(root, view._view_fn)
 
 
 def wrap(value: Any, edge: Any = None) -> Tensor:
@@ -221,6 +247,7 @@ class Tensor:
     _base: Tensor | None = None
     _view_fn: Any = None  # a view's ((primitive, params), ...) from its base: how to take it again
     _multi_view: Any = None  # (name, k): output k of a function returning several views (unbind)
+    _views: Any = None  # a base's live views that have a _view_fn (a WeakSet): retaken when it changes
     _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     _detached_in_place: bool = False  # cut from the graph by detach_(): a node that saved it must not use it
     name: str | None = None
@@ -518,6 +545,8 @@ class Tensor:
             new_edge = rebase_view(self, new_edge)
         if new_edge is not edge:
             self._move_edge(edge, new_edge)
+        if recording:
+            retake_views(storage_root(self), self)
         return self
 
     def _bump_version(self) -> None:
