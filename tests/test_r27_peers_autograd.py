@@ -463,3 +463,44 @@ def test_a_view_of_a_constant_base_changed_by_a_grad_operand_requires_grad():
     assert v.requires_grad and first.requires_grad
     ((v * v).sum() + first.sum()).backward()
     assert w.grad.item() == 11.0  # 2 * 2w from v, 3 from the row's first slice
+
+
+_A = np.arange(1.0, 7.0).reshape(2, 3)
+
+
+def _scaled(view, make):
+    a = make(_A, True)
+    b = a * 1
+    view(b).mul_(a[0, 0] + 1)
+    (b * b).sum().backward()
+    return a.grad
+
+
+# the numbers are torch float64's (PyTorch 2.13)
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [
+        (lambda b: b.reshape(3, 2), [[372.0, 16.0, 24.0], [32.0, 40.0, 48.0]]),
+        (lambda b: b.T, [[372.0, 16.0, 24.0], [32.0, 40.0, 48.0]]),
+        (lambda b: b.transpose(0, 1)[1:], [[298.0, 16.0, 24.0], [8.0, 40.0, 48.0]]),
+        (lambda b: b.unsqueeze(0), [[372.0, 16.0, 24.0], [32.0, 40.0, 48.0]]),
+        (lambda b: b.narrow(1, 1, 2), [[298.0, 16.0, 24.0], [8.0, 40.0, 48.0]]),
+        (lambda b: b[:, ::2], [[256.0, 4.0, 24.0], [32.0, 10.0, 48.0]]),
+        (lambda b: b[..., 1], [[118.0, 16.0, 6.0], [8.0, 40.0, 12.0]]),
+    ],
+)
+def test_inplace_through_each_kind_of_view(view, expected):
+    np.testing.assert_array_equal(_scaled(view, _t).numpy(), expected)
+    torch = _torch()
+    theirs = _scaled(view, lambda v, r: torch.tensor(v, dtype=torch.float64, requires_grad=r))
+    np.testing.assert_array_equal(theirs.numpy(), expected)
+
+
+def test_inplace_on_an_expanded_tensor_is_refused():
+    words = "^unsupported operation: more than one element of the written-to tensor refers to a single memory"
+    with pytest.raises(RuntimeError, match=words):
+        (gc.ones(3, requires_grad=True) * 1).expand(2, 3).mul_(2)
+    with pytest.raises(RuntimeError, match=words):
+        gc.ones(3).expand(2, 3).add_(1)
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad"):
+        gc.ones(3, requires_grad=True).expand(2, 3).mul_(2)

@@ -129,7 +129,9 @@ def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[
 
 def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, ...]) -> None:
     value = result._value
-    if value.__class__ is _ndarray and value.base is not None:
+    if value.__class__ is _ndarray and value.base is not None and (value.flags.writeable or 0 in value.strides):
+        # (a read-only result, NumPy's diagonal, is no view to write through: changed in place, it is
+        # replaced; an expanded one is, and writing through it is refused)
         source = inputs[0]
         if source.__class__ is Tensor:
             root = storage_root(source)

@@ -137,6 +137,10 @@ DETACHED_SAVED = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
     "please use out-of-place `.detach()` instead"
 )
+OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 MULTI_VIEW = (
     "This view is the output of a function that returns multiple views. Such functions do not allow the output "
@@ -531,6 +535,9 @@ class Tensor:
         if _grad_mode.enabled:
             check_inplace(self, edge, recording)
             through_view = recording and self._base is not None and not self._detached
+        value = self._value
+        if value.__class__ is _ndarray and not value.flags.writeable and 0 in value.strides and value.size > 1:
+            raise RuntimeError(OVERLAP)  # an expanded tensor: one element stands for several
         if recording:
             saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
             old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
