@@ -20,6 +20,7 @@ tensor(12.)
 
 from __future__ import annotations
 
+import functools
 import inspect
 import weakref
 from typing import Any
@@ -252,9 +253,12 @@ class Function:
         return tuple(results) if many else results[0]
 
 
+_signature = functools.lru_cache(maxsize=256)(inspect.signature)  # apply binds on every call
+
+
 def _bound(forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any], separate: bool) -> Any:
     """``forward``'s arguments as it takes them, its defaults filled in: (positional, keyword-only)."""
-    signature = inspect.signature(forward)
+    signature = _signature(forward)
     if not separate:  # forward(ctx, ...): bind without ctx
         signature = signature.replace(parameters=list(signature.parameters.values())[1:])
     bound = signature.bind(*args, **kwargs)
@@ -323,7 +327,6 @@ def once_differentiable(fn: Any) -> Any:
     """Decorate a ``Function``'s ``backward`` that is not itself differentiable (written with NumPy,
     say): it runs without recording; under ``create_graph`` with gradients that require grad, its
     results require grad, and differentiating them raises instead of silently giving 0."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(ctx: FunctionCtx, *args: Any) -> Any:

@@ -201,8 +201,12 @@ def note_view(root: Tensor, view: Tensor) -> None:
     root's history in place reaches it (``retake_views``)."""
     views = root._views
     if views is None:
-        views = root._views = weakref.WeakSet()
-    views.add(view)
+        root._views = [weakref.ref(view)]
+        return
+    views.append(weakref.ref(view))
+    n = len(views)
+    if n >= 64 and not n & (n - 1):  # at each power of two, the dead are dropped (amortised O(1))
+        views[:] = [r for r in views if r() is not None]
 
 
 def retake_views(root: Tensor, changed: Tensor) -> None:
@@ -211,8 +215,9 @@ def retake_views(root: Tensor, changed: Tensor) -> None:
     whose base's version moved on (its old history would miss the change)."""
     views = root._views
     if views:
-        for view in list(views):
-            if view is not changed and view._base is root:
+        for ref in list(views):
+            view = ref()
+            if view is not None and view is not changed and view._base is root:
                 view._edge = _retake(root, view._view_fn)
 
 
@@ -251,7 +256,7 @@ class Tensor:
     _base: Tensor | None = None
     _view_fn: Any = None  # a view's ((primitive, params), ...) from its base: how to take it again
     _multi_view: Any = None  # (name, k): output k of a function returning several views (unbind)
-    _views: Any = None  # a base's live views that have a _view_fn (a WeakSet): retaken when it changes
+    _views: Any = None  # weak references to a base's views that have a _view_fn: retaken when it changes
     _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     _detached_in_place: bool = False  # cut from the graph by detach_(): a node that saved it must not use it
     name: str | None = None
