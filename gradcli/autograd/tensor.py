@@ -557,7 +557,7 @@ class Tensor:
             new_edge = rebase_view(self, new_edge)
         if new_edge is not edge:
             self._move_edge(edge, new_edge)
-        if recording:
+        if recording and (through_view or self._base is None):  # the base's history changed
             retake_views(storage_root(self), self)
         return self
 
