@@ -42,8 +42,11 @@ class Finding:
     def __init__(self, node: Any, phase: str, kind: str, index: int, inputs: tuple[Any, ...], where: str) -> None:
         self.node, self.phase, self.kind, self.index, self.inputs, self.where = node, phase, kind, index, inputs, where
 
+    def name(self) -> str:
+        return self.node.name() if hasattr(self.node, "name") else type(self.node).__name__
+
     def message(self) -> str:
-        name = self.node.name() if hasattr(self.node, "name") else type(self.node).__name__
+        name = self.name()
         if self.phase == "backward":
             head = f"Function '{name}' returned {self.kind} values in its {self.index}th output."
         else:
@@ -58,11 +61,18 @@ class Finding:
         return " ".join(parts)
 
 
+ENABLED = (
+    "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging."
+)
+
+
 class detect_anomaly(ContextDecorator):
     """Context manager (and decorator) that turns anomaly mode on; see the module's text."""
 
     def __init__(self, check_nan: bool = True, raise_error: bool = True) -> None:
         self.check_nan, self.raise_error = check_nan, raise_error
+        if raise_error:  # the user's debugging mode (the CLI's own use, raise_error=False, says nothing)
+            warnings.warn(ENABLED, UserWarning, stacklevel=2)
         self.found: Finding | None = None
         self.made: dict[int, tuple[Any, tuple[Any, ...], str]] = {}
 
@@ -98,6 +108,12 @@ class detect_anomaly(ContextDecorator):
                 inputs, where = (made[1], made[2]) if made else ((), "")
                 finding = Finding(node, "backward", bad, i, inputs, where)
                 if self.raise_error:
+                    warnings.warn(
+                        f"Error detected in {finding.name()}. Traceback of forward call that caused the error:\n"
+                        f"  {where or '(not recorded: the node was made before anomaly mode was on)'}",
+                        UserWarning,
+                        stacklevel=_user_frame()[1],
+                    )
                     raise RuntimeError(finding.message())
                 if self.found is None or self.found.phase == "forward":
                     self.found = finding

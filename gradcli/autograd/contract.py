@@ -108,9 +108,12 @@ def _output(equation: str, terms: list[list[str]]) -> list[str]:
     return labels
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
+def einsum(equation: Any, *operands: Any) -> Tensor:
     """PyTorch's ``einsum``: ``"ij,jk->ik"``, ``...`` for the leading axes, the output implicit
-    (labels seen once, in alphabetical order) when there is no ``->``."""
+    (labels seen once, in alphabetical order) when there is no ``->``; or its sublist form,
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as NumPy and PyTorch take it."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = [F.as_tensor(x) for x in operands]
@@ -125,6 +128,29 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         xs[i], labels = _diagonals(xs[i], labels)
         terms.append(labels)
     return _contract(xs, terms, out)
+
+
+def _sublist_equation(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """``(a, [0, 1], b, [1], [0])`` as ``("ab,b->a", (a, b))``: 0-25 are a-z, 26-51 A-Z, ``...`` itself."""
+
+    def letters(sublist: Any) -> str:
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+                continue
+            if not isinstance(s, (int, np.integer)) or not 0 <= s < 52:
+                raise RuntimeError(f"einsum(): expected subscript to be within the range [0, 52), but got {s}")
+            out.append(chr(ord("a") + s) if s < 26 else chr(ord("A") + s - 26))
+        return "".join(out)
+
+    items = list(args)
+    operands, terms = [], []
+    while len(items) >= 2:
+        operands.append(items.pop(0))
+        terms.append(letters(items.pop(0)))
+    equation = ",".join(terms) + ("->" + letters(items[0]) if items else "")
+    return equation, tuple(operands)
 
 
 def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], out: list[str]) -> Tensor | None:

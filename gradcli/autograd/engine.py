@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import COPY as COPY_PRIM
 from ..ops import REAL as REAL_PRIM
 from ..ops.elementwise import DONATION as _DONATION
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
-from .node import AccumulateGrad, OutputRef, edge_node
+from .node import AccumulateGrad, CopyBackwards, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
 _ndarray = np.ndarray
@@ -299,7 +298,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, nbatch):
 def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbatch):
     """The loop: each ready node takes its gradient, applies its rule, hands the results on."""
     pending, needed, ready, skip = schedule.pending, schedule.needed, schedule.ready, schedule.skip
-    captured: list[Any] = [None] * (len(capture) if capture else 0)
+    captured: list[Any] = [None] * _slot_count(capture)
     pop = grads.pop
     anomaly = _grad_mode.state.anomaly is not None  # read once: it does not change during a backward pass
     hooked = _hooks.seen  # likewise: no hook anywhere, no hook to look for
@@ -316,7 +315,7 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
                 g = _hooks.run_tensor_hooks(hooks, g, getattr(node, "n_outputs", 1) > 1, create_graph)
                 owned.discard(node)  # the hooks saw this buffer: never written to in place
         if capture is not None and g is not None and node in capture:
-            captured[capture[node]] = g
+            _capture(captured, capture[node], g)
         if node.__class__ is AccumulateGrad:
             if capture is None and g is not None:
                 if hooks is None:
@@ -351,6 +350,23 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             in_grads, trusted = _NO_GRADS, False
         _hand_on(node, in_grads, g, False, trusted, grads, owned, pending, ready, needed, create_graph)
     return captured
+
+
+def _slot_count(capture: dict[Any, Any] | None) -> int:
+    """How many gradients a pass capturing ``capture`` returns (a slot is an int, or ``{output: slot}``
+    for the outputs of a node with several)."""
+    slots = [-1]
+    for slot in (capture or {}).values():
+        slots.extend(slot.values() if slot.__class__ is dict else (slot,))
+    return max(slots) + 1
+
+
+def _capture(captured: list[Any], slot: Any, g: Any) -> None:
+    if slot.__class__ is dict:  # outputs of a node with several: ``g`` holds one gradient an output
+        for index, k in slot.items():
+            captured[k] = g[index]
+    else:
+        captured[slot] = g
 
 
 def _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed, create=False):
@@ -536,8 +552,8 @@ def _store_grad(holder: Tensor, g: Any, owned: bool, create: bool) -> None:
         g = g if isinstance(g, Tensor) else wrap(g)
         if g._value.dtype != holder._value.dtype:
             g = _as_dtype(g, holder._value.dtype)
-        if current is None:
-            holder._grad = COPY_PRIM(g)  # recorded: PyTorch shows grad_fn=<CopyBackwards>
+        if current is None:  # a copy, recorded as PyTorch's: grad_fn=<CopyBackwards> (None, src)
+            holder._grad = wrap(np.array(g._value, copy=True), None if g._edge is None else CopyBackwards(g._edge))
         else:
             holder._grad = current + g
         return
@@ -607,11 +623,12 @@ def backward(
         run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
         return
     chosen = _as_list(inputs)
-    targets = _targets(chosen, tensors_only=False)
+    if not chosen:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    targets, slots = _targets(chosen, tensors_only=False)
     found = run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets)
     stored = set()
-    for t in chosen:  # what backward does with the gradients: accumulate them into .grad, once an input
-        slot = targets[_input_key(t)]
+    for t, slot in zip(chosen, slots):  # what backward does with the gradients: into .grad, once an input
         if found[slot] is not None and slot not in stored:
             stored.add(slot)
             edge = t._edge
@@ -621,17 +638,26 @@ def backward(
                 _store_grad(t, found[slot], False, create_graph)
 
 
-def _targets(inputs: list[Any], tensors_only: bool) -> dict[Any, int]:
-    """``{node: slot}`` for the inputs whose gradients a pass captures (one slot per distinct input).
+def _targets(inputs: list[Any], tensors_only: bool) -> tuple[dict[Any, Any], list[int]]:
+    """``{node: slot}`` for the inputs whose gradients a pass captures (one slot per distinct input;
+    ``{node: {output: slot}}`` for outputs of a node with several), and each input's slot.
     ``tensors_only``: anything else is a TypeError (``grad``), not a tensor without a graph (``backward``)."""
-    targets: dict[Any, int] = {}
+    targets: dict[Any, Any] = {}
+    slots: list[int] = []
+    count = 0
     for t in inputs:
         if not isinstance(t, Tensor) and tensors_only:
             raise TypeError(f"inputs must be tensors, got {type(t).__name__}")
         if not isinstance(t, Tensor) or t._edge is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        targets.setdefault(_input_key(t), len(targets))
-    return targets
+        edge = t._edge
+        table, key = (targets.setdefault(edge.node, {}), edge.index) if edge.__class__ is OutputRef else (targets, edge)
+        slot = table.get(key)
+        if slot is None:
+            slot = table[key] = count
+            count += 1
+        slots.append(slot)
+    return targets, slots
 
 
 def grad(
@@ -659,19 +685,19 @@ def grad(
         )
     outs = _check_outputs(_as_list(outputs))
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if allow_unused is None:
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    targets = _targets(ins, tensors_only=True)
+    targets, slots = _targets(ins, tensors_only=True)
     grads = _root_grads(outs, grad_outputs, create_graph)
     found = run_backward(
         [t._edge for t in outs], grads, retain_graph=retain_graph, create_graph=create_graph, capture=targets
     )
     # what grad does with the gradients: return them, in each input's dtype
-    return tuple(
-        _returned(t, found[targets[_input_key(t)]], allow_unused, materialize_grads, create_graph) for t in ins
-    )
+    return tuple(_returned(t, found[k], allow_unused, materialize_grads, create_graph) for t, k in zip(ins, slots))
 
 
 def _returned(t: Tensor, g: Any, allow_unused: bool, materialize_grads: bool, create_graph: bool) -> Tensor | None:
@@ -706,7 +732,3 @@ def _as_dtype(g: Tensor, dtype: Any) -> Tensor:
     if g._value.dtype.kind == "c" and dtype.kind != "c":
         g = REAL_PRIM(g)
     return to(g, dtype)
-
-
-def _input_key(t: Tensor) -> Any:
-    return edge_node(t._edge)

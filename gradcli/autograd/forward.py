@@ -181,7 +181,7 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
                 if t is not None and node.prim.elementwise and node.prim.jvp is None and not _finite(t):
                     t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, still=True)
             elif isinstance(node, FunctionNode):
-                t = _function_tangent(node, ts, inputs, nbatch)
+                t = _function_tangent(node, ts, result, nbatch)
             else:
                 continue
             if t is None:
@@ -195,12 +195,16 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
     return tangents
 
 
-def _function_tangent(node: FunctionNode, tangents: list[Any], inputs: tuple[Any, ...], nbatch: int) -> Any:
+def _function_tangent(node: FunctionNode, tangents: list[Any], result: Tensor, nbatch: int) -> Any:
     jvp = getattr(node.function, "jvp", None)
     if jvp is None:
         raise NoForwardRule(f"{node.function.__name__} has no jvp(ctx, *tangents) for forward mode")
     results = []
-    for row in range(int(np.prod(np.shape(next(t for t in tangents if t is not None))[:nbatch]))):
+    batch = np.shape(next(t for t in tangents if t is not None))[:nbatch]
+    for row in range(int(np.prod(batch))):
         per_input = [None if t is None else wrap(np.reshape(t, (-1,) + np.shape(t)[nbatch:])[row]) for t in tangents]
-        results.append(np.asarray(jvp(node.ctx, *per_input)._value))
-    return np.stack(results)
+        out = jvp(node.ctx, *per_input)
+        if isinstance(out, tuple):  # one of several outputs: the tangent of this one
+            out = out[result._edge.index]
+        results.append(np.asarray(out._value))
+    return np.stack(results).reshape(batch + results[0].shape)  # no batch axes: none added

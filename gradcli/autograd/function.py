@@ -20,6 +20,8 @@ tensor(12.)
 
 from __future__ import annotations
 
+import functools
+import inspect
 import weakref
 from typing import Any
 
@@ -28,8 +30,8 @@ import numpy as np
 from ..ops import unbroadcast
 from . import grad_mode as _grad_mode
 from .grad_mode import no_grad
-from .node import BACKWARD_TWICE, FREED, Node, OutputRef, inplace_error, next_seq
-from .tensor import Tensor, as_value, storage_root, wrap
+from .node import BACKWARD_TWICE, FREED, AccumulateGrad, Node, OutputRef, inplace_error, next_seq
+from .tensor import Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
 
 
 class FunctionCtx:
@@ -41,6 +43,7 @@ class FunctionCtx:
         self._saved: Any = ()
         self._versions: tuple[int, ...] = ()
         self._non_differentiable: set[int] = set()
+        self._dirty: set[int] = set()
 
     def save_for_backward(self, *tensors: Any) -> None:
         for t in tensors:
@@ -65,7 +68,8 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors: Tensor) -> None:
-        """Accepted for compatibility; in-place changes are caught by version counters."""
+        """The inputs forward changed in place: they are returned, their history continues at this node."""
+        self._dirty = {id(t) for t in tensors}
 
 
 class FunctionNode(Node):
@@ -123,7 +127,8 @@ class FunctionNode(Node):
 
     def _as_grad(self, g: Any, k: int) -> Any:
         if g is None:
-            return None if not self.ctx.materialize_grads else wrap(np.zeros(self._out_shapes[k]))
+            shape = self._out_shapes[k]  # None: an output that is not a tensor gets None
+            return None if not self.ctx.materialize_grads or shape is None else wrap(np.zeros(shape))
         return g if isinstance(g, Tensor) else wrap(g)
 
     def release(self) -> None:
@@ -203,17 +208,31 @@ class Function:
         return made
 
     @classmethod
-    def apply(cls, *args: Any) -> Any:
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        separate_setup = cls.setup_context is not Function.setup_context
+        if kwargs or separate_setup:  # setup_context sees every argument, defaults included (as PyTorch)
+            args, kwargs = _bound(cls.forward, args, kwargs, separate_setup)
         needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
         ctx = FunctionCtx(needs)
-        separate_setup = cls.setup_context is not Function.setup_context
         with no_grad():
-            output = cls.forward(*args) if separate_setup else cls.forward(ctx, *args)
+            output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
         if separate_setup:
             cls.setup_context(ctx, args, output)
         many = isinstance(output, tuple)
-        outs = [o if isinstance(o, Tensor) else wrap(as_value(o)) for o in (output if many else (output,))]
+        # NumPy results become tensors; anything else that is not a tensor (None, a string, an int) passes through
+        outs = [
+            wrap(as_value(o)) if isinstance(o, (np.ndarray, np.generic)) else o for o in (output if many else (output,))
+        ]
+        dirty = ctx._dirty
+        if dirty and not dirty <= {id(o) for o in outs}:
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as output. The inputs "
+                "that are modified inplace must all be outputs of the Function."
+            )
         if not (_grad_mode.state.enabled and any(needs)):
+            for o in outs:
+                if id(o) in dirty:
+                    o._bump_version()
             return tuple(outs) if many else outs[0]
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         node = cls._node_type()(
@@ -222,27 +241,64 @@ class Function:
             positions,
             len(outs),
             tuple(args[i].shape for i in positions),
-            [o.shape for o in outs],
+            [o.shape if isinstance(o, Tensor) else None for o in outs],
         )
-        results = []
-        inputs = {id(a) for a in args if isinstance(a, Tensor)}
-        for k, o in enumerate(outs):
-            if id(o) in ctx._non_differentiable:
-                results.append(wrap(o._value))
-                continue
-            edge = OutputRef(node, k) if many else node
-            if o._edge is None and id(o) not in inputs and all(o is not r for r in results):
-                # the tensor forward made becomes the output itself, as in PyTorch: an output that
-                # forward saved is then linked into the graph (its double backward is right)
-                o._edge = edge
-                results.append(o)
-            else:
-                results.append(wrap(o._value, edge))
-        trace = _grad_mode.state.trace
-        if trace is not None:
+        results = _link_outputs(node, ctx, outs, many, {id(a) for a in args if isinstance(a, Tensor)})
+        if _grad_mode.state.trace is not None:
             for result in results:
-                trace.append((node, result, args))
+                if isinstance(result, Tensor):
+                    _grad_mode.state.trace.append((node, result, args))
         return tuple(results) if many else results[0]
+
+
+_signature = functools.lru_cache(maxsize=256)(inspect.signature)  # apply binds on every call
+
+
+def _bound(forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any], separate: bool) -> Any:
+    """``forward``'s arguments as it takes them, its defaults filled in: (positional, keyword-only)."""
+    signature = _signature(forward)
+    if not separate:  # forward(ctx, ...): bind without ctx
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _link_outputs(node: FunctionNode, ctx: FunctionCtx, outs: list[Any], many: bool, inputs: set[int]) -> list[Any]:
+    """Forward's outputs as the node's outputs: the tensor forward made becomes the output itself, as in
+    PyTorch (an output that forward saved is then linked into the graph: its double backward is right);
+    an input marked dirty is rebased onto the node; an input returned is a new tensor; a tensor returned
+    twice is one object (the later output)."""
+    results: list[Any] = []
+    for k, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            results.append(o)
+            continue
+        if id(o) in ctx._non_differentiable:
+            results.append(wrap(o._value))
+            continue
+        edge = OutputRef(node, k) if many else node
+        if id(o) in ctx._dirty:
+            _rebase_dirty(o, edge)
+        elif any(o is r for r in results) or (o._edge is None and id(o) not in inputs):
+            o._edge = edge
+        else:
+            o = wrap(o._value, edge)
+        results.append(o)
+    return results
+
+
+def _rebase_dirty(t: Tensor, edge: Any) -> None:
+    """An input that forward changed in place (``mark_dirty``): its history continues at the node, its
+    base's too when it is a view (PyTorch's CopySlices)."""
+    if t._edge.__class__ is AccumulateGrad:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    check_inplace(t, t._edge, True)
+    t._bump_version()
+    if t._base is not None and not t._detached:
+        edge = rebase_view(t, edge)
+    t._move_edge(t._edge, edge)
+    retake_views(storage_root(t), t)
 
 
 ONCE_DIFFERENTIABLE = "trying to differentiate twice a function that was marked with @once_differentiable"
@@ -269,7 +325,6 @@ def once_differentiable(fn: Any) -> Any:
     """Decorate a ``Function``'s ``backward`` that is not itself differentiable (written with NumPy,
     say): it runs without recording; under ``create_graph`` with gradients that require grad, its
     results require grad, and differentiating them raises instead of silently giving 0."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(ctx: FunctionCtx, *args: Any) -> Any:
@@ -285,9 +340,59 @@ def once_differentiable(fn: Any) -> Any:
                 o = o.detach()
                 o.requires_grad_(True)
             leaves.append(o)
-        wrapped = DelayedError.apply(*leaves)
-        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
-        results = tuple(w if isinstance(o, Tensor) else o for w, o in zip(wrapped, leaves))
+        results = _delayed_error(leaves)
         return results if many else results[0]
 
     return wrapper
+
+
+def _delayed_error(leaves: list[Any]) -> tuple[Any, ...]:
+    """The results of a ``once_differentiable`` backward hung from one ``Error`` node, which has an edge
+    for every result, ``None`` for those that are not tensors (PyTorch's DelayedError)."""
+    n = len(leaves)
+    tensors = [isinstance(o, Tensor) for o in leaves]
+    if not any(tensors):
+        return tuple(leaves)
+    shapes = tuple(o.shape if t else () for o, t in zip(leaves, tensors))
+    node = DelayedError._node_class(
+        tuple(o._edge if t else None for o, t in zip(leaves, tensors)),
+        FunctionCtx(tuple(tensors)),
+        tuple(range(n)),
+        n,
+        shapes,
+        list(shapes),
+    )
+    return tuple(
+        wrap(o._value, OutputRef(node, k) if n > 1 else node) if t else o
+        for k, (o, t) in enumerate(zip(leaves, tensors))
+    )
+
+
+class Unbind(Function):
+    """One node for all the slices (PyTorch's UnbindBackward0): a hook on one slice is called, with
+    None, when only another one is differentiated; the slices are views of ``input``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int) -> tuple[Tensor, ...]:
+        ctx.set_materialize_grads(False)
+        ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
+        ctx.dim = d
+        value = x._value
+        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        from .functions import stack
+
+        like = next(g for g in grads if g is not None)
+        zero = wrap(np.zeros_like(like._value))
+        return stack([zero if g is None else g for g in grads], ctx.axis), None
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
+        from .functions import unbind
+
+        return unbind(tangent, ctx.dim)
+
+
+Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})

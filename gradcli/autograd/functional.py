@@ -86,6 +86,26 @@ def as_tuple(x: Any) -> tuple[bool, tuple[Any, ...]]:
     return False, (x,)
 
 
+def _as_tensors(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
+    """PyTorch's ``_as_tuple`` for the public functions: a Tensor or a tuple of Tensors, else its TypeError."""
+    many = isinstance(x, tuple)
+    items = x if many else (x,)
+    for i, item in enumerate(items):
+        if not isinstance(item, Tensor):
+            where = f"the value at index {i}" if many else f"the given {arg}"
+            raise TypeError(
+                f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but {where} has type "
+                f"{type(item)}."
+            )
+    return many, items
+
+
+STRICT_VECTORIZE = (
+    "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported together. "
+    "Please either set `strict=False` or `vectorize=False`."
+)
+
+
 def input_leaves(inputs: tuple[Any, ...]) -> list[Tensor]:
     """Fresh leaves holding the inputs' values, requiring grad."""
     out = []
@@ -338,7 +358,7 @@ def _inputs(given: tuple[Any, ...], create_graph: bool) -> list[Tensor]:
     return out
 
 
-def _vectors(v: Any, refs: list[Tensor], many: bool, create_graph: bool, if_none: str) -> list[Tensor]:
+def _vectors(v: Any, refs: list[Tensor], many: bool, create_graph: bool, if_none: str, fn: str) -> list[Tensor]:
     """The ``v`` of a product, one tensor per ``ref`` of the same shape (PyTorch's ``_validate_v``).
 
     ``None`` is a single 1 for a single one-element ``ref``. Without ``create_graph`` the vectors are
@@ -348,7 +368,7 @@ def _vectors(v: Any, refs: list[Tensor], many: bool, create_graph: bool, if_none
         if len(refs) != 1 or np.size(refs[0]._value) != 1:
             raise RuntimeError(if_none)
         return [wrap(np.ones_like(refs[0]._value))]
-    _, vs = as_tuple(v)
+    _, vs = _as_tensors(v, "v", fn)
     if len(vs) != len(refs):
         if many:
             raise RuntimeError(f"v is a tuple of invalid length: should be {len(refs)} but got {len(vs)}.")
@@ -507,7 +527,7 @@ def jacobian(
     inputs: Any,
     create_graph: bool = False,
     strict: bool = False,
-    vectorize: bool = True,
+    vectorize: bool = False,
     strategy: str | None = None,
     mode: str = "auto",
 ) -> Any:
@@ -518,14 +538,17 @@ def jacobian(
     gives a Jacobian differentiable with respect to the inputs that require grad (computed in
     reverse mode whatever the mode). ``strict=True`` raises PyTorch's RuntimeError when an output
     does not require grad or does not depend on an input (with ``create_graph``, also when a block
-    does not depend on the inputs). ``vectorize`` is accepted: the passes are always batched.
+    does not depend on the inputs). ``vectorize`` is accepted (the passes are always batched); with
+    ``strict`` it is refused, as in PyTorch.
     """
     if strategy is not None:
         mode = _mode_of(strategy)
-    many_in, given = as_tuple(inputs)
+    many_in, given = _as_tensors(inputs, "inputs", "jacobian")
     ins = _inputs(given, create_graph)
     many_out, outs, tape = run_recorded(func, ins)
     _check_outputs(outs, strict)
+    if strict and vectorize:
+        raise RuntimeError(STRICT_VECTORIZE)
     _check_independent(outs, ins, strict)
     if create_graph:  # (a custom Function's backward is called one row at a time: it may not take batches)
         blocks, _ = reverse_blocks(outs, ins, create_graph=True, vectorised=not _has_custom(tape))
@@ -568,7 +591,7 @@ def _second_blocks(grads: list[Tensor], leaves: list[Tensor], tape: list[Any]) -
 
 @_grad_on
 def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
-            vectorize: bool = True, outer_jacobian_strategy: str = "forward-mode") -> Any:  # fmt: skip
+            vectorize: bool = False, outer_jacobian_strategy: str = "forward-mode") -> Any:  # fmt: skip
     """The second derivatives of a scalar ``func``: shape ``input.shape + input.shape``.
 
     Forward-over-reverse; with ``create_graph=True`` reverse-over-reverse, recorded, so the
@@ -577,13 +600,15 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     """
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode".')
-    many_in, given = as_tuple(inputs)
+    many_in, given = _as_tensors(inputs, "inputs", "hessian")
     ins = _inputs(given, create_graph)
     with nested_recording() as tape:
         out = _single_output(func(*ins), "hessian")
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)
     _check_jacobian(jac, strict)
+    if strict and vectorize:  # PyTorch's outer jacobian refuses them, after the inner one ran
+        raise RuntimeError(STRICT_VECTORIZE)
     grads = _materialised(jac, ins)
     _check_independent(grads, ins, strict)
     if create_graph:
@@ -604,11 +629,11 @@ def vjp(
     inputs give zeros (strict mode: PyTorch's RuntimeError). With ``create_graph=True`` both
     are differentiable with respect to the inputs (and ``v``) that require grad.
     """
-    many_in, given = as_tuple(inputs)
+    many_in, given = _as_tensors(inputs, "inputs", "vjp")
     ins = _inputs(given, create_graph)
     many_out, outs, _ = run_recorded(func, ins, "vjp")
     _check_outputs(outs, strict)
-    vs = _vectors(v, outs, many_out, create_graph, _V_NONE_OUTPUT)
+    vs = _vectors(v, outs, many_out, create_graph, _V_NONE_OUTPUT, "vjp")
     found = _fill_zeros(_backward(outs, ins, vs, create_graph), ins, strict, create_graph, "back")
     return _finish(outs, many_out, create_graph), _finish(found, many_in, create_graph)
 
@@ -623,9 +648,9 @@ def jvp(
     computed by PyTorch's double-backward trick, recorded: it is differentiable with respect to the
     inputs (and ``v``) that require grad, so derivatives of JVPs nest.
     """
-    many_in, given = as_tuple(inputs)
+    many_in, given = _as_tensors(inputs, "inputs", "jvp")
     ins = _inputs(given, create_graph)
-    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
+    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT, "jvp")
     many_out, outs, tape = run_recorded(func, ins, "jvp")
     _check_outputs(outs, strict)
     if create_graph:
@@ -684,9 +709,9 @@ def _scalar_and_gradient(
     func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool, name: str
 ) -> tuple[bool, list[Tensor], list[Tensor], Tensor, list[Any], list[Any]]:
     """The common start of ``hvp`` and ``vhp``: inputs, vectors, the scalar output and its recorded gradient."""
-    many_in, given = as_tuple(inputs)
+    many_in, given = _as_tensors(inputs, "inputs", name)
     ins = _inputs(given, create_graph)
-    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT)
+    vs = _vectors(v, ins, many_in, create_graph, _V_NONE_INPUT, name)
     with nested_recording() as tape:
         out = _single_output(func(*ins), name)
         _check_outputs([out], strict)

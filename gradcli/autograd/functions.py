@@ -21,7 +21,7 @@ from ..ops import order as ops_order
 from ..ops.shape import PickIndex
 from .record import apply, binary, matmul_mismatch, unary
 from .record import matmul as _matmul
-from .tensor import MinMax, Tensor, as_value, mark_complex, wrap
+from .tensor import MinMax, Tensor, as_value, mark_complex, note_view, storage_root, wrap
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -54,6 +54,8 @@ def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
         d = int(d)
         if not -ndim <= d < ndim:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+        if (d - ndim if d >= 0 else d) in out:
+            raise RuntimeError(f"dim {d % ndim} appears multiple times in the list of dims")
         out.add(d - ndim if d >= 0 else d)
     return tuple(sorted(out))
 
@@ -117,14 +119,15 @@ _MAX = namedtuple("max", ["values", "indices"])
 _MIN = namedtuple("min", ["values", "indices"])
 
 
-def max(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """``max(x)``: largest element; ``max(x, dim)``: (values, indices); ``max(a, b)``: elementwise."""
-    return _extreme(ops.AMAX, ops.MAXIMUM, np.argmax, x, dim, keepdim)
+def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001
+    """``max(x)``: largest element; ``max(x, dim)``: (values, indices); ``max(a, b)``: elementwise.
+    ``axis`` is ``dim`` as NumPy spells it (PyTorch accepts it too)."""
+    return _extreme(ops.AMAX, ops.MAXIMUM, np.argmax, x, axis if dim is None else dim, keepdim)
 
 
-def min(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def min(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001
     """``min(x)``: smallest element; ``min(x, dim)``: (values, indices); ``min(a, b)``: elementwise."""
-    return _extreme(ops.AMIN, ops.MINIMUM, np.argmin, x, dim, keepdim)
+    return _extreme(ops.AMIN, ops.MINIMUM, np.argmin, x, axis if dim is None else dim, keepdim)
 
 
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -196,14 +199,14 @@ def _arg(pick: Any, x: Any, dim: Any, keepdim: bool) -> Tensor:
     return wrap(np.asarray(pick(v, axis=wrap_dim(dim, v.ndim), keepdims=bool(keepdim)), dtype=np.int64))
 
 
-def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmax(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
-    return _arg(np.argmax, x, dim, keepdim)
+    return _arg(np.argmax, x, axis if dim is None else dim, keepdim)
 
 
-def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmin(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Tensor:
     """Index of the smallest element (of the flattened tensor when ``dim`` is omitted); int64, no gradient."""
-    return _arg(np.argmin, x, dim, keepdim)
+    return _arg(np.argmin, x, axis if dim is None else dim, keepdim)
 
 
 SortResult = namedtuple("sort", ["values", "indices"])
@@ -415,6 +418,8 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 def clamp(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """``x`` limited to [min, max]; tensor bounds get gradients too (where they are the value)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = as_tensor(-np.inf if min is None else min)
         hi = as_tensor(np.inf if max is None else max)
@@ -743,7 +748,8 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa:
     step = -(-size // chunks) if size else 0
     if step == 0:
         return (apply(ops.SPLIT, (x,), (d, 0, size)),)
-    return tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+    pieces = tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+    return multi_view(pieces, x, "Split")
 
 
 def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
@@ -752,7 +758,30 @@ def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     if x.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(dim, x.ndim)
-    return tuple(apply(ops.UNBIND, (x,), (d, i)) for i in range(x.shape[d]))
+    if x.shape[d] == 0:
+        return ()
+    from .function import Unbind  # (custom Functions load only when used)
+
+    slices = multi_view(Unbind.apply(x, d), x, "Unbind")
+    chain = () if x._base is None else x._view_fn
+    if chain is not None and not x._detached:  # how each slice is taken again when x changes in place
+        for i, t in enumerate(slices):
+            if t._base is not None:
+                t._view_fn = chain + ((ops.GETITEM, ((slice(None),) * d + (i,),)),)
+                note_view(t._base, t)
+    return slices
+
+
+def multi_view(outputs: tuple[Tensor, ...], x: Tensor, name: str) -> tuple[Tensor, ...]:
+    """Mark ``outputs`` as the views of ``x`` that one function returned together (``name``): changing
+    one of them in place under a recording is refused, as in PyTorch."""
+    root = storage_root(x)
+    for k, t in enumerate(outputs):
+        if t._value.__class__ is np.ndarray and np.may_share_memory(t._value, root._value):
+            t._base = root
+            t._detached = x._detached
+            t._multi_view = (name, k)
+    return outputs
 
 
 def repeat(input: Any, *sizes: Any) -> Tensor:  # noqa: A002

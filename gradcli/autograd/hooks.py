@@ -143,9 +143,9 @@ def run_tensor_hooks(hooks: NodeHooks, g: Any, multi: bool, create: bool) -> Any
         g = list(g)
     for index, fn in list(hooks.tensor.values()):
         current = g[index] if multi else g
-        if current is None:
+        if current is None and not multi:
             continue
-        r = fn(_as_tensor(current))
+        r = fn(_as_tensor(current))  # an output of several without a gradient: None, as in PyTorch
         if r is not None:
             r = _as_grad(r, current, create, getattr(fn, "__name__", "hook"))
             if multi:

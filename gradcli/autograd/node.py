@@ -12,7 +12,10 @@ import weakref
 from itertools import count
 from typing import Any
 
+import numpy as np
+
 from ..ops import CONJ as _CONJ
+from ..ops import RESHAPE as _RESHAPE
 from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
@@ -124,7 +127,28 @@ class AccumulateGrad(Node):
 _NONES = tuple((None,) * n for n in range(8))
 
 
-class OpNode(Node):
+class SingleOutput:
+    """``retain_grad`` on the one output of a node (its tensor held weakly in ``_retain``)."""
+
+    __slots__ = ()
+    _retain: Any
+
+    def retain(self, tensor: Tensor, edge: Any) -> None:
+        self._retain = weakref.ref(tensor)
+
+    def unretain(self, edge: Any) -> None:
+        self._retain = None
+
+    def retained(self, edge: Any) -> Tensor | None:
+        ref = self._retain
+        return None if ref is None else ref()
+
+    def retained_tensors(self) -> list[tuple[Tensor, int | None]]:
+        t = self.retained(None)
+        return [] if t is None else [(t, None)]
+
+
+class OpNode(SingleOutput, Node):
     """One recorded primitive application.
 
     ``next`` holds the edges to its inputs' nodes; ``saved`` the inputs as given
@@ -170,6 +194,8 @@ class OpNode(Node):
             return
         for i, t in enumerate(self.saved):
             if t.__class__ is Tensor:
+                if t._detached_in_place:
+                    raise RuntimeError(_tensor_mod.DETACHED_SAVED)
                 want = expected[i] if expected else 0
                 now = storage_root(t)._version
                 if now != want:
@@ -223,20 +249,6 @@ class OpNode(Node):
         if self.frees:
             self.saved = FREED
             self.out = None
-
-    def retain(self, tensor: Tensor, edge: Any) -> None:
-        self._retain = weakref.ref(tensor)
-
-    def unretain(self, edge: Any) -> None:
-        self._retain = None
-
-    def retained(self, edge: Any) -> Tensor | None:
-        ref = self._retain
-        return None if ref is None else ref()
-
-    def retained_tensors(self) -> list[tuple[Tensor, int | None]]:
-        t = self.retained(None)
-        return [] if t is None else [(t, None)]
 
 
 class TupleNode(OpNode):
@@ -453,3 +465,87 @@ def node_class(prim: Primitive, name: str) -> type[OpNode]:
             layout = BinaryNode
         cls = _NODE_CLASSES.setdefault((prim, name), type(name, (layout,), body))  # one, whichever thread
     return cls
+
+
+class _NodeOp:
+    """What the graph picture reads of a node's primitive (``prim.name``, ``prim.saves``)."""
+
+    saves = "nothing"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class CopyBackwards(SingleOutput, Node):
+    """A copy of ``src`` into a new tensor (PyTorch's ``copy_`` node: edges to the tensor written into,
+    which requires no grad, and to ``src``): what ``.grad`` hangs from under ``create_graph``."""
+
+    __slots__ = ("next", "_retain", "_hooks", "seq", "__weakref__")
+    prim = _NodeOp("copy")
+
+    def __init__(self, src_edge: Any) -> None:
+        self.next = (None, src_edge)
+        self._retain = None
+        self._hooks = None
+        self.seq = next_seq()
+
+    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
+        return (None, g)
+
+    def release(self) -> None:
+        """Nothing is saved."""
+
+
+class CopySlices(SingleOutput, Node):
+    """A base tensor after one of its views was changed in place (PyTorch's ``CopySlices``).
+
+    Edges: the base's history before the change (``e0``), the view's new values (``e1``). The view's
+    elements are found by taking the view (its chain of primitives) of the positions ``0 .. n-1`` laid
+    out in the base's shape: the gradient outside them goes to the old base, inside them to the view.
+    """
+
+    __slots__ = ("next", "positions", "shape", "_retain", "_hooks", "seq", "__weakref__")
+    prim = _NodeOp("copy_slices")
+
+    def __init__(self, base_edge: Any, view_edge: Any, chain: tuple[Any, ...], base_value: Any) -> None:
+        self.next = (base_edge, view_edge)
+        shape = np.shape(base_value)
+        positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+        for prim, params in chain:
+            positions = prim.forward(positions, *params)
+        self.positions = np.array(positions, copy=True)
+        self.shape = shape
+        self._retain = None
+        self._hooks = None
+        self.seq = next_seq()
+
+    def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
+        if self.positions is None:
+            raise RuntimeError(BACKWARD_TWICE)
+        grads = self._split(g, create, nbatch)
+        if not retain:
+            self.release()
+        return grads
+
+    def _split(self, g: Any, create: bool, nbatch: int) -> tuple[Any, Any]:
+        batch = np.shape(g)[:nbatch]
+        flat = (Ellipsis, self.positions)
+        if create:
+            from . import record
+
+            g = g if g.__class__ is Tensor else Tensor._wrap(g)
+            mask = np.ones(np.shape(g), g.dtype)
+            mask.reshape(batch + (-1,))[flat] = 0
+            rows = record.apply(_RESHAPE, (g,), (batch + (-1,),))
+            g_base = g * mask
+            g_view = record.getitem(rows, flat)
+        else:
+            g_base = np.array(g, copy=True)
+            rows = np.reshape(g, batch + (-1,))
+            g_view = rows[flat]
+            g_base.reshape(batch + (-1,))[flat] = 0
+        return (None if self.next[0] is None else g_base, g_view)
+
+    def release(self) -> None:
+        """After a backward pass without ``retain_graph``: a second one raises, as PyTorch's CopySlices."""
+        self.positions = None

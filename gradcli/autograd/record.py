@@ -124,14 +124,24 @@ def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[
     return tuple(x if j in wanted else None for j, x in enumerate(inputs))
 
 
-def _mark_view(result: Tensor, inputs: Any) -> None:
+def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, ...]) -> None:
     value = result._value
-    if value.__class__ is _ndarray and value.base is not None:
+    if value.__class__ is _ndarray and value.base is not None and (value.flags.writeable or 0 in value.strides):
+        # (a read-only result, NumPy's diagonal, is no view to write through: changed in place, it is
+        # replaced; an expanded one is, and writing through it is refused)
         source = inputs[0]
         if source.__class__ is Tensor:
-            result._base = storage_root(source)
+            root = storage_root(source)
+            if not np.may_share_memory(value, root._value):
+                return  # a view of a copy NumPy made on the way (reshape of a transpose)
+            result._base = root
             if source._detached:
                 result._detached = True
+            elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
+                chain = () if source._base is None else source._view_fn
+                if chain is not None:
+                    result._view_fn = chain + ((prim, params),)
+                    _tensor_mod.note_view(root, result)
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
@@ -164,7 +174,7 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
         if trace is not None:
             trace.append((result._edge, result, tuple(inputs)))
     if not prim.elementwise:
-        _mark_view(result, inputs)
+        _mark_view(result, inputs, prim, params)
     return result
 
 

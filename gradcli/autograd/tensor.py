@@ -9,6 +9,7 @@ does a consumer point at?", which keeps recording an operation cheap.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections import namedtuple
 from typing import Any
 
@@ -117,9 +118,107 @@ def _reads_self(prim: Any, edge: Any, args: tuple[Any, ...]) -> bool:
     return any(a.__class__ is Tensor and a._edge is not None and 0 in reads[i + 1] for i, a in enumerate(args))
 
 
+def _no_leaf() -> None:
+    return None
+
+
 def storage_root(t: Tensor) -> Tensor:
     """The tensor that owns ``t``'s storage and version counter (``t`` unless it is a view)."""
     return t if t._base is None else t._base
+
+
+DETACH_VIEW = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+    "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence "
+    "detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+    "function in torch/optim/optimizer.py as the solution."
+)
+DETACHED_SAVED = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
+    "please use out-of-place `.detach()` instead"
+)
+OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+MULTI_VIEW = (
+    "This view is the output of a function that returns multiple views. Such functions do not allow the output "
+    "views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+)
+
+
+def check_inplace(t: Tensor, edge: Any, recording: bool) -> None:
+    """PyTorch's refusals of an in-place change under grad mode: a leaf that requires grad, a view of
+    one, a recorded change to one of several views a function returned (unbind, split)."""
+    if edge is not None and edge.__class__ is _node.AccumulateGrad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = t._base
+    if base is None or t._detached:
+        return
+    if base._edge.__class__ is _node.AccumulateGrad:
+        # also when the view was taken before its base required grad (PyTorch checks the base)
+        raise RuntimeError(VIEW_OF_LEAF)
+    if not recording:
+        return
+    multi = t._multi_view
+    if multi is not None:
+        if edge is None:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. " + MULTI_VIEW
+            )
+        raise RuntimeError(f"Output {multi[1]} of {multi[0]} is a view and is being modified inplace. {MULTI_VIEW}")
+    if t._view_fn is None:
+        raise RuntimeError(
+            "gradcli does not record in-place operations on this view of a tensor that requires grad; "
+            "assign through the tensor itself (y[i] = v) or use out-of-place operations"
+        )
+
+
+def rebase_view(view: Tensor, new_edge: Any) -> Any:
+    """``view`` of a base was changed in place, its new value from ``new_edge``: the base's history
+    becomes a ``CopySlices`` node (the old base outside the view, the new values inside it), so the
+    base requires grad from now on, and the view is taken again from the new base. Returns the
+    view's new edge."""
+    root = view._base
+    chain = view._view_fn
+    if root._edge is None and new_edge is None:
+        return None
+    root._edge = _node.CopySlices(root._edge, new_edge, chain, root._value)
+    return _retake(root, chain)
+
+
+def _retake(root: Tensor, chain: tuple[Any, ...]) -> Any:
+    """The edge of the view ``chain`` takes of ``root`` as it is now."""
+    taken = root
+    for prim, params in chain:
+        taken = _record.apply(prim, (taken,), params)
+    return taken._edge
+
+
+def note_view(root: Tensor, view: Tensor) -> None:
+    """``view`` (with a ``_view_fn``) was taken of ``root``: held weakly, so that a change of the
+    root's history in place reaches it (``retake_views``)."""
+    views = root._views
+    if views is None:
+        root._views = [weakref.ref(view)]
+        return
+    views.append(weakref.ref(view))
+    n = len(views)
+    if n >= 64 and not n & (n - 1):  # at each power of two, the dead are dropped (amortised O(1))
+        views[:] = [r for r in views if r() is not None]
+
+
+def retake_views(root: Tensor, changed: Tensor) -> None:
+    """``root``'s history changed in place (through ``changed``, itself or a view of it): every other
+    live view of it is taken again from the new history, as PyTorch regenerates a view's grad_fn
+    whose base's version moved on (its old history would miss the change)."""
+    views = root._views
+    if views:
+        for ref in list(views):
+            view = ref()
+            if view is not None and view is not changed and view._base is root:
+                view._edge = _retake(root, view._view_fn)
 
 
 def wrap(value: Any, edge: Any = None) -> Tensor:
@@ -153,9 +252,13 @@ class Tensor:
     # class defaults below until set, so making a tensor costs two stores.
     __slots__ = ("_value", "_edge", "__dict__", "__weakref__")
     _grad: Tensor | None = None
-    _version: int = 0
+    _versions: int = 0  # the storage's version counter, kept on the storage root (read ``_version``)
     _base: Tensor | None = None
+    _view_fn: Any = None  # a view's ((primitive, params), ...) from its base: how to take it again
+    _multi_view: Any = None  # (name, k): output k of a function returning several views (unbind)
+    _views: Any = None  # weak references to a base's views that have a _view_fn: retaken when it changes
     _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
+    _detached_in_place: bool = False  # cut from the graph by detach_(): a node that saved it must not use it
     name: str | None = None
     __array_priority__ = 1000
     __hash__ = object.__hash__
@@ -170,6 +273,15 @@ class Tensor:
             self.requires_grad_(True)
 
     _wrap = staticmethod(wrap)
+
+    @property
+    def _version(self) -> int:
+        """The version counter, shared by a view and its base (bumped by every in-place change)."""
+        return storage_root(self)._versions
+
+    @_version.setter
+    def _version(self, value: int) -> None:
+        storage_root(self)._versions = value
 
     # --- place in the graph -------------------------------------------------------------
 
@@ -225,6 +337,10 @@ class Tensor:
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
+            if not isinstance(value, (Tensor, np.ndarray)):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
             value = value if isinstance(value, Tensor) else Tensor(value)
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
@@ -273,6 +389,16 @@ class Tensor:
         return t
 
     def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place; a node that saved it refuses to use it (PyTorch)."""
+        if self._base is not None and not self._detached:
+            raise RuntimeError(DETACH_VIEW)
+        edge = self._edge
+        if edge.__class__ is _node.AccumulateGrad:
+            edge.variable = _no_leaf  # a pass still reaching the leaf's sink fills no .grad (PyTorch)
+        elif edge is not None:
+            global inplace_seen
+            inplace_seen = True  # saved tensors are checked from now on (OpNode._check_versions)
+            self._detached_in_place = True
         self._edge = None
         return self
 
@@ -298,6 +424,10 @@ class Tensor:
     @data.setter
     def data(self, value: Any) -> None:
         self._value = value._value if isinstance(value, Tensor) else as_value(value)
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -406,24 +536,13 @@ class Tensor:
         recording = _grad_mode.state.enabled and (
             edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
         )
+        through_view = False
         if _grad_mode.state.enabled:
-            if edge is not None and edge.__class__ is _node.AccumulateGrad:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            base = self._base
-            if base is not None and base._edge.__class__ is _node.AccumulateGrad and not self._detached:
-                # also when the view was taken before its base required grad (PyTorch checks the base)
-                raise RuntimeError(
-                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
-                )
-            if recording and edge is not None and base is not None and base._edge is not None:
-                if base._edge.__class__ is _node.AccumulateGrad:
-                    raise RuntimeError(
-                        "a view of a leaf Variable that requires grad is being used in an in-place operation."
-                    )
-                raise RuntimeError(
-                    "gradcli does not record in-place operations on a view of a tensor that requires grad; "
-                    "assign through the tensor itself (y[i] = v) or use out-of-place operations"
-                )
+            check_inplace(self, edge, recording)
+            through_view = recording and self._base is not None and not self._detached
+        value = self._value
+        if value.__class__ is _ndarray and not value.flags.writeable and 0 in value.strides and value.size > 1:
+            raise RuntimeError(OVERLAP)  # an expanded tensor: one element stands for several
         if recording:
             saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
             old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
@@ -433,20 +552,31 @@ class Tensor:
             new_value = prim.forward(self._value, *(_unwrap(a) for a in args), *params)
             new_edge = edge
         self._store(new_value)
+        self._bump_version()
+        if through_view:  # the base's history is rebased (PyTorch's CopySlices), the view taken again
+            new_edge = rebase_view(self, new_edge)
+        if new_edge is not edge:
+            self._move_edge(edge, new_edge)
+        if recording and (through_view or self._base is None):  # the base's history changed
+            retake_views(storage_root(self), self)
+        return self
+
+    def _bump_version(self) -> None:
+        """After an in-place change: a saved copy of this storage is stale, its version moves on."""
         global inplace_seen
         inplace_seen = True
         root = storage_root(self)
-        producer = edge if root is self else root._edge  # whose saved output shares this storage
+        producer = self._edge if root is self else root._edge  # whose saved output shares this storage
         if producer is not None:
             _node.mark_output_modified(producer, root)
-        root._version += 1
-        if new_edge is not edge:
-            if edge is not None and self.retains_grad:
-                # .grad is the gradient of the newest version only (PyTorch moves the hook)
-                _node.edge_node(edge).unretain(edge)
-                _node.edge_node(new_edge).retain(self, new_edge)
-            self._edge = new_edge
-        return self
+        root._versions += 1
+
+    def _move_edge(self, edge: Any, new_edge: Any) -> None:
+        if edge is not None and self.retains_grad:
+            # .grad is the gradient of the newest version only (PyTorch moves the hook)
+            _node.edge_node(edge).unretain(edge)
+            _node.edge_node(new_edge).retain(self, new_edge)
+        self._edge = new_edge
 
     def _store(self, new_value: Any) -> None:
         value = self._value
@@ -489,7 +619,12 @@ class Tensor:
         return self._inplace(_ops.INDEX_PUT, (src,), ((Ellipsis,),))
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        edge = self._edge
         self._inplace(_ops.INDEX_PUT, (value,), (_normalize_index(index),))
+        if self._edge is not edge and self._base is None:
+            # PyTorch records an assignment as CopySlices or IndexPutBackward0, both freed by a backward
+            # pass: a second one through it raises, whatever the assignment saved
+            _node.edge_node(self._edge).frees = True
 
     __iadd__ = add_
     __isub__ = sub_
