@@ -56,6 +56,11 @@ CASES = {
         ([np.array([-2.0, -0.5, 0.4, 1.2, 2.5, 4.0])], (2.0, 3.0)),  # both sides of beta x = 3, off it
     ],
     "to": [([arr(3)], (np.dtype(np.float64),))],
+    "gelu": [([arr(5)], ("none",)), ([arr(2, 3) * 2], ("tanh",))],
+    "elu": [([np.array([-2.0, -0.5, 0.3, 1.7])], (1.0,)), ([np.array([-1.2, -0.1, 0.4, 2.2])], (2.5,))],
+    "hardtanh": [([np.array([-1.5, -0.4, 0.3, 0.9, 2.0])], (-1.0, 1.0)), ([np.array([-0.8, 0.1, 0.6])], (-0.5, 0.4))],
+    "nan_to_num": [([arr(4)], (0.0, None, None)), ([np.array([np.nan, 1.5, np.inf, -np.inf, -0.2])], (2.0, 9.0, -9.0))],
+    "lerp": [([arr(3), arr(3), arr(3)], ()), ([arr(2, 3), arr(3), np.array(0.3)], ())],
     "sum": [([arr(2, 3)], (None, False)), ([arr(2, 3)], ((-1,), False)), ([arr(2, 3, 2)], ((-3, -1), True))],
     "mean": [([arr(2, 3)], (None, False)), ([arr(2, 3)], ((-2,), True))],
     "prod": [

@@ -623,6 +623,41 @@ def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 GENERATED["softplus"] = softplus
 
 
+def gelu(x: Any, approximate: str = "none") -> Tensor:
+    """x Phi(x) (``approximate="tanh"``: PyTorch's tanh form of it), GeluBackward0."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return apply(ops.GELU, (as_tensor(x),), (approximate,))
+
+
+def elu(x: Any, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, else alpha (exp(x) - 1): EluBackward0."""
+    return apply(ops.ELU, (as_tensor(x),), (float(alpha),))
+
+
+def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x limited to [min_val, max_val], the gradient 1 strictly inside: HardtanhBackward0."""
+    if min_val > max_val:
+        raise RuntimeError("min_val cannot be greater than max_val")
+    return apply(ops.HARDTANH, (as_tensor(x),), (float(min_val), float(max_val)))
+
+
+def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN as ``nan``, +-inf as ``posinf``/``neginf`` (the dtype's extremes by default): NanToNumBackward0."""
+    return apply(ops.NAN_TO_NUM, (as_tensor(x),), (nan, posinf, neginf))
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Tensor:  # noqa: A002
+    """``input + weight * (end - input)``: LerpBackward0 (a number weight) or LerpBackward1 (a tensor)."""
+    x = as_tensor(input)
+    if isinstance(weight, Tensor) or np.ndim(weight):
+        return apply(ops.LERP, (x, as_tensor(end), as_tensor(weight)))
+    return apply(ops.LERP, (x, as_tensor(end), float(weight)))
+
+
+GENERATED.update(gelu=gelu, elu=elu, hardtanh=hardtanh, nan_to_num=nan_to_num, lerp=lerp)
+
+
 def _log(x: Any, base: Any = None) -> Tensor:
     """Natural logarithm; ``log(x, b)`` to base ``b`` (log(x) / log(b)), as in the language."""
     if base is None:
