@@ -306,6 +306,12 @@ TORCH: dict[str, Callable[..., Any]] = {
     "unbind": lambda torch, x, dim, i: x.unbind(dim)[i],
     "masked_fill": lambda torch, x, value, mask: x.masked_fill(torch.as_tensor(mask), value),
     "repeat": lambda torch, x, sizes: x.repeat(*sizes),
+    "diagonal": lambda torch, x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2),
+    "diag_embed": lambda torch, x, shape, offset, dim1, dim2: (
+        torch.diag(x, offset) if x.ndim == 1 else torch.diag_embed(x, offset, dim1, dim2)
+    ),
+    "roll": lambda torch, x, shifts, dims: torch.roll(x, shifts, dims),
+    "cross": lambda torch, a, b, dim: torch.linalg.cross(*torch.broadcast_tensors(a, b), dim=dim),
 }
 # conj, real and imag are identities (or zero) on the real draws here; they are compared with PyTorch
 # on complex inputs in tests/test_engine_complex.py.

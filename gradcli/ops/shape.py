@@ -342,3 +342,35 @@ CAT = primitive(
     jvp=_join_jvp(np.concatenate),
     batch="linear",
 )
+
+# --- roll ------------------------------------------------------------------------------------------------
+
+
+def _rolled(v, own_ndim: int, shifts, dims):
+    """``v`` rolled by ``shifts`` along ``dims`` (negative: from the end), or, with ``dims`` None, its
+    own ``own_ndim`` trailing axes rolled as one flat sequence (its batch axes stay as they are)."""
+    if dims is not None:
+        return ROLL(v, shifts, dims)
+    shape = np.shape(v)
+    nb = len(shape) - own_ndim
+    flat = np.reshape(v, shape[:nb] + (-1,))
+    return np.reshape(ROLL(flat, shifts, (-1,)), shape)
+
+
+def _roll(x, shifts, dims):
+    return np.roll(x, shifts, None if dims is None else tuple(dims))
+
+
+ROLL = primitive(
+    "roll",
+    1,
+    _roll,
+    (lambda g, out, x, shifts, dims: _rolled(g, len(x.shape), tuple(-s for s in shifts), dims),),
+    saves="meta",
+    nparams=2,  # (shifts, dims): dims negative offsets from the end, or None for the flattened value
+    jvp=lambda ts, out, x, shifts, dims: _rolled(ts[0], len(np.shape(x)), shifts, dims),
+    batch="linear",
+    label="roll",
+    formulas=("the gradient rolled back",),
+    doc="the elements shifted along each of dims, those past the end coming round to the start",
+)
