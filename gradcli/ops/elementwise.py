@@ -192,7 +192,9 @@ MUL = binary(
 DIV = binary(
     "div",
     operator.truediv,
-    (lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)),
+    # PyTorch's div_tensor_other_backward: -g (a / b) / b, not a / b^2, whose powers of b grow with each
+    # derivative taken through it (the 6th derivative of 1/x at 4 reaches 4^64, past float32's range)
+    (lambda g, out, a, b: g / b, lambda g, out, a, b: -g * ((a / b) / b)),
     ("1/{1}", "-{0}/{1}^2"),
     lambda sp, a, b: a / b,
     named_rule="quotient rule",
@@ -933,20 +935,22 @@ SINC = unary(
 DEGREES_PER_RADIAN = 180.0 / math.pi
 RAD2DEG = unary(
     "rad2deg",
-    np.rad2deg,
+    lambda x: x * DEGREES_PER_RADIAN,  # (not NumPy's rad2deg, which takes no complex values for the complex step)
     lambda g, out, x: g * DEGREES_PER_RADIAN,
     "180/pi",
     lambda sp, x: x * 180 / sp.pi,
     saves="nothing",
+    numpy=(np.rad2deg,),
     doc="radians to degrees: x * 180/pi",
 )
 DEG2RAD = unary(
     "deg2rad",
-    np.deg2rad,
+    lambda x: x * (1.0 / DEGREES_PER_RADIAN),
     lambda g, out, x: g * (1.0 / DEGREES_PER_RADIAN),
     "pi/180",
     lambda sp, x: x * sp.pi / 180,
     saves="nothing",
+    numpy=(np.deg2rad,),
     doc="degrees to radians: x * pi/180",
 )
 

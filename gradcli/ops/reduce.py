@@ -149,8 +149,11 @@ PROD = primitive(
 
 
 def _share(out, x, axis, keepdims):
-    mask = np.asarray(x) == _keep(np.asarray(out), np.shape(x), axis, keepdims)
-    return mask / mask.sum(axis=axis, keepdims=True)
+    """1/k at each of the k elements equal to the extreme, 0 elsewhere, in x's dtype (float32 stays float32)."""
+    xv = np.asarray(x)
+    mask = xv == _keep(np.asarray(out), np.shape(x), axis, keepdims)
+    share = mask / mask.sum(axis=axis, keepdims=True)
+    return share.astype(xv.dtype) if xv.dtype.kind in "fc" else share
 
 
 def _norm_weight(out, x, axis, keepdims):
@@ -161,10 +164,7 @@ def _norm_weight(out, x, axis, keepdims):
 def _extreme_rule(g, out, x, axis, keepdims):
     # PyTorch's amax/amin backward: ties share the gradient evenly
     nb = batch_ndim(g, out)
-    xv = np.asarray(x)
-    mask = xv == _keep(np.asarray(out), x.shape, axis, keepdims)
-    share = (mask / mask.sum(axis=axis, keepdims=True)).astype(xv.dtype)  # float32 stays float32
-    return _keep(g, x.shape, axis, keepdims, nb) * share
+    return _keep(g, x.shape, axis, keepdims, nb) * _share(out, x, axis, keepdims)
 
 
 AMAX = primitive(

@@ -248,7 +248,10 @@ SCATTER = primitive(
 
 
 def _index_put(x, value, index):
-    result = np.array(x, copy=True, dtype=np.result_type(x, value))
+    # x's dtype, as an assignment keeps it (float64 values into float32 are float32, and so is their
+    # tangent); a value of another kind (complex into real) widens it, for the caller to refuse
+    own, other = np.result_type(x), np.result_type(value)
+    result = np.array(x, copy=True, dtype=own if np.can_cast(other, own, "same_kind") else np.result_type(x, value))
     result[index] = value
     return result
 
@@ -264,7 +267,7 @@ def _index_put_rule_value(g, out, x, value, index):
 def _index_put_jvp(tangents, out, x, value, index):
     tx, tv = tangents
     nb = np.ndim(tx) - np.ndim(x) if tx is not None else np.ndim(tv) - np.ndim(value)
-    base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x))
+    base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x), out.dtype)  # (float32 stays so)
     if tv is None:
         return INDEX_PUT(base, 0.0, _batched(index, nb))
     region = np.ndim(np.empty(np.shape(x))[index])  # a value broadcast into the region: lift its tangent
