@@ -229,7 +229,9 @@ def forward_blocks(
         passes += 1
         for k, out in enumerate(outs):
             t = tangents.get(forward.key(out))
-            columns[k].append(np.zeros((stop - start,) + out.shape, _float_dtype(out._value)) if t is None else _dense(t))
+            columns[k].append(
+                np.zeros((stop - start,) + out.shape, _float_dtype(out._value)) if t is None else _dense(t)
+            )
     blocks = []
     for k, out in enumerate(outs):
         full = np.concatenate(columns[k], axis=0)  # (n, *out_shape)
