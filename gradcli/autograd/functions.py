@@ -139,6 +139,10 @@ def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
     x = as_tensor(x)
     if p == math.inf:
         return amax(abs(x), dim, keepdim)
+    if p == -math.inf:
+        return amin(abs(x), dim, keepdim)
+    if p == 0:  # the number of non-zero elements, with gradient 0 (sign's) as PyTorch's
+        return sum(GENERATED["sign"](abs(x)), dim, keepdim)
     if p == 1:
         return sum(abs(x), dim, keepdim)
     return sum(abs(x) ** p, dim, keepdim) ** (1.0 / p)
@@ -581,6 +585,8 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     items = [as_tensor(t) for t in tensors]
     if not items:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    if any(item.ndim != 1 for item in items):  # PyTorch's legacy rule: an empty vector joins anything
+        items = [item for item in items if item.shape != (0,)] or items[:1]
     for i, item in enumerate(items):
         if item.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -752,8 +758,8 @@ def index_select(input: Any, dim: int, index: Any) -> Tensor:  # noqa: A002
     size = x.shape[d] if x.ndim else 1
     if positions.size and (positions.min() < 0 or positions.max() >= size):
         raise IndexError("index out of range in self")
-    if x.ndim == 0:
-        return x.reshape(1)[positions.reshape(-1)].reshape(positions.shape)
+    if x.ndim == 0:  # PyTorch keeps a 0-d input's shape
+        return apply(ops.INDEX_SELECT, (x.reshape(1),), (0, positions.reshape(-1))).reshape(())
     return apply(ops.INDEX_SELECT, (x,), (d, positions.reshape(-1)))
 
 

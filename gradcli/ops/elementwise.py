@@ -510,14 +510,26 @@ HYPOT = binary(
     domain=((0.2, 3.0), (-3.0, 3.0)),
     doc="sqrt(a^2 + b^2), without overflow",
 )
+
+
+def _logaddexp(a, b):
+    if not (np.iscomplexobj(a) or np.iscomplexobj(b)):
+        return np.logaddexp(a, b)
+    # NumPy's takes no complex values: shifted by the larger real part, which keeps the result on the
+    # principal branch (imaginary part in (-pi, pi]), as PyTorch's
+    m = np.maximum(np.real(a), np.real(b))
+    m = np.where(np.isfinite(m), m, 0.0)
+    return (np.log(np.exp(a - m) + np.exp(b - m)) + m)[()]
+
+
 LOGADDEXP = binary(
     "logaddexp",
-    np.logaddexp,
+    _logaddexp,
     (lambda g, out, a, b: g * np.exp(a - out), lambda g, out, a, b: g * np.exp(b - out)),
     ("exp({0} - logaddexp({0}, {1}))", "exp({1} - logaddexp({0}, {1}))"),
     lambda sp, a, b: sp.log(sp.exp(a) + sp.exp(b)),
     saves="both",
-    analytic=False,  # NumPy's logaddexp takes no complex values
+    numpy=(np.logaddexp,),
     doc="log(exp(a) + exp(b)), without overflow",
 )
 

@@ -332,7 +332,7 @@ def _minor_cofactors(a):
     """The cofactor matrix from the determinants of the minors, built from rows (indexing and det),
     so that it records on tensors: second derivatives, exact at singular matrices too."""
     n = np.shape(a)[-1]
-    if n == 1:
+    if n <= 1:  # 1 x 1: the cofactor is 1; 0 x 0 (det 1): no entries
         return np.ones(np.shape(a))
     keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
     minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]  # (..., n, n, n-1, n-1)

@@ -104,6 +104,8 @@ MEAN = primitive(
 
 def _others_last(x):
     """Along the last axis: the product of all elements but each one, exactly (zeros too)."""
+    if np.shape(x)[-1] == 0:  # no elements: nothing to leave out
+        return np.ones_like(x)
     if isinstance(x, (np.ndarray, np.generic)):  # prefix x suffix products, O(n)
         ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
         left = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
@@ -198,9 +200,12 @@ AMIN = primitive(
 
 
 def _logsumexp(x, axis, keepdims):
-    m = np.max(x, axis=axis, keepdims=True)
+    # shifted by the largest real part (none over an empty axis: the sum is 0 and the result -inf, as
+    # PyTorch's); a real shift keeps a complex result on the principal branch, imag in (-pi, pi]
+    m = np.max(np.real(x), axis=axis, keepdims=True) if np.size(x) else 0.0
     m = np.where(np.isfinite(m), m, 0.0)
-    s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # log(0) = -inf: every element -inf, or none at all
+        s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return s if keepdims else np.reshape(s, np.sum(s, axis=axis).shape)[()]
 
 
