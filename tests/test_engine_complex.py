@@ -107,6 +107,7 @@ TORCH_CASES.update(
         "var": (lambda z: gc.var(z * z, 1), lambda z: torch.var(z * z, 1), [cz(2, 3)]),
         "std": (lambda z: gc.std(z * z), lambda z: torch.std(z * z), [cz(2, 3)]),
         "logaddexp": (lambda a, b: gc.logaddexp(a, b * 3j), lambda a, b: torch.logaddexp(a, b * 3j), [cz(3), cz(3)]),
+        "softsign": (lambda z: gc.softsign(z * z), lambda z: torch.nn.functional.softsign(z * z), [cz(3)]),
         "lerp": (lambda a, b: gc.lerp(a, b * b, a), lambda a, b: torch.lerp(a, b * b, a), [cz(3), cz(3)]),
         "diagonal": (lambda z: (z * z).diagonal(1), lambda z: (z * z).diagonal(1), [cz(3, 4)]),
         "diag_embed": (lambda z: gc.diag(z * z, -1), lambda z: torch.diag(z * z, -1), [cz(3)]),
@@ -152,7 +153,6 @@ REFUSED = {
     "clamp_tensor": lambda z: gc.clamp(z, gc.tensor(-1.0), gc.tensor(1.0)),
     "max": lambda z: gc.amax(z),
     "min": lambda z: gc.amin(z),
-    "softsign": gc.softsign,
     "hardtanh": gc.hardtanh,
 }
 # no complex values at all: comparisons and logic have no gradient; erf, atan2 and remainder have no complex forward

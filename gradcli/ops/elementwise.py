@@ -993,6 +993,9 @@ SOFTSIGN = unary(
     analytic=False,
     torch="div",  # PyTorch composes it: x / (1 + |x|) records DivBackward0
     doc="x/(1 + |x|)",
+    # complex z: the rules PyTorch's composition gives, d|z| being Re(conj(dz) sgn(z))
+    complex_vjp=(lambda g, out, x: g / (1 + np.abs(x)) - REAL(g * CONJ(x)) * _sgn(x) / np.square(1 + np.abs(x)),),
+    complex_jvp=lambda ts, out, x: ts[0] / (1 + np.abs(x)) - x * REAL(CONJ(ts[0]) * _sgn(x)) / np.square(1 + np.abs(x)),
 )
 
 
