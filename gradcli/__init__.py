@@ -139,6 +139,16 @@ _FUNCTIONS = (
     "chunk",
     "unbind",
     "repeat",
+    "split",
+    "diagonal",
+    "diag_embed",
+    "roll",
+    "cross",
+    "kron",
+    "hstack",
+    "vstack",
+    "argsort",
+    "var_mean",
 )
 
 # Factories, the functions written over the table, and every elementwise primitive of

@@ -21,11 +21,34 @@ from gradcli.lang.symbolic import stop_gradient
 SCALARS = {"x": (), "y": (), "z": ()}
 TRIES = {
     1: ["x", "v", "A"],
-    2: ["x, y", "v, w", "A, v", "A, B", "v, 0", "A, 1", "v, 1", "v, [1, 0]", "A, [1, 0]", "v, [2]", "A, [2, 4]"],
+    2: [
+        "x, y",
+        "v, w",
+        "A, v",
+        "A, B",
+        "v, 0",
+        "A, 1",
+        "v, 1",
+        "v, [1, 0]",
+        "A, [1, 0]",
+        "v, [2]",
+        "A, [2, 4]",
+        "u, t",
+    ],
     3: ["z, x, y", "v, 0, 1", "A, 1, 2", "A, 0, [1, 0]", "(v > 0.5), v, w", "v, 1, 0", "A, 1, 0", "v, 2, 1"],
     4: ["v, 0, 0, 1", "A, 1, 0, 1"],
 }
-SHAPES = {"x": (), "y": (), "z": (), "v": (2,), "w": (2,), "A": (2, 2), "B": (2, 2)}
+SHAPES = {
+    "x": (),
+    "y": (),
+    "z": (),
+    "v": (2,),
+    "w": (2,),
+    "A": (2, 2),
+    "B": (2, 2),
+    "u": (3,),
+    "t": (3,),
+}  # u, t: cross
 #: where each function's derivative is defined and smooth (the default: 0.3 .. 0.9)
 DOMAIN = {"acosh": (1.2, 2.5), "cbrt": (-0.9, 0.9), "leaky_relu": (-0.9, 0.9), "elu": (-0.9, 0.9)}
 
@@ -44,7 +67,7 @@ def _program(name: str, rng: np.random.Generator) -> tuple[str, dict[str, np.nda
     low, high = DOMAIN.get(name, (0.3, 0.9))
     for arity in FUNCTIONS[name].arities:
         for args in TRIES.get(arity, []):
-            if arity not in FUNCTIONS[name].elementwise and not any(a in args for a in "vwAB"):
+            if arity not in FUNCTIONS[name].elementwise and not any(a in args for a in "vwABut"):
                 continue  # a reduction or a matrix function of a scalar says little
             call = f"{name}({args})"
             names = [n for n in SHAPES if n in args.replace("(", " ").replace(",", " ").split()]

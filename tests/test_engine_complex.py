@@ -38,7 +38,7 @@ def _t(name):
 UNARY_HOLOMORPHIC = [
     "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "neg",
-    "asinh", "acosh", "atanh", "exp2", "square", "reciprocal",
+    "asinh", "acosh", "atanh", "exp2", "square", "reciprocal", "rsqrt", "sinc",
 ]  # fmt: skip
 TORCH_CASES = {name: (getattr(gc, name), _t(name), [cz(3)]) for name in UNARY_HOLOMORPHIC}
 TORCH_CASES.update(
@@ -104,6 +104,15 @@ TORCH_CASES.update(
             [cz(2, 3), cz()],
         ),
         "repeat": (lambda z: (z * z).repeat(2, 1, 2), lambda z: (z * z).repeat(2, 1, 2), [cz(2, 3)]),
+        "var": (lambda z: gc.var(z * z, 1), lambda z: torch.var(z * z, 1), [cz(2, 3)]),
+        "std": (lambda z: gc.std(z * z), lambda z: torch.std(z * z), [cz(2, 3)]),
+        "logaddexp": (lambda a, b: gc.logaddexp(a, b * 3j), lambda a, b: torch.logaddexp(a, b * 3j), [cz(3), cz(3)]),
+        "softsign": (lambda z: gc.softsign(z * z), lambda z: torch.nn.functional.softsign(z * z), [cz(3)]),
+        "lerp": (lambda a, b: gc.lerp(a, b * b, a), lambda a, b: torch.lerp(a, b * b, a), [cz(3), cz(3)]),
+        "diagonal": (lambda z: (z * z).diagonal(1), lambda z: (z * z).diagonal(1), [cz(3, 4)]),
+        "diag_embed": (lambda z: gc.diag(z * z, -1), lambda z: torch.diag(z * z, -1), [cz(3)]),
+        "roll": (lambda z: (z * z).roll(1, 0) * z, lambda z: (z * z).roll(1, 0) * z, [cz(2, 3)]),
+        "cross": (lambda a, b: gc.cross(a, b * a), lambda a, b: torch.linalg.cross(a, b * a), [cz(2, 3), cz(3)]),
     }
 )
 
@@ -126,6 +135,11 @@ FD_CASES = {
     "logsumexp": (lambda z: gc.logsumexp(z, 0), [cz(3)]),
     "softmax": (lambda z: gc.softmax(z, 0), [cz(3)]),
     "log_softmax": (lambda z: gc.log_softmax(z, 0), [cz(3)]),
+    "rad2deg": (gc.rad2deg, [cz(3)]),
+    "deg2rad": (gc.deg2rad, [cz(3)]),
+    "logsigmoid": (gc.logsigmoid, [cz(3)]),
+    "mish": (gc.mish, [cz(3)]),
+    "nan_to_num": (lambda z: gc.nan_to_num(z * z), [cz(3)]),
 }
 # not holomorphic and no complex rule: differentiating at a complex input must refuse
 REFUSED = {
@@ -139,8 +153,7 @@ REFUSED = {
     "clamp_tensor": lambda z: gc.clamp(z, gc.tensor(-1.0), gc.tensor(1.0)),
     "max": lambda z: gc.amax(z),
     "min": lambda z: gc.amin(z),
-    "var": lambda z: gc.var(z),
-    "std": lambda z: gc.std(z),
+    "hardtanh": gc.hardtanh,
 }
 # no complex values at all: comparisons and logic have no gradient; erf, atan2 and remainder have no complex forward
 NOT_COMPLEX = {
@@ -154,12 +167,12 @@ NOT_COMPLEX = {
     "logical_and",
     "logical_or",
     "erf",
+    "erfc",
     "gelu",
     "atan2",
     "remainder",
     "cbrt",
     "hypot",
-    "logaddexp",
     "floor",
     "ceil",
     "round",

@@ -54,6 +54,10 @@ KINDS = {
     "var": "loop",
     "std": "loop",
     "trace": "linear",
+    "diagonal": "linear",
+    "diag_embed": "linear",
+    "roll": "linear",
+    "cross": "loop",
     "inv": "loop",
     "det": "loop",
     "solve": "loop",
@@ -151,6 +155,9 @@ COMPLEX = {
     "imag": ([np.array([0.5 + 0.3j, -1.2 + 2.0j])], ()),
     "abs": ([np.array([0.5 + 0.3j, -1.2 + 2.0j])], ()),
     "norm": ([np.array([[0.5 + 0.3j, -1.2 + 2.0j], [0.7 - 0.1j, 0.2 + 0.9j]])], ((-1,), False)),
+    "softsign": ([np.array([0.5 + 0.3j, -1.2 + 2.0j])], ()),
+    "var": ([np.array([[0.5 + 0.3j, -1.2 + 2.0j, 0.4j], [0.7 - 0.1j, 0.2 + 0.9j, -1.0]])], ((-1,), False, 1)),
+    "std": ([np.array([[0.5 + 0.3j, -1.2 + 2.0j, 0.4j], [0.7 - 0.1j, 0.2 + 0.9j, -1.0]])], (None, True, 0)),
 }
 
 

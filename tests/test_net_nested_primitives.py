@@ -240,6 +240,11 @@ TORCH: dict[str, Callable[..., Any]] = {
             "ceil",
             "round",
             "trunc",
+            "rsqrt",
+            "erfc",
+            "sinc",
+            "rad2deg",
+            "deg2rad",
             "clone",
             "dot",
             "mv",
@@ -250,9 +255,15 @@ TORCH: dict[str, Callable[..., Any]] = {
     "copy": lambda torch, x: x.clone(),
     "cbrt": lambda torch, x: torch.sign(x) * torch.abs(x) ** (1 / 3),
     "softplus": lambda torch, x, beta, threshold: torch.nn.functional.softplus(x, beta, threshold),
-    "gelu": lambda torch, x: torch.nn.functional.gelu(x),
     "silu": lambda torch, x: torch.nn.functional.silu(x),
-    "elu": lambda torch, x: torch.nn.functional.elu(x),
+    "elu": lambda torch, x, alpha: torch.nn.functional.elu(x, alpha),
+    "gelu": lambda torch, x, approximate: torch.nn.functional.gelu(x, approximate=approximate),
+    "hardtanh": lambda torch, x, lo, hi: torch.nn.functional.hardtanh(x, lo, hi),
+    "nan_to_num": lambda torch, x, nan, posinf, neginf: torch.nan_to_num(x, nan, posinf, neginf),
+    "lerp": lambda torch, a, b, w: torch.lerp(a, b, w),
+    "logsigmoid": lambda torch, x: torch.nn.functional.logsigmoid(x),
+    "softsign": lambda torch, x: torch.nn.functional.softsign(x),
+    "mish": lambda torch, x: torch.nn.functional.mish(x),
     "leaky_relu": lambda torch, x: torch.nn.functional.leaky_relu(x),
     "to": lambda torch, x, dtype: x.to(getattr(torch, np.dtype(dtype).name)),
     "where": lambda torch, c, a, b: torch.where(c.bool(), a, b),
@@ -295,6 +306,12 @@ TORCH: dict[str, Callable[..., Any]] = {
     "unbind": lambda torch, x, dim, i: x.unbind(dim)[i],
     "masked_fill": lambda torch, x, value, mask: x.masked_fill(torch.as_tensor(mask), value),
     "repeat": lambda torch, x, sizes: x.repeat(*sizes),
+    "diagonal": lambda torch, x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2),
+    "diag_embed": lambda torch, x, shape, offset, dim1, dim2: (
+        torch.diag(x, offset) if x.ndim == 1 else torch.diag_embed(x, offset, dim1, dim2)
+    ),
+    "roll": lambda torch, x, shifts, dims: torch.roll(x, shifts, dims),
+    "cross": lambda torch, a, b, dim: torch.linalg.cross(*torch.broadcast_tensors(a, b), dim=dim),
 }
 # conj, real and imag are identities (or zero) on the real draws here; they are compared with PyTorch
 # on complex inputs in tests/test_engine_complex.py.

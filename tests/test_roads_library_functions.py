@@ -21,8 +21,9 @@ VECTOR = [0.25, 0.5, 0.75]
 OTHER = [0.6, 0.3, 0.75]
 MATRIX = [[0.2, 0.9, 0.4], [0.7, 0.35, 0.55]]
 # PyTorch's signatures, which the language's do not share (dim before index, boolean masks, integer
-# positions): compared with the language in tests/test_index15_language.py.
-TORCH_SIGNATURE = {"gather", "index_select", "masked_fill", "repeat", "narrow"}
+# positions, a list of tensors): compared with the language in tests/test_index15_language.py and
+# tests/test_r27_functions.py.
+TORCH_SIGNATURE = {"gather", "index_select", "masked_fill", "repeat", "narrow", "hstack", "vstack"}
 
 
 def cases():
@@ -56,8 +57,10 @@ def cases():
                 values = {"a": [[0.9, 0.2], [0.4, 1.1]], "b": [0.5, -1.0]}
             elif name == "inv":
                 values = {"a": [[0.9, 0.2], [0.4, 1.1]]}
-            elif name in ("trace", "diag", "transpose", "tril", "triu"):  # matrices; tril(a, k)
+            elif name in ("trace", "diag", "diagonal", "transpose", "tril", "triu"):  # matrices; tril(a, k)
                 values = {"a": MATRIX, "b": 1.0} if arity == 2 else {"a": MATRIX}
+            elif name == "roll":  # roll(a, shift), roll(a, shift, axis)
+                values = {"a": MATRIX, "b": 1.0} if arity == 2 else {"a": MATRIX, "b": -1.0, "c": 1.0}
             else:
                 values = dict(zip("abc", [VECTOR, OTHER, [0.9, 0.1, 0.4]][:arity]))
             yield pytest.param(name, arity, values, None, id=f"{name}/{arity}")

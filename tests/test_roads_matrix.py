@@ -389,6 +389,10 @@ class TorchNamespace:
     silu = property(lambda self: self.torch.nn.functional.silu)
     elu = property(lambda self: self.torch.nn.functional.elu)
     leaky_relu = property(lambda self: self.torch.nn.functional.leaky_relu)
+    logsigmoid = property(lambda self: self.torch.nn.functional.logsigmoid)
+    softsign = property(lambda self: self.torch.nn.functional.softsign)
+    mish = property(lambda self: self.torch.nn.functional.mish)
+    hardtanh = property(lambda self: self.torch.nn.functional.hardtanh)
 
 
 def torch_twin(p: Program, torch: Any) -> Callable[..., Any]:

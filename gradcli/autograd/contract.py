@@ -33,8 +33,12 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Tensor:
         db = [F.wrap_dim(d, b.ndim) for d in db]
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
-    for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
+    for i, j in zip(da, db):  # a size 1 against n broadcasts, as in PyTorch: the other side summed there
+        if a.shape[i] == 1 and b.shape[j] != 1:
+            b = F.sum(b, j, keepdim=True)
+        elif b.shape[j] == 1 and a.shape[i] != 1:
+            a = F.sum(a, i, keepdim=True)
+        elif a.shape[i] != b.shape[j]:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                 f"and second has size {b.shape[j]} in dim {j}"

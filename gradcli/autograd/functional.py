@@ -174,9 +174,9 @@ def reverse_blocks(
         whole = start == 0 and stop == total and len(outs) == 1 and len(roots) == 1 and not create_graph
         for k, out in roots:
             if whole:  # every basis vector of the one output: kept diagonal while it stays so
-                grads.append(identity(out.shape, np.result_type(out._value, np.float64)))
+                grads.append(identity(out.shape, _float_dtype(out._value)))
                 continue
-            seed = np.zeros((stop - start, sizes[k]), dtype=np.result_type(out._value, np.float64))
+            seed = np.zeros((stop - start, sizes[k]), dtype=_float_dtype(out._value))
             lo, hi = max(start, offsets[k]), min(stop, offsets[k + 1])
             if lo < hi:
                 seed[np.arange(lo - start, hi - start), np.arange(lo - offsets[k], hi - offsets[k])] = 1.0
@@ -189,7 +189,7 @@ def reverse_blocks(
         passes += 1
         for j, g in enumerate(found):
             if g is None:
-                zeros = np.zeros((stop - start,) + ins[j].shape)
+                zeros = np.zeros((stop - start,) + ins[j].shape, _float_dtype(ins[j]._value))
                 rows[j].append(wrap(zeros) if create_graph else zeros)
             else:
                 rows[j].append(_dense(g) if vectorised else np.reshape(_dense(g), (1,) + ins[j].shape))
@@ -210,6 +210,13 @@ def reverse_blocks(
     return blocks, passes
 
 
+def _float_dtype(value: Any) -> np.dtype:
+    """The dtype of a seed for ``value``: its own when floating or complex (float32 stays float32, as
+    in PyTorch), float64 for integers and booleans."""
+    dtype = np.asarray(value).dtype
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
 def forward_blocks(
     outs: list[Tensor], ins: list[Tensor], tape: list[Any], structured: bool = False
 ) -> tuple[list[list[Any]], int]:
@@ -227,13 +234,13 @@ def forward_blocks(
         seeds = {}
         for j, x in enumerate(ins):
             if start == 0 and stop == total and len(ins) == 1:
-                dtype = np.result_type(x._value, np.float64)
+                dtype = _float_dtype(x._value)
                 if structured and x.ndim == 1 and dtype.kind == "f":
                     seeds[forward.key(x)] = Structured.identity(x.shape[0], dtype)
                 else:
                     seeds[forward.key(x)] = identity(x.shape, dtype)
                 continue
-            seed = np.zeros((stop - start, sizes[j]), dtype=np.result_type(x._value, np.float64))
+            seed = np.zeros((stop - start, sizes[j]), dtype=_float_dtype(x._value))
             lo, hi = max(start, offsets[j]), min(stop, offsets[j + 1])
             if lo < hi:
                 seed[np.arange(lo - start, hi - start), np.arange(lo - offsets[j], hi - offsets[j])] = 1.0
@@ -242,7 +249,9 @@ def forward_blocks(
         passes += 1
         for k, out in enumerate(outs):
             t = tangents.get(forward.key(out))
-            columns[k].append(np.zeros((stop - start,) + out.shape) if t is None else _dense(t))
+            columns[k].append(
+                np.zeros((stop - start,) + out.shape, _float_dtype(out._value)) if t is None else _dense(t)
+            )
     blocks = []
     for k, out in enumerate(outs):
         full = np.concatenate(columns[k], axis=0)  # (n, *out_shape)

@@ -142,6 +142,10 @@ def norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
     x = as_tensor(x)
     if p == math.inf:
         return amax(abs(x), dim, keepdim)
+    if p == -math.inf:
+        return amin(abs(x), dim, keepdim)
+    if p == 0:  # the number of non-zero elements, with gradient 0 (sign's) as PyTorch's
+        return sum(GENERATED["sign"](abs(x)), dim, keepdim)
     if p == 1:
         return sum(abs(x), dim, keepdim)
     return sum(abs(x) ** p, dim, keepdim) ** (1.0 / p)
@@ -326,18 +330,47 @@ def trace(x: Any) -> Tensor:
     return apply(ops.TRACE, (_matrix("trace", as_tensor(x)),))
 
 
-def diag(x: Any) -> Tensor:
-    """``diag(v)``: the matrix with ``v`` on its diagonal; ``diag(A)``: the diagonal of ``A``.
-
-    Composed from rows: the diagonal is ``A[i, i]`` (its gradient scattered back), the matrix
-    ``v[:, None] * I``."""
+def diag(x: Any, diagonal: int = 0) -> Tensor:
+    """``diag(v, k)``: the square matrix with ``v`` on its ``k``-th diagonal (DiagEmbedBackward0);
+    ``diag(A, k)``: the ``k``-th diagonal of ``A`` (above the main one for k > 0, below for k < 0)."""
     x = as_tensor(x)
+    k = int(diagonal)
     if x.ndim == 1:
-        return mul(reshape(x, (x.shape[0], 1)), np.eye(x.shape[0], dtype=x.dtype))
+        n = x.shape[0] + (k if k >= 0 else -k)
+        return apply(ops.DIAG_EMBED, (x,), ((n, n), k, -2, -1))
     if x.ndim == 2:
-        i = np.arange(np.min(x.shape))
-        return x[i, i]
-    raise RuntimeError(f"diag: expected a 1D or 2D tensor, got {x.ndim}D tensor")
+        return apply(ops.DIAGONAL, (x,), (k, -2, -1))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+
+
+def _two_dims(name: str, ndim: int, dim1: int, dim2: int) -> tuple[int, int]:
+    """Two distinct axes of ``ndim`` as negative offsets from the end."""
+    d1, d2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"{name}: dimensions cannot be identical {dim1}, {dim2}")
+    return d1 - ndim, d2 - ndim
+
+
+def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """The ``offset`` diagonal of axes ``dim1`` and ``dim2``, as the last axis: DiagonalBackward0."""
+    x = as_tensor(input)
+    if x.ndim < 2:
+        raise RuntimeError(f"diagonal(): expected a tensor of at least 2 dimensions, got {x.ndim}")
+    return apply(ops.DIAGONAL, (x,), (int(offset), *_two_dims("diagonal", x.ndim, dim1, dim2)))
+
+
+def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
+    """Zeros with the last axis of ``input`` on the ``offset`` diagonal of axes ``dim1``, ``dim2``
+    of the result (one axis more): DiagEmbedBackward0."""
+    x = as_tensor(input)
+    if x.ndim < 1:
+        raise RuntimeError("diag_embed(): expected a tensor of at least 1 dimension")
+    ndim, k = x.ndim + 1, int(offset)
+    d1, d2 = _two_dims("diag_embed", ndim, dim1, dim2)
+    n = x.shape[-1] + (k if k >= 0 else -k)
+    rest = iter(x.shape[:-1])
+    shape = tuple(n if d - ndim in (d1, d2) else next(rest) for d in range(ndim))
+    return apply(ops.DIAG_EMBED, (x,), (shape, k, d1, d2))
 
 
 def tril(x: Any, diagonal: int = 0) -> Tensor:
@@ -557,6 +590,8 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     items = [as_tensor(t) for t in tensors]
     if not items:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    if any(item.ndim != 1 for item in items):  # PyTorch's legacy rule: an empty vector joins anything
+        items = [item for item in items if item.shape != (0,)] or items[:1]
     for i, item in enumerate(items):
         if item.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -628,6 +663,41 @@ def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 GENERATED["softplus"] = softplus
 
 
+def gelu(x: Any, approximate: str = "none") -> Tensor:
+    """x Phi(x) (``approximate="tanh"``: PyTorch's tanh form of it), GeluBackward0."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return apply(ops.GELU, (as_tensor(x),), (approximate,))
+
+
+def elu(x: Any, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, else alpha (exp(x) - 1): EluBackward0."""
+    return apply(ops.ELU, (as_tensor(x),), (float(alpha),))
+
+
+def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x limited to [min_val, max_val], the gradient 1 strictly inside: HardtanhBackward0."""
+    if min_val > max_val:
+        raise RuntimeError("min_val cannot be greater than max_val")
+    return apply(ops.HARDTANH, (as_tensor(x),), (float(min_val), float(max_val)))
+
+
+def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN as ``nan``, +-inf as ``posinf``/``neginf`` (the dtype's extremes by default): NanToNumBackward0."""
+    return apply(ops.NAN_TO_NUM, (as_tensor(x),), (nan, posinf, neginf))
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Tensor:  # noqa: A002
+    """``input + weight * (end - input)``: LerpBackward0 (a number weight) or LerpBackward1 (a tensor)."""
+    x = as_tensor(input)
+    if isinstance(weight, Tensor) or np.ndim(weight):
+        return apply(ops.LERP, (x, as_tensor(end), as_tensor(weight)))
+    return apply(ops.LERP, (x, as_tensor(end), float(weight)))
+
+
+GENERATED.update(gelu=gelu, elu=elu, hardtanh=hardtanh, nan_to_num=nan_to_num, lerp=lerp)
+
+
 def _log(x: Any, base: Any = None) -> Tensor:
     """Natural logarithm; ``log(x, b)`` to base ``b`` (log(x) / log(b)), as in the language."""
     if base is None:
@@ -693,8 +763,8 @@ def index_select(input: Any, dim: int, index: Any) -> Tensor:  # noqa: A002
     size = x.shape[d] if x.ndim else 1
     if positions.size and (positions.min() < 0 or positions.max() >= size):
         raise IndexError("index out of range in self")
-    if x.ndim == 0:
-        return x.reshape(1)[positions.reshape(-1)].reshape(positions.shape)
+    if x.ndim == 0:  # PyTorch keeps a 0-d input's shape
+        return apply(ops.INDEX_SELECT, (x.reshape(1),), (0, positions.reshape(-1))).reshape(())
     return apply(ops.INDEX_SELECT, (x,), (d, positions.reshape(-1)))
 
 
@@ -796,6 +866,122 @@ def repeat(input: Any, *sizes: Any) -> Tensor:  # noqa: A002
         negative = next(n for n in shape if n < 0)
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {shape}")
     return apply(ops.REPEAT, (x,), (sizes,))
+
+
+def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of ``split_size_or_sections`` elements along ``dim`` (the last smaller), or of the sizes
+    listed: SplitBackward0 (SplitWithSizesBackward0 in PyTorch for a list)."""
+    x = as_tensor(tensor)
+    d = wrap_dim(dim, x.ndim)
+    size = x.shape[d] if x.ndim else 0
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        step = int(split_size_or_sections)
+        if step < 0 or (step == 0 and size):
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = [_smaller(step, size - s) for s in range(0, size, step)] if step else [0]
+    else:
+        sizes = [int(n) for n in split_size_or_sections]
+        if any(n < 0 for n in sizes) or np.sum(sizes) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at "
+                f"dimension {d}), but got split_sizes={sizes}"
+            )
+    starts = np.cumsum([0, *sizes[:-1]])
+    return tuple(apply(ops.SPLIT, (x,), (d, int(s), n)) for s, n in zip(starts, sizes))
+
+
+def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:  # noqa: A002
+    """The elements shifted by ``shifts`` along ``dims`` (the flattened tensor when omitted), those
+    past the end coming round to the start: RollBackward0."""
+    x = as_tensor(input)
+    shift = tuple(int(s) for s in _int_list(shifts))
+    if dims is None:
+        if len(shift) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:0")
+        return apply(ops.ROLL, (x,), (shift, None))
+    axes = _int_list(dims)
+    if len(axes) != len(shift):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:{len(axes)}")
+    ndim = x.ndim if x.ndim else 1
+    if x.ndim == 0:
+        return x.clone()
+    return apply(ops.ROLL, (x,), (shift, tuple(wrap_dim(a, ndim) - ndim for a in axes)))
+
+
+def _int_list(value: Any) -> list[int]:
+    """One whole number or several (a list, a tuple, a 0-d or 1-d tensor) as a list of ints."""
+    raw = value._value if isinstance(value, Tensor) else value
+    return [int(v) for v in np.atleast_1d(np.asarray(raw))]
+
+
+def cross(input: Any, other: Any, dim: Any = None) -> Tensor:  # noqa: A002
+    """Cross product of 3-vectors along ``dim`` (the first axis of size 3 when omitted, as torch.cross),
+    the two broadcast against each other: LinalgCrossBackward0."""
+    a, b = as_tensor(input), as_tensor(other)
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions, got {a.ndim} and {b.ndim}")
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    if dim is None:
+        dim = next((d for d, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = wrap_dim(dim, len(shape))
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got {a.shape[d]} and {b.shape[d]}")
+    return apply(ops.CROSS, (a, b), (d - len(shape),))
+
+
+def kron(input: Any, other: Any) -> Tensor:  # noqa: A002
+    """The Kronecker product: every element of ``input`` times the whole of ``other``, block by block
+    (composed, as in PyTorch, of a product and a reshape)."""
+    a, b = as_tensor(input), as_tensor(other)
+    ndim = a.ndim if a.ndim > b.ndim else b.ndim
+    sa = (1,) * (ndim - a.ndim) + tuple(a.shape)
+    sb = (1,) * (ndim - b.ndim) + tuple(b.shape)
+    left = reshape(a, tuple(n for s in sa for n in (s, 1)))
+    right = reshape(b, tuple(n for s in sb for n in (1, s)))
+    return reshape(mul(left, right), tuple(m * n for m, n in zip(sa, sb)))
+
+
+def _at_least(x: Tensor, ndim: int) -> Tensor:
+    """``x`` with axes of size 1 in front up to ``ndim`` (NumPy's atleast_1d, atleast_2d)."""
+    return x if x.ndim >= ndim else reshape(x, (1,) * (ndim - x.ndim) + tuple(x.shape))
+
+
+def hstack(tensors: Sequence[Any]) -> Tensor:
+    """The tensors joined column-wise: along axis 0 for vectors, 1 otherwise (numbers as vectors)."""
+    items = [_at_least(as_tensor(t), 1) for t in tensors]
+    return cat(items, 0 if items and items[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Any]) -> Tensor:
+    """The tensors joined row-wise, along axis 0 (vectors and numbers as rows)."""
+    return cat([_at_least(as_tensor(t), 2) for t in tensors], 0)
+
+
+def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:  # noqa: A002
+    """The positions that sort ``input`` along ``dim`` (int64, no gradient; ties keep their order)."""
+    x = _ordered("argsort", input)
+    if x.ndim == 0:
+        _dims(dim, 0)
+        return wrap(np.zeros((), np.int64))
+    axis = wrap_dim(dim, x.ndim) - x.ndim
+    return wrap(ops_order.order(x._value, axis, bool(descending)).astype(np.int64))
+
+
+def var_mean(
+    input: Any,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,  # noqa: A002
+) -> tuple[Tensor, Tensor]:
+    """``(var(input, ...), mean(input, ...))`` over the same axes, as torch.var_mean."""
+    if isinstance(dim, bool):  # torch.var_mean(x, False): the unbiased flag
+        dim, unbiased = None, dim
+    spread = var(input, dim, unbiased, keepdim, correction=correction)
+    return spread, mean(input, dim, keepdim)
 
 
 def _smaller(a: int, b: int) -> int:

@@ -62,6 +62,13 @@ _METHODS = (
     "chunk",
     "unbind",
     "repeat",
+    "argsort",
+    "cross",
+    "diag_embed",
+    "diagonal",
+    "kron",
+    "roll",
+    "split",
 )
 
 

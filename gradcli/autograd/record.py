@@ -68,6 +68,19 @@ def _from_bools(out: Any, values: Any) -> bool:
     return found
 
 
+def _floats_over_ints(values: Any) -> list[Any] | None:
+    """PyTorch computes integer tensors with floating ones in the floating dtype (int32 with float32
+    is float32), NumPy in one wide enough for both (float64): the integer values cast to the
+    floating dtype, or None when no value is an integer array beside a floating one."""
+    dtypes = [getattr(v, "dtype", None) for v in values]
+    ints = [d is not None and d.kind in "iu" for d in dtypes]
+    floats = [d for d in dtypes if d is not None and d.kind in "fc"]
+    if not floats or not any(ints):
+        return None
+    target = np.result_type(*floats)
+    return [v.astype(target) if is_int else v for v, is_int in zip(values, ints)]
+
+
 def _as_float(value: Any) -> Any:
     return np.float64(value) if value.__class__ is bool else value.astype(np.float64) if _is_bool(value) else value
 
@@ -164,6 +177,10 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
     if _from_bools(out, values):
         values = [_as_float(v) for v in values]  # NumPy computes on booleans in float16; PyTorch in float
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
+    elif out.__class__ is not _F64_SCALAR and (cast := _floats_over_ints(values)) is not None:
+        inputs = [c if c is not v else x for x, v, c in zip(inputs, values, cast)]  # the integers: constants
+        values = cast
+        out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
     if not recording or not _state.enabled or not prim.differentiable:
         result = wrap(out)
     else:
@@ -242,6 +259,12 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b
         eb = None
     out = prim.forward(av, bv)
+    if out.__class__ is not _F64_SCALAR and (cast := _floats_over_ints((av, bv))) is not None:
+        if cast[0] is not av:  # an integer tensor becomes a floating constant
+            a = av = cast[0]
+        if cast[1] is not bv:
+            b = bv = cast[1]
+        out = prim.forward(av, bv)
     result = _new(Tensor)
     result._value = out
     if (ea is None and eb is None) or not _state.enabled:

@@ -261,6 +261,12 @@ def _build() -> dict[str, BuiltinFunction]:
     table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
     table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
     table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
+    table["argsort"] = BuiltinFunction(
+        "argsort", (1, 2), lambda gc, x, axis=None: gc.argsort(x, -1 if axis is None else _axis(axis)),
+        "not differentiable (indices)", None, None,
+        "argsort(x): the positions that sort x along the last axis; argsort(x, axis) along another",
+        along=True, group="along an axis", analytic=False,
+    )  # fmt: skip
     for name in ("argmax", "argmin"):
         table[name] = BuiltinFunction(
             name, (1, 2), lambda gc, x, axis=None, _n=name: getattr(gc, _n)(x, None if axis is None else _axis(axis)),
@@ -366,11 +372,11 @@ def _outer(gc: Any, a: Any, b: Any) -> Any:
     return gc.outer(a, b)
 
 
-def _diag(gc: Any, x: Any) -> Any:
+def _diag(gc: Any, x: Any, k: Any = 0) -> Any:
     if np.ndim(getattr(x, "array", x)) <= 1:
-        n = int(np.size(getattr(x, "array", x)))
+        n = int(np.size(getattr(x, "array", x))) + abs(_offset(k))
         _limited((n, n), "diag(v)")
-    return gc.diag(x)
+    return gc.diag(x, _offset(k))
 
 
 def _matrices(table: dict[str, BuiltinFunction]) -> None:
@@ -390,9 +396,25 @@ def _matrices(table: dict[str, BuiltinFunction]) -> None:
         ops.TRACE.sympy, ops.TRACE, ops.TRACE.doc,
     )  # fmt: skip
     table["diag"] = BuiltinFunction(
-        "diag", (1,), _diag, "d/dx = 1 at the diagonal positions, else 0",
-        lambda sp, x: np.diag(_objects(x)), None,
-        "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A", group="matrices",
+        "diag", (1, 2), _diag, "d/dx = 1 at the diagonal positions, else 0",
+        lambda sp, x, k=0: np.diag(_objects(x), _offset(k)), None,
+        "diag(v): the matrix with v on its diagonal; diag(A): the diagonal of A; diag(x, k): the k-th diagonal",
+        group="matrices",
+    )  # fmt: skip
+    table["diagonal"] = BuiltinFunction(
+        "diagonal", (1, 2), lambda gc, x, k=0: gc.diagonal(x, _offset(k)), "d/dx = 1 at the diagonal positions, else 0",
+        lambda sp, x, k=0: np.diagonal(_objects(x), _offset(k)).copy(), ops.DIAGONAL,
+        "diagonal(x): the diagonal of the first two axes (as the last axis); diagonal(x, k): the k-th",
+    )  # fmt: skip
+    table["cross"] = BuiltinFunction(
+        "cross", (2,), lambda gc, a, b: gc.cross(a, b), "d/da = b x g; d/db = g x a",
+        lambda sp, a, b: ops.CROSS.sympy(sp, a, b, -1), ops.CROSS,
+        "cross(a, b): the cross product of 3-vectors (along the first axis of size 3)",
+    )  # fmt: skip
+    table["kron"] = BuiltinFunction(
+        "kron", (2,), lambda gc, a, b: gc.kron(a, b), "d/da_i = sum of g times b over a_i's block; d/db = sum over the blocks of g times a_i",
+        lambda sp, a, b: np.kron(_objects(a), _objects(b)), None,
+        "kron(a, b): the Kronecker product, a block b * a_i for each element of a", group="matrices",
     )  # fmt: skip
     table["inv"] = BuiltinFunction(
         "inv", (1,), lambda gc, x: gc.inv(x), "d/dx = -inv(x)^T g inv(x)^T",
@@ -543,6 +565,14 @@ def _sym_narrow(sp: Any, x: Any, start: Any, length: Any, axis: Any = -1) -> Any
     return arr[_narrow_index(arr.ndim, start, length, axis)]
 
 
+def _roll(gc: Any, x: Any, shift: Any, axis: Any = None) -> Any:
+    return gc.roll(x, _axis(shift), None if axis is None else _axis(axis))
+
+
+def _sym_roll(sp: Any, x: Any, shift: Any, axis: Any = None) -> Any:
+    return np.roll(_objects(x), _axis(shift), None if axis is None else _axis(axis))
+
+
 def _indexing(table: dict[str, BuiltinFunction]) -> None:
     """gather, index_select, masked_fill, repeat (as PyTorch's, axes last and the last by default)."""
     table["gather"] = BuiltinFunction(
@@ -569,6 +599,18 @@ def _indexing(table: dict[str, BuiltinFunction]) -> None:
         "narrow(x, start, length): length elements from start along the last axis; narrow(x, start, length, axis)"
         " along another (chunk and unbind, which give several values, are library only)",
     )  # fmt: skip
+    table["roll"] = BuiltinFunction(
+        "roll", (2, 3), _roll, "d/dx: the gradient rolled back",
+        _sym_roll, ops.ROLL,
+        "roll(x, n): the elements shifted n places (of the flattened x, coming round); roll(x, n, axis) along an axis",
+    )  # fmt: skip
+    for name, at_least in (("hstack", 1), ("vstack", 2)):
+        table[name] = BuiltinFunction(
+            name, (1, 2, 3, 4), lambda gc, *xs, _n=name: getattr(gc, _n)(list(xs)), "d/dx_k: the gradient's piece of x_k",
+            lambda sp, *xs, _n=name: getattr(np, _n)([_objects(x) for x in xs]), None,
+            f"{name}(a, b, ...): the values joined {'column-wise (vectors end to end)' if at_least == 1 else 'row-wise'}",
+            group="indexing and shape",
+        )  # fmt: skip
     table["repeat"] = BuiltinFunction(
         "repeat", (2,), _repeat, "d/dx = the sum over the copies",
         _sym_repeat, ops.REPEAT, "repeat(x, [n0, n1]): x tiled n_i times along each axis (extra counts add axes in front)",

@@ -8,10 +8,25 @@ from .along import CUMPROD, CUMSUM, FLIP, LOG_SOFTMAX, SOFTMAX, STD, VAR
 from .core import PRIMITIVES, Meta, Primitive, primitive, register, set_binding
 from .elementwise import *  # noqa: F403  (the rows, by their constant names)
 from .indexing import GATHER, INDEX_SELECT, MASKED_FILL, REPEAT, SPLIT, UNBIND
-from .linalg import DET, DOT, INV, MATMUL, MM, MV, SOLVE, TRACE, TRIL, TRIU, matmul_primitive
+from .linalg import (
+    CROSS,
+    DET,
+    DIAG_EMBED,
+    DIAGONAL,
+    DOT,
+    INV,
+    MATMUL,
+    MM,
+    MV,
+    SOLVE,
+    TRACE,
+    TRIL,
+    TRIU,
+    matmul_primitive,
+)
 from .order import SORT, TOPK
 from .reduce import AMAX, AMIN, LOGSUMEXP, MEAN, NORM, PROD, SUM
-from .shape import CAT, EXPAND, GETITEM, INDEX_PUT, PERMUTE, RESHAPE, SCATTER, STACK, is_basic_index, unbroadcast
+from .shape import CAT, EXPAND, GETITEM, INDEX_PUT, PERMUTE, RESHAPE, ROLL, SCATTER, STACK, is_basic_index, unbroadcast
 
 __all__ = [
     "PRIMITIVES",
@@ -30,6 +45,10 @@ __all__ = [
     "TRACE",
     "INV",
     "DET",
+    "DIAGONAL",
+    "CROSS",
+    "DIAG_EMBED",
+    "ROLL",
     "SOLVE",
     "TRIL",
     "TRIU",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import primitive
+from .elementwise import CONJ, REAL
 from .reduce import _logsumexp
 
 #: The group the rows of this module are listed in (``gradcli ops``, the README).
@@ -17,6 +18,8 @@ GROUP = "along an axis"
 
 
 def _softmax(x, axis):
+    if np.size(x) == 0:  # nothing to normalise (and no maximum): an empty result, as PyTorch's
+        return np.exp(x)
     m = np.max(x, axis=axis, keepdims=True)
     e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -169,10 +172,28 @@ def _var_rule(g, out, x, axis, keepdims, correction):
     return (2.0 / (_n(x, axis) - correction)) * _kept(g, x, axis, keepdims, nb) * _centred(x, axis)
 
 
+def _var_weight(out, x, axis, keepdims, correction):
+    return (2.0 / (_n(x, axis) - correction)) * _centred(x, axis)
+
+
 def _var_jvp(tangents, out, x, axis, keepdims, correction):
     axes = tuple(range(-np.ndim(x), 0)) if axis is None else axis
-    w = (2.0 / (_n(x, axis) - correction)) * _centred(x, axis)
-    return np.sum(tangents[0] * w, axis=axes, keepdims=keepdims)
+    return np.sum(tangents[0] * _var_weight(out, x, axis, keepdims, correction), axis=axes, keepdims=keepdims)
+
+
+def _complex_rules(rule, weight):
+    """var's and std's rules for complex x (real outputs: sum |x - mean|^2), PyTorch's: the gradient
+    is the real rule's with the real part of g; the tangent Re(sum(conj(t) w)) with the real rule's weight."""
+
+    def vjp(g, out, x, axis, keepdims, correction):
+        return rule(REAL(g), out, x, axis, keepdims, correction)
+
+    def jvp(tangents, out, x, axis, keepdims, correction):
+        axes = tuple(range(-np.ndim(x), 0)) if axis is None else axis
+        w = weight(out, x, axis, keepdims, correction)
+        return REAL(np.sum(CONJ(tangents[0]) * w, axis=axes, keepdims=keepdims))
+
+    return {"complex_vjp": (vjp,), "complex_jvp": jvp}
 
 
 def _var_continuation(x, axis, keepdims, correction):
@@ -193,6 +214,7 @@ VAR = primitive(
     jvp=_var_jvp,
     batch="loop",
     continuation=_var_continuation,
+    **_complex_rules(_var_rule, _var_weight),
 )
 
 
@@ -226,4 +248,5 @@ STD = primitive(
     jvp=_std_jvp,
     batch="loop",
     continuation=lambda x, axis, keepdims, correction: np.sqrt(_var_continuation(x, axis, keepdims, correction)),
+    **_complex_rules(_std_rule, lambda *args: _std_weight(*args)[1]),
 )

@@ -192,7 +192,9 @@ MUL = binary(
 DIV = binary(
     "div",
     operator.truediv,
-    (lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)),
+    # PyTorch's div_tensor_other_backward: -g (a / b) / b, not a / b^2, whose powers of b grow with each
+    # derivative taken through it (the 6th derivative of 1/x at 4 reaches 4^64, past float32's range)
+    (lambda g, out, a, b: g / b, lambda g, out, a, b: -g * ((a / b) / b)),
     ("1/{1}", "-{0}/{1}^2"),
     lambda sp, a, b: a / b,
     named_rule="quotient rule",
@@ -518,14 +520,26 @@ HYPOT = binary(
     domain=((0.2, 3.0), (-3.0, 3.0)),
     doc="sqrt(a^2 + b^2), without overflow",
 )
+
+
+def _logaddexp(a, b):
+    if not (np.iscomplexobj(a) or np.iscomplexobj(b)):
+        return np.logaddexp(a, b)
+    # NumPy's takes no complex values: shifted by the larger real part, which keeps the result on the
+    # principal branch (imaginary part in (-pi, pi]), as PyTorch's
+    m = np.maximum(np.real(a), np.real(b))
+    m = np.where(np.isfinite(m), m, 0.0)
+    return (np.log(np.exp(a - m) + np.exp(b - m)) + m)[()]
+
+
 LOGADDEXP = binary(
     "logaddexp",
-    np.logaddexp,
+    _logaddexp,
     (lambda g, out, a, b: g * np.exp(a - out), lambda g, out, a, b: g * np.exp(b - out)),
     ("exp({0} - logaddexp({0}, {1}))", "exp({1} - logaddexp({0}, {1}))"),
     lambda sp, a, b: sp.log(sp.exp(a) + sp.exp(b)),
     saves="both",
-    analytic=False,  # NumPy's logaddexp takes no complex values
+    numpy=(np.logaddexp,),
     doc="log(exp(a) + exp(b)), without overflow",
 )
 
@@ -752,20 +766,29 @@ SOFTPLUS = primitive(
 )
 
 
-def _erf(x):
-    if np.iscomplexobj(x):  # math.erf would drop the imaginary part (a complex step through it reads 0)
+def _special(name):
+    """SciPy's ``name`` (erf, erfc), or ``math``'s element by element: exact, without SciPy only slower."""
+
+    def forward(x):
+        if np.iscomplexobj(x):  # math's would drop the imaginary part (a complex step through it reads 0)
+            try:
+                import scipy.special
+            except ImportError:
+                raise TypeError(f"{name} of complex values needs SciPy") from None
+            return getattr(scipy.special, name)(x)
+        if isinstance(x, (float, np.floating)) or np.ndim(x) == 0:
+            return np.asarray(getattr(math, name)(float(x)), dtype=np.result_type(x, np.float32))[()]
         try:
-            from scipy.special import erf
-        except ImportError:
-            raise TypeError("erf of complex values needs SciPy") from None
-        return erf(x)
-    if isinstance(x, (float, np.floating)) or np.ndim(x) == 0:
-        return np.asarray(math.erf(float(x)), dtype=np.result_type(x, np.float32))[()]
-    try:
-        from scipy.special import erf
-    except ImportError:  # math.erf, element by element: exact but slow
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(np.result_type(x, np.float32))
-    return erf(x)
+            import scipy.special
+        except ImportError:  # math's, element by element: exact but slow
+            return np.frompyfunc(getattr(math, name), 1, 1)(x).astype(np.result_type(x, np.float32))
+        return getattr(scipy.special, name)(x)
+
+    forward.__name__ = f"_{name}"
+    return forward
+
+
+_erf = _special("erf")
 
 
 ERF = unary(
@@ -782,19 +805,44 @@ INV_SQRT2 = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def _gelu(x):
+GELU_BETA = math.sqrt(2.0 / math.pi)  # PyTorch's kBeta for approximate="tanh"
+GELU_KAPPA = 0.044715
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(GELU_BETA * (x + GELU_KAPPA * (x * x * x))))
     return 0.5 * x * (1 + _erf(x * INV_SQRT2))
 
 
-GELU = unary(
-    "gelu",
-    _gelu,
+def _gelu_rule(g, out, x, approximate="none"):
+    if approximate == "tanh":  # PyTorch's gelu_backward for approximate='tanh'
+        x_sq = x * x
+        t = np.tanh(GELU_BETA * (x + GELU_KAPPA * (x_sq * x)))
+        right = (0.5 * x) * (1 - t * t) * (GELU_BETA * (1 + 3 * GELU_KAPPA * x_sq))
+        return g * (0.5 * (1 + t) + right)
     # PyTorch's gelu_backward (approximate='none'): Phi(x) + x phi(x)
-    lambda g, out, x: g * (0.5 * (1 + ERF(x * INV_SQRT2)) + x * (INV_SQRT_2PI * np.exp(-0.5 * (x * x)))),
-    "(1+erf({0}/sqrt(2)))/2 + {0}*exp(-{0}^2/2)/sqrt(2*pi)",
-    lambda sp, x: x / 2 * (1 + sp.erf(x / sp.sqrt(2))),
-    numpy=(),
-    doc="x Phi(x), the exact (erf) form of PyTorch's gelu",
+    return g * (0.5 * (1 + ERF(x * INV_SQRT2)) + x * (INV_SQRT_2PI * np.exp(-0.5 * (x * x))))
+
+
+def _sympy_gelu(sp, x, approximate="none"):
+    if approximate == "tanh":
+        return x / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (x + sp.Float(GELU_KAPPA) * x**3)))
+    return x / 2 * (1 + sp.erf(x / sp.sqrt(2)))
+
+
+GELU = primitive(
+    "gelu",
+    1,
+    _gelu,
+    (_gelu_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=1,  # approximate: "none" (erf) or "tanh", as PyTorch's
+    formulas=("(1+erf({0}/sqrt(2)))/2 + {0}*exp(-{0}^2/2)/sqrt(2*pi)",),
+    sympy=_sympy_gelu,
+    label="gelu",
+    doc='x Phi(x), PyTorch\'s gelu (approximate="tanh": its tanh form)',
 )
 
 
@@ -819,21 +867,30 @@ SILU = unary(
 )
 
 
-def _elu(x):
-    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))[()]
+def _elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))[()]
 
 
-ELU = unary(
+def _elu_rule(g, out, x, alpha=1.0):
+    # PyTorch's elu_backward: grad * alpha exp(x) for x <= 0, else grad (exp(x), not out + alpha, which
+    # loses digits far left; the exponent is 0 where x >= 0, so no overflow and, as PyTorch's, a
+    # second derivative 0 at 0)
+    return g * np.where(x > 0, 1.0, alpha * np.exp(np.where(x < 0, x, 0.0)))
+
+
+ELU = primitive(
     "elu",
+    1,
     _elu,
-    # PyTorch's elu_backward: grad * exp(x) for x < 0, else grad (exp(x), not out + 1, which loses
-    # digits far left; the exponent is 0 where x >= 0, so no overflow and a second derivative 0 at 0)
-    lambda g, out, x: g * np.exp(np.where(x < 0, x, 0.0)),
-    "1 if {0} > 0, else exp({0})",
-    lambda sp, x: sp.Piecewise((x, x > 0), (sp.exp(x) - 1, True)),
+    (_elu_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=1,  # alpha, PyTorch's default 1
+    formulas=("1 if {0} > 0, else alpha*exp({0})",),
+    sympy=lambda sp, x, alpha=1: sp.Piecewise((x, x > 0), (alpha * (sp.exp(x) - 1), True)),
+    label="elu",
     analytic=False,
-    numpy=(),
-    doc="x for x > 0, else exp(x) - 1 (alpha 1)",
+    doc="x for x > 0, else alpha (exp(x) - 1) (alpha 1 by default)",
 )
 LEAKY_SLOPE = 0.01
 LEAKY_RELU = unary(
@@ -846,6 +903,198 @@ LEAKY_RELU = unary(
     analytic=False,
     numpy=(),
     doc="x for x > 0, else 0.01 x; derivative 0.01 at 0",
+)
+
+# --- more of PyTorch's elementwise functions (issue 27) -----------------------------------------------
+
+RSQRT = unary(
+    "rsqrt",
+    lambda x: 1.0 / np.sqrt(x),
+    lambda g, out, x: g * (-0.5 * (out * out * out)),
+    "-1/(2*{0}^(3/2))",
+    lambda sp, x: 1 / sp.sqrt(x),
+    saves="output",
+    numpy=(),
+    domain=((0.1, 3.0),),
+    doc="1/sqrt(x)",
+)
+ERFC = unary(
+    "erfc",
+    _special("erfc"),
+    lambda g, out, x: g * (-TWO_OVER_SQRT_PI * np.exp(-(x * x))),
+    "-2/sqrt(pi)*exp(-{0}^2)",
+    lambda sp, x: sp.erfc(x),
+    numpy=(),
+    doc="complementary error function 1 - erf(x), accurate where erf(x) is near 1",
+)
+
+
+SINC_SERIES_BELOW = 0.05  # |pi x| under which sinc' is its series: the formula cancels there
+
+
+def _sinc_rule(g, out, x):
+    # PyTorch's sinc_backward: (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at 0. Near 0 that difference
+    # cancels (its own derivative is noise, and PyTorch's double backward gives nan at 0): there the
+    # series pi (-(pi x)/3 + (pi x)^3/30 - (pi x)^5/840) is used, exact to rounding for |pi x| < 0.05
+    px = np.pi * x
+    near = np.abs(np.asarray(px)) < SINC_SERIES_BELOW
+    safe = np.where(near, 1.0, x)
+    p_safe = np.pi * safe
+    p2 = px * px
+    series = np.pi * px * (-1.0 / 3.0 + p2 * (1.0 / 30.0 - p2 * (1.0 / 840.0)))
+    return g * np.where(near, series, (np.cos(p_safe) * p_safe - np.sin(p_safe)) / (p_safe * safe))
+
+
+SINC = unary(
+    "sinc",
+    np.sinc,
+    _sinc_rule,
+    "(pi*{0}*cos(pi*{0}) - sin(pi*{0}))/(pi*{0}^2), 0 at 0",
+    lambda sp, x: sp.Piecewise((sp.Integer(1), sp.Eq(x, 0)), (sp.sin(sp.pi * x) / (sp.pi * x), True)),
+    numpy=(),
+    doc="normalized sinc: sin(pi x)/(pi x), 1 at 0",
+)
+DEGREES_PER_RADIAN = 180.0 / math.pi
+RAD2DEG = unary(
+    "rad2deg",
+    lambda x: x * DEGREES_PER_RADIAN,  # (not NumPy's rad2deg, which takes no complex values for the complex step)
+    lambda g, out, x: g * DEGREES_PER_RADIAN,
+    "180/pi",
+    lambda sp, x: x * 180 / sp.pi,
+    saves="nothing",
+    numpy=(np.rad2deg,),
+    doc="radians to degrees: x * 180/pi",
+)
+DEG2RAD = unary(
+    "deg2rad",
+    lambda x: x * (1.0 / DEGREES_PER_RADIAN),
+    lambda g, out, x: g * (1.0 / DEGREES_PER_RADIAN),
+    "pi/180",
+    lambda sp, x: x * sp.pi / 180,
+    saves="nothing",
+    numpy=(np.deg2rad,),
+    doc="degrees to radians: x * pi/180",
+)
+
+
+def _logsigmoid(x):
+    if np.iscomplexobj(x):  # the analytic continuation: no overflow to avoid at a tiny imaginary part
+        return -np.log1p(np.exp(-x))
+    return -np.logaddexp(0.0, -x)  # -softplus(-x): no overflow in either tail
+
+
+LOGSIGMOID = unary(
+    "logsigmoid",
+    _logsigmoid,
+    lambda g, out, x: g * SIGMOID(-x),
+    "sigmoid(-{0})",
+    lambda sp, x: -sp.log(1 + sp.exp(-x)),
+    numpy=(),
+    torch="log_sigmoid",
+    doc="log(sigmoid(x)), without overflow",
+)
+SOFTSIGN = unary(
+    "softsign",
+    lambda x: x / (1 + np.abs(x)),
+    lambda g, out, x: g / np.square(1 + np.abs(x)),
+    "1/(1+abs({0}))^2",
+    lambda sp, x: x / (1 + sp.Abs(x)),
+    numpy=(),
+    analytic=False,
+    torch="div",  # PyTorch composes it: x / (1 + |x|) records DivBackward0
+    doc="x/(1 + |x|)",
+    # complex z: the rules PyTorch's composition gives, d|z| being Re(conj(dz) sgn(z))
+    complex_vjp=(lambda g, out, x: g / (1 + np.abs(x)) - REAL(g * CONJ(x)) * _sgn(x) / np.square(1 + np.abs(x)),),
+    complex_jvp=lambda ts, out, x: ts[0] / (1 + np.abs(x)) - x * REAL(CONJ(ts[0]) * _sgn(x)) / np.square(1 + np.abs(x)),
+)
+
+
+def _plain_softplus(x):
+    return np.log1p(np.exp(x)) if np.iscomplexobj(x) else np.logaddexp(0.0, x)
+
+
+def _mish_rule(g, out, x):
+    # PyTorch's mish_backward: tanh(softplus(x)) + x sigmoid(x) (1 - tanh(softplus(x))^2)
+    t = np.tanh(SOFTPLUS(x, 1.0, math.inf))
+    return g * (t + x * SIGMOID(x) * (1 - t * t))
+
+
+MISH = unary(
+    "mish",
+    lambda x: x * np.tanh(_plain_softplus(x)),
+    _mish_rule,
+    "tanh(softplus({0})) + {0}*sigmoid({0})*(1-tanh(softplus({0}))^2)",
+    lambda sp, x: x * sp.tanh(sp.log(1 + sp.exp(x))),
+    numpy=(),
+    doc="x tanh(softplus(x))",
+)
+
+
+def _hardtanh_rule(g, out, x, lo=-1.0, hi=1.0):
+    # PyTorch's hardtanh_backward: the gradient passes strictly inside (lo, hi)
+    xv = np.asarray(x)
+    return np.where((xv > lo) & (xv < hi), g, 0.0)
+
+
+HARDTANH = primitive(
+    "hardtanh",
+    1,
+    lambda x, lo=-1.0, hi=1.0: np.clip(x, lo, hi),
+    (_hardtanh_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=2,  # (min_val, max_val), PyTorch's defaults -1 and 1
+    formulas=("1 if -1 < {0} < 1, else 0",),
+    sympy=lambda sp, x, lo=-1, hi=1: sp.Min(sp.Max(x, lo), hi),
+    label="hardtanh",
+    analytic=False,
+    domain=((-0.9, 0.9),),
+    doc="x limited to [-1, 1] (min_val, max_val in the library); gradient 1 strictly inside",
+)
+
+
+def _nan_to_num_rule(g, out, x, nan=0.0, posinf=None, neginf=None):
+    return np.where(np.isfinite(np.asarray(x)), g, 0.0)  # PyTorch's: grad * isfinite(x)
+
+
+NAN_TO_NUM = primitive(
+    "nan_to_num",
+    1,
+    lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+    (_nan_to_num_rule,),
+    elementwise=True,
+    batch="elementwise",
+    nparams=3,  # (nan, posinf, neginf): 0 and the dtype's largest and smallest finite numbers by default
+    formulas=("1 where {0} is finite, else 0",),
+    sympy=lambda sp, x, *params: x,
+    label="nan_to_num",
+    doc="x with NaN as 0 and +-inf as the largest finite numbers; gradient 1 where x is finite",
+)
+
+
+def _lerp(start, end, weight):
+    # PyTorch's formula: from the nearer end, so that weight 1 gives end exactly
+    return np.where(np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))[()]
+
+
+LERP = primitive(
+    "lerp",
+    3,
+    _lerp,
+    (
+        lambda g, out, a, b, w: g * (1 - w),
+        lambda g, out, a, b, w: g * w,
+        lambda g, out, a, b, w: g * (b - a),
+    ),
+    elementwise=True,
+    batch="elementwise",
+    formulas=("1-{2}", "{2}", "{1}-{0}"),
+    sympy=lambda sp, a, b, w: a + w * (b - a),
+    arg_names=("start", "end", "weight"),
+    reads=((2,), (2,), (0, 1)),
+    # lerp(a, b, 0.5) -> LerpBackward0 (a number weight), lerp(a, b, w) -> LerpBackward1
+    variant=lambda consts, params: 0 if consts[2] else 1,
+    doc="lerp(start, end, weight): start + weight (end - start)",
 )
 
 # --- copies: identities that PyTorch shows as their own nodes ------------------------------------------

@@ -221,6 +221,62 @@ TRIL = _triangle("tril", np.tril, "on and below the diagonal")
 TRIU = _triangle("triu", np.triu, "on and above the diagonal")
 
 
+# --- diagonals: diagonal reads one, diag_embed writes one; each is the other's adjoint ------------------
+
+
+def _diagonal(x, offset, dim1, dim2):
+    # (a copy: NumPy's diagonal is a read-only view); the diagonal is the last axis, as in PyTorch
+    return np.diagonal(x, offset, dim1, dim2).copy()
+
+
+def diagonal_positions(n1: int, n2: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where the ``offset`` diagonal of an ``n1`` x ``n2`` matrix lies: rows and columns."""
+    length = max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
+    k = np.arange(length)
+    return k + max(-offset, 0), k + max(offset, 0)
+
+
+def _diag_embed(v, shape, offset, dim1, dim2):
+    """Zeros of ``shape`` (after ``v``'s batch axes) with ``v``'s last axis on the ``offset`` diagonal
+    of axes ``dim1``, ``dim2`` (negative: counted from the end)."""
+    v = np.asarray(v)
+    nb = v.ndim - (len(shape) - 1)
+    out = np.zeros(v.shape[:nb] + tuple(shape), dtype=v.dtype)
+    moved = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writing into it fills out
+    rows, cols = diagonal_positions(shape[dim1], shape[dim2], offset)
+    moved[..., rows, cols] = v
+    return out
+
+
+DIAGONAL = primitive(
+    "diagonal",
+    1,
+    _diagonal,
+    (lambda g, out, x, offset, dim1, dim2: DIAG_EMBED(g, tuple(x.shape), offset, dim1, dim2),),
+    saves="meta",
+    nparams=3,  # (offset, dim1, dim2), the axes as negative offsets so that batch axes may lead
+    jvp=lambda ts, out, x, offset, dim1, dim2: DIAGONAL(ts[0], offset, dim1, dim2),
+    batch="linear",
+    label="diagonal",
+    formulas=("1 on the diagonal, else 0",),
+    doc="the offset diagonal of axes dim1, dim2, as the last axis (torch.diagonal)",
+)
+DIAG_EMBED = primitive(
+    "diag_embed",
+    1,
+    _diag_embed,
+    (lambda g, out, v, shape, offset, dim1, dim2: DIAGONAL(g, offset, dim1, dim2),),
+    saves="nothing",
+    nparams=4,  # (shape, offset, dim1, dim2): the shape made, and where its diagonal lies
+    jvp=lambda ts, out, v, shape, offset, dim1, dim2: DIAG_EMBED(ts[0], shape, offset, dim1, dim2),
+    batch="linear",
+    label="diag_embed",
+    formulas=("the diagonal of the gradient",),
+    public=False,
+    doc="zeros with the last axis of v on a diagonal (torch.diag_embed, diag of a vector)",
+)
+
+
 # --- inverse ------------------------------------------------------------------------------------------
 
 
@@ -276,7 +332,7 @@ def _minor_cofactors(a):
     """The cofactor matrix from the determinants of the minors, built from rows (indexing and det),
     so that it records on tensors: second derivatives, exact at singular matrices too."""
     n = np.shape(a)[-1]
-    if n == 1:
+    if n <= 1:  # 1 x 1: the cofactor is 1; 0 x 0 (det 1): no entries
         return np.ones(np.shape(a))
     keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
     minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]  # (..., n, n, n-1, n-1)
@@ -379,4 +435,35 @@ SOLVE = primitive(
     sympy=_sympy_solve,
     domain=((0.5, 1.5), (-3.0, 3.0)),
     doc="x with A @ x = b (b a vector or a matrix)",
+)
+
+
+# --- cross product ------------------------------------------------------------------------------------
+
+
+def _cross(a, b, dim):
+    return np.cross(a, b, axisa=dim, axisb=dim, axisc=dim)
+
+
+def _cross_jvp(tangents, out, a, b, dim):
+    ta, tb = tangents  # (lifted to the output's axes, so that their batch axes stay in front)
+    left = None if ta is None else CROSS(lift(ta, np.ndim(a), out.ndim), b, dim)
+    right = None if tb is None else CROSS(a, lift(tb, np.ndim(b), out.ndim), dim)
+    return right if left is None else left if right is None else left + right
+
+
+CROSS = primitive(
+    "cross",
+    2,
+    _cross,
+    (lambda g, out, a, b, dim: CROSS(b, g, dim), lambda g, out, a, b, dim: CROSS(g, a, dim)),
+    nparams=1,  # dim, a negative offset from the end (leading batch axes broadcast)
+    torch="linalg_cross",
+    label="cross",
+    formulas=("{1} x g", "g x {0}"),
+    jvp=_cross_jvp,
+    batch="loop",
+    reads=((1,), (0,)),
+    sympy=lambda sp, a, b, dim=-1: _cross(np.asarray(a, dtype=object), np.asarray(b, dtype=object), dim),
+    doc="cross product of 3-vectors along dim (the vectors broadcast)",
 )

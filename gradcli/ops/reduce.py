@@ -104,6 +104,8 @@ MEAN = primitive(
 
 def _others_last(x):
     """Along the last axis: the product of all elements but each one, exactly (zeros too)."""
+    if np.shape(x)[-1] == 0:  # no elements: nothing to leave out
+        return np.ones_like(x)
     if isinstance(x, (np.ndarray, np.generic)):  # prefix x suffix products, O(n)
         ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
         left = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
@@ -161,8 +163,12 @@ def _ties(out, x, axis, keepdims):
 
 
 def _share(out, x, axis, keepdims):
-    mask = _ties(out, x, axis, keepdims)
-    return mask / mask.sum(axis=axis, keepdims=True)
+    """1/k at each of the k elements tied with the extreme (``_ties``), 0 elsewhere, in x's dtype (float32 stays
+    float32)."""
+    xv = np.asarray(x)
+    mask = _ties(out, xv, axis, keepdims)
+    share = mask / mask.sum(axis=axis, keepdims=True)
+    return share.astype(xv.dtype) if xv.dtype.kind in "fc" else share
 
 
 def _norm_weight(out, x, axis, keepdims):
@@ -173,10 +179,7 @@ def _norm_weight(out, x, axis, keepdims):
 def _extreme_rule(g, out, x, axis, keepdims):
     # PyTorch's amax/amin backward: ties share the gradient evenly
     nb = batch_ndim(g, out)
-    xv = np.asarray(x)
-    mask = _ties(out, xv, axis, keepdims)
-    share = (mask / mask.sum(axis=axis, keepdims=True)).astype(xv.dtype)  # float32 stays float32
-    return _keep(g, x.shape, axis, keepdims, nb) * share
+    return _keep(g, x.shape, axis, keepdims, nb) * _share(out, x, axis, keepdims)
 
 
 AMAX = primitive(
@@ -210,9 +213,12 @@ AMIN = primitive(
 
 
 def _logsumexp(x, axis, keepdims):
-    m = np.max(x, axis=axis, keepdims=True)
+    # shifted by the largest real part (none over an empty axis: the sum is 0 and the result -inf, as
+    # PyTorch's); a real shift keeps a complex result on the principal branch, imag in (-pi, pi]
+    m = np.max(np.real(x), axis=axis, keepdims=True) if np.size(x) else 0.0
     m = np.where(np.isfinite(m), m, 0.0)
-    s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # log(0) = -inf: every element -inf, or none at all
+        s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return s if keepdims else np.reshape(s, np.sum(s, axis=axis).shape)[()]
 
 

@@ -248,7 +248,10 @@ SCATTER = primitive(
 
 
 def _index_put(x, value, index):
-    result = np.array(x, copy=True, dtype=np.result_type(x, value))
+    # x's dtype, as an assignment keeps it (float64 values into float32 are float32, and so is their
+    # tangent); a value of another kind (complex into real) widens it, for the caller to refuse
+    own, other = np.result_type(x), np.result_type(value)
+    result = np.array(x, copy=True, dtype=own if np.can_cast(other, own, "same_kind") else np.result_type(x, value))
     result[index] = value
     return result
 
@@ -264,7 +267,7 @@ def _index_put_rule_value(g, out, x, value, index):
 def _index_put_jvp(tangents, out, x, value, index):
     tx, tv = tangents
     nb = np.ndim(tx) - np.ndim(x) if tx is not None else np.ndim(tv) - np.ndim(value)
-    base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x))
+    base = tx if tx is not None else np.zeros(np.shape(tv)[:nb] + np.shape(x), out.dtype)  # (float32 stays so)
     if tv is None:
         return INDEX_PUT(base, 0.0, _batched(index, nb))
     region = np.ndim(np.empty(np.shape(x))[index])  # a value broadcast into the region: lift its tangent
@@ -341,4 +344,36 @@ CAT = primitive(
     doc="join values along an existing axis",
     jvp=_join_jvp(np.concatenate),
     batch="linear",
+)
+
+# --- roll ------------------------------------------------------------------------------------------------
+
+
+def _rolled(v, own_ndim: int, shifts, dims):
+    """``v`` rolled by ``shifts`` along ``dims`` (negative: from the end), or, with ``dims`` None, its
+    own ``own_ndim`` trailing axes rolled as one flat sequence (its batch axes stay as they are)."""
+    if dims is not None:
+        return ROLL(v, shifts, dims)
+    shape = np.shape(v)
+    nb = len(shape) - own_ndim
+    flat = np.reshape(v, shape[:nb] + (-1,))
+    return np.reshape(ROLL(flat, shifts, (-1,)), shape)
+
+
+def _roll(x, shifts, dims):
+    return np.roll(x, shifts, None if dims is None else tuple(dims))
+
+
+ROLL = primitive(
+    "roll",
+    1,
+    _roll,
+    (lambda g, out, x, shifts, dims: _rolled(g, len(x.shape), tuple(-s for s in shifts), dims),),
+    saves="meta",
+    nparams=2,  # (shifts, dims): dims negative offsets from the end, or None for the flattened value
+    jvp=lambda ts, out, x, shifts, dims: _rolled(ts[0], len(np.shape(x)), shifts, dims),
+    batch="linear",
+    label="roll",
+    formulas=("the gradient rolled back",),
+    doc="the elements shifted along each of dims, those past the end coming round to the start",
 )

@@ -142,6 +142,23 @@ def activations(x, y):
     return gc.gelu(x) + gc.silu(y) + gc.elu(y) + gc.leaky_relu(y) + gc.softplus(x * y)
 
 
+@program(
+    "logsigmoid(x) + softsign(y) + mish(x*y) + hardtanh(2*y) + sinc(x) + erfc(y) + rsqrt(x + 1)",
+    {"x": 0.8, "y": -0.6},
+    "activations",
+)
+def more_activations(x, y):  # issue 27's elementwise functions
+    return (
+        gc.logsigmoid(x) + gc.softsign(y) + gc.mish(x * y) + gc.hardtanh(2 * y) + gc.sinc(x) + gc.erfc(y)
+        + gc.rsqrt(x + 1)
+    )  # fmt: skip
+
+
+@program("rad2deg(x) * deg2rad(y) + lerp(x, y, 0.3) + nan_to_num(x / y)", {"x": 0.8, "y": -0.6}, "special")
+def angles_and_lerp(x, y):
+    return gc.rad2deg(x) * gc.deg2rad(y) + gc.lerp(x, y, 0.3) + gc.nan_to_num(x / y)
+
+
 @program("floor(x) * x + ceil(y) * y + round(x*y)^2 - trunc(y) * x", {"x": 1.3, "y": -0.7}, "rounding")
 def rounding(x, y):  # off the jumps; derivative 0 through every rounding, as in PyTorch
     return gc.floor(x) * x + gc.ceil(y) * y + gc.round(x * y) ** 2 - gc.trunc(y) * x
@@ -450,6 +467,24 @@ def vector_output(v, x):
 @program("A @ v", {"A": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "v": [0.5, -1.0, 2.0]}, "outputs", "matrix")
 def matvec_output(A, v):
     return A @ v
+
+
+@program(
+    "sum(diagonal(A, 1) * roll(v, 1)[:2]) + sum(cross(v, w)^2) + sum(kron(v[:2], w[:2]))"
+    " + sum(hstack(v, w) * vstack(v, w)[1, 0]) + x * sum(argsort(v) * v) + sum(diag(v[:2], 1) * A)",
+    {"A": [[1.0, 2.0, -0.5], [0.3, -1.0, 2.0], [1.5, 0.2, 0.7]], "v": [0.5, -1.0, 2.0], "w": [1.5, 0.3, -0.7],
+     "x": 0.6},
+    "matrix",
+)  # fmt: skip
+def shapes_27(A, v, w, x):  # issue 27's functions of arrays
+    return (
+        gc.sum(gc.diagonal(A, 1) * gc.roll(v, 1)[:2])
+        + gc.sum(gc.cross(v, w, dim=0) ** 2)
+        + gc.sum(gc.kron(v[:2], w[:2]))
+        + gc.sum(gc.hstack([v, w]) * gc.vstack([v, w])[1, 0])
+        + x * gc.sum(gc.argsort(v) * v)
+        + gc.sum(gc.diag(v[:2], 1) * A)
+    )
 
 
 @program(
