@@ -54,15 +54,6 @@ def not_analytic(tape: Sequence[Any], program: Program | None = None) -> str | N
     return None if name is None else f"{name}() is not complex-analytic"
 
 
-def path_at(
-    program: Program, values: Mapping[str, Any], names: list[str], seed: str | None
-) -> tuple[str | None, str | None, str | None]:
-    """Why a complex step cannot follow ``program`` at this point (the Road's not_analytic, escapes and
-    continuation): recorded as check --at records it, for a road that evaluates it otherwise."""
-    road = _Recorded(program, values, names, seed).road()
-    return road.not_analytic[0], road.escapes, None if road.continuation is None else road.continuation[0]
-
-
 def method_names(text: Sequence[str] | None) -> list[str]:
     if not text:
         return list(METHODS)

@@ -24,6 +24,7 @@ from .source import Chunk, Columns, chunks
 ALIASES = {"fd": "finite_difference", "finite_difference": "finite_difference", "complex": "complex_step",
            "complex_step": "complex_step", "cs": "complex_step", "sympy": "sympy"}  # fmt: skip
 WORST = 5  # points shown
+REPLAYED = 4_000_000  # input elements a replay of the chunk's record takes at once
 # why a point fails when no method disagrees there, in the order a single point's verdict says it
 CAUSES = {
     "nonfinite": "the value or the gradient is not finite",
@@ -103,9 +104,13 @@ class PointsCheck:
             raise UsageError("check --points compares with fd, complex or --expect: SymPy works on one point at a time")
         self.tally = Tally()
         self.names: list[str] = []
-        self.path: tuple[str | None, str | None, str | None] | None = None  # an expression's, the same at every point
 
     def chunk(self, chunk: Chunk) -> None:
+        road, decision = self.decided(chunk)
+        self._tally(chunk, road, decision)
+
+    def decided(self, chunk: Chunk) -> tuple[Road, Decision]:
+        """Every point of the chunk decided, as check --at decides one point."""
         from ...lang.points import evaluate_points
 
         names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
@@ -116,23 +121,7 @@ class PointsCheck:
         road = _ChunkRoad(self, chunk, names, result).road()
         rtol, atol = tolerances(np.dtype(np.float64), self.rtol, self.atol, road)
         given = {"expect": self._expected(chunk, road, names, result)} if self.expect else {}
-        decision = decide(road, self.methods, rtol, atol, given)
-        self._tally(chunk, road, decision)
-
-    def paths(self, chunk: Chunk, names: list[str]) -> list[tuple[str | None, str | None, str | None]]:
-        """At each point, why a complex step cannot follow the program there: an expression's operations
-        are the same at every point (both sides of a condition run); a Python function's may differ."""
-        from ...check.run import path_at
-
-        def at(i: int) -> tuple[str | None, str | None, str | None]:
-            point = {**self.values, **{name: np.asarray(column[i]) for name, column in chunk.numbers.items()}}
-            return path_at(self.program, point, names, self.seed)
-
-        if self.program.function is not None:
-            return [at(i) for i in range(chunk.n)]
-        if self.path is None:
-            self.path = at(0)
-        return [self.path] * chunk.n
+        return road, decide(road, self.methods, rtol, atol, given)
 
     def _expected(self, chunk: Chunk, road: Road, names: list[str], result: Any) -> Reference:
         """The user's formulas at every point, each broadcast to its variable's shape."""
@@ -199,10 +188,14 @@ class PointsCheck:
 
 
 class _ChunkRoad:
-    """A chunk's points as the decision takes them: every differentiated element of every point a
-    number in a row, the program evaluated on rows of moved points in one batched run."""
+    """A chunk's points as the decision takes them: every differentiated element of every point a number
+    in a row. The points' batched run is recorded once and replayed at rows of moved points, as check
+    --at replays its one point's record: what runs without the graph (a comparison, ``detach``) keeps
+    each point's own value, so both roads differentiate the same function. A program that cannot run
+    batched (a Python function) is recorded point by point, as check --at records it."""
 
     def __init__(self, check: PointsCheck, chunk: Chunk, names: list[str], result: Any) -> None:
+        from ...lang.points import recorded_points
         from ...lang.values import seed_vector
 
         self.check, self.chunk, self.names = check, chunk, names
@@ -218,14 +211,32 @@ class _ChunkRoad:
             else np.broadcast_to(np.asarray(check.values[name], dtype=np.float64), (n, *self.shapes[name]))
             for name in names
         })  # fmt: skip
+        self.recorded = None if check.program.function is not None else (
+            recorded_points(check.program, chunk.numbers, check.values, names))  # fmt: skip
+        self.each: list[Any] = [] if self.recorded is not None else self._each()
+
+    def _each(self) -> list[Any]:
+        from ...check.run import _Recorded
+
+        return [_Recorded(self.check.program, point, self.names, self.check.seed) for point in self._points()]
+
+    def _points(self) -> list[dict[str, Any]]:
+        numbers = self.chunk.numbers
+        return [{**self.check.values, **{k: np.asarray(c[i]) for k, c in numbers.items()}} for i in range(self.chunk.n)]
 
     def road(self) -> Road:
+        from ...check.run import not_analytic
         from ...lang.program import element_labels
 
-        paths = self.check.paths(self.chunk, self.names)
         labels = [label for name in self.names for label in element_labels(name, self.shapes[name])]
+        if self.recorded is not None:  # an expression: the same operations at every point
+            reason = not_analytic(self.recorded[0], self.check.program)
+            return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
+                        [reason] * self.chunk.n)  # fmt: skip
+        roads = [recorded.road() for recorded in self.each]
         return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
-                    [p[0] for p in paths], paths[0][1], [p[2] for p in paths])  # fmt: skip
+                    [r.not_analytic[0] for r in roads], roads[0].escapes,
+                    [None if r.continuation is None else r.continuation[0] for r in roads])  # fmt: skip
 
     def _flat(self, per_name: dict[str, np.ndarray]) -> np.ndarray:
         n = self.chunk.n
@@ -233,33 +244,71 @@ class _ChunkRoad:
         return np.concatenate(parts, axis=1) if parts else np.zeros((n, 0))
 
     def _seeded(self, value: np.ndarray) -> np.ndarray:
-        rows = len(value)
+        rows = value.shape[0]
         if self.vector is None:
             return value.reshape(rows)
         return (value.reshape(rows, -1) * self.vector.reshape(1, -1)).sum(axis=1)
 
-    def _moved(self, rows: np.ndarray, owner: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The columns and shared values of the rows' points: each row's own numbers for the differentiated
-        variables, its point's for the other columns."""
+    def evaluate(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        """The (seeded) value at each row, the row moved from point ``owner``."""
+        out = np.empty(len(rows), dtype=np.result_type(rows.dtype, np.float64))
+        if self.recorded is None:
+            for p in np.unique(owner):
+                mine = owner == p
+                out[mine] = self.each[p].evaluate(rows[mine]).reshape(-1)
+            return out
+        points, n = self.x0.shape
+        place = _places(owner, points)
+        per = max(1, REPLAYED // max(1, points * max(n, 1)))  # rows a point per replay: memory stays bounded
+        for start in range(0, int(place.max(initial=-1)) + 1, per):
+            mine = (place >= start) & (place < start + per)
+            k = int(place[mine].max()) - start + 1
+            moved = np.broadcast_to(self.x0.astype(out.dtype), (k, points, n)).copy()
+            moved[place[mine] - start, owner[mine]] = rows[mine]
+            out[mine] = self._replayed(moved)[place[mine] - start, owner[mine]]
+        return out
+
+    def _replayed(self, moved: np.ndarray) -> np.ndarray:
+        """The record replayed at ``moved`` (k, P, N): each of the k batches moves every point: (k, P)."""
+        from ...autograd.forward import key
+        from ...autograd.replay import replay
+
+        tape, leaves, out = self.recorded  # type: ignore[misc]
+        k, points = moved.shape[:2]
+        offsets = np.cumsum([0, *self.sizes])
+        batched = {key(leaves[name]): moved[..., offsets[i] : offsets[i + 1]].reshape(k, points, *self.shapes[name])
+                   for i, name in enumerate(self.names)}  # fmt: skip
+        found = replay(tape, batched).get(key(out))
+        if found is None:  # the output does not depend on the inputs
+            return np.broadcast_to(self.f0, (k, points))
+        found = np.asarray(found).reshape(k, points, -1)
+        return found[..., 0] if self.vector is None else (found * self.vector.reshape(1, 1, -1)).sum(axis=-1)
+
+    def gradient_at(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        """Autograd's gradient at each row, run afresh there (as check --at runs it for the rounding)."""
+        from ...lang.points import evaluate_points
+
+        if self.recorded is None:
+            return np.stack([self.each[p]._gradient_at(row) for row, p in zip(rows, owner)])
         columns = {name: c[owner] for name, c in self.chunk.numbers.items() if name not in self.names}
         offsets = np.cumsum([0, *self.sizes])
         for k, name in enumerate(self.names):
             columns[name] = rows[:, offsets[k] : offsets[k + 1]].reshape(len(rows), *self.shapes[name])
-        return columns, {k: v for k, v in self.check.values.items() if k not in self.names}
-
-    def evaluate(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        from ...lang.points import point_values
-
-        return self._seeded(np.asarray(point_values(self.check.program, *self._moved(rows, owner))))
-
-    def gradient_at(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        from ...lang.points import evaluate_points
-
-        columns, values = self._moved(rows, owner)
+        values = {k: v for k, v in self.check.values.items() if k not in self.names}
         _, result = evaluate_points(self.check.program, columns, values, self.names, self.check.seed)
         n = len(rows)
         return np.concatenate([np.asarray(result.gradient[m], dtype=np.float64).reshape(n, -1) for m in self.names],
                               axis=1)  # fmt: skip
+
+
+def _places(owner: np.ndarray, points: int) -> np.ndarray:
+    """Each row's place among the rows of its own point (0, 1, ... in order)."""
+    counts = np.bincount(owner, minlength=points)
+    order = np.argsort(owner, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    place = np.empty(len(owner), dtype=np.int64)
+    place[order] = np.arange(len(owner)) - np.repeat(starts, counts)
+    return place
 
 
 def _where(chunk: Chunk, i: int) -> str:
