@@ -111,6 +111,7 @@ EXPRESSIONS = [
     ("abs(x - y)^3", {}),
     ("leaky_relu(x)*exp(y)", {}),
     ("sin(x)*exp(y)", {}),
+    ("x*detach(x) + y", {}),  # held fixed on both roads, as autograd holds it
     ("log(1 + x^2)*y + x^3", {}),
     ("x^2*y", {"x": "2*x*y", "y": "x^2"}),  # right
     ("x^2*y", {"x": "2*x"}),  # wrong where y != 1
@@ -168,6 +169,30 @@ def test_the_file_and_its_rows_one_by_one_agree_through_the_cli(tmp_path):
     at = [_at_verdict(expression, expect, x, y) for x, y in ROWS]
     assert doc["points"] == len(ROWS) and doc["failed"] == sum(not ok for ok, _ in at) > 0
     assert doc["disagreeing"] == ["expect"] == sorted({m for _, named in at for m in named})
+
+
+ONE_ROW = [
+    ("abs(y) + x*y", (-0.185, -1.74)),
+    ("abs(y) + x*y", (0.5, 0.0)),
+    ("trunc(y)*x", (1.0, 2.99)),
+    ("floor(x)*y", (2.995, 0.5)),
+    ("(x > y)*x^2 + y", (0.5, 0.5)),
+    ("x*detach(x) + y", (0.5, 2.0)),
+    ("max(x, y)*x", (0.3, 0.3)),
+    ("sin(x)*exp(y)", (0.3, -0.2)),
+]
+
+
+@pytest.mark.parametrize("expression, row", ONE_ROW, ids=[f"{e} at {r}" for e, r in ONE_ROW])
+def test_a_one_row_file_gets_the_exit_code_check_at_gives(expression, row, tmp_path):
+    """Through the CLI (in process): the file's verdict and exit code are those of --at at its row."""
+    path = _csv(tmp_path / "one.csv", [row])
+    at = ["--at", f"x={row[0]!r},y={row[1]!r}", "--method", "fd,complex"]
+    by_points = runner.invoke(app, ["check", expression, "--points", str(path), "--json"])
+    by_at = runner.invoke(app, ["check", expression, *at, "--json"])
+    assert by_at.exit_code in (0, 1), by_at.stdout + by_at.stderr
+    assert by_points.exit_code == by_at.exit_code, by_points.stdout + by_at.stdout
+    assert json.loads(by_points.stdout)["ok"] is json.loads(by_at.stdout)["ok"]
 
 
 def test_cases_with_points_agree_with_the_points_road(tmp_path):
