@@ -43,8 +43,8 @@ def _csv(path: Path, rows: list[tuple[float, float]]) -> Path:
 def test_abs_is_not_run_through_the_complex_step_on_the_points_road(tmp_path):
     _csv(tmp_path / "a.csv", [(-0.185, -1.74)])
     points = _cli("check", "abs(y) + x*y", "--points", "a.csv", cwd=tmp_path)
-    at = _cli("check", "abs(y) + x*y", "--at", "x=-0.185,y=-1.74", cwd=tmp_path)
-    assert at.returncode == 0, at.stdout + at.stderr
+    at = runner.invoke(app, ["check", "abs(y) + x*y", "--at", "x=-0.185,y=-1.74"])
+    assert at.exit_code == 0, at.stdout + at.stderr
     assert points.returncode == 0, points.stdout + points.stderr
     assert points.stderr == ""
     lines = points.stdout.splitlines()
@@ -58,8 +58,8 @@ def test_abs_is_not_run_through_the_complex_step_on_the_points_road(tmp_path):
 def test_finite_differences_across_a_step_are_inconclusive_on_the_points_road(tmp_path):
     _csv(tmp_path / "b.csv", [(1.0, 2.99)])
     points = _cli("check", "trunc(y)*x", "--points", "b.csv", cwd=tmp_path)
-    at = _cli("check", "trunc(y)*x", "--at", "x=1,y=2.99", cwd=tmp_path)
-    assert at.returncode == 0, at.stdout + at.stderr
+    at = runner.invoke(app, ["check", "trunc(y)*x", "--at", "x=1,y=2.99"])
+    assert at.exit_code == 0, at.stdout + at.stderr
     assert "finite differences: inconclusive at d/dy" in at.stdout
     assert points.returncode == 0, points.stdout + points.stderr
     out = points.stdout
@@ -78,12 +78,13 @@ def test_the_summary_names_only_the_methods_that_disagreed(tmp_path):
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     # 2*x equals 2*x*y only where y = 1: at no row here
     assert wrong.stdout.splitlines()[-1] == "MISMATCH: at 3 of 3 points autograd disagrees with expected"
-    right = _cli("check", "x^2*y", "--points", "c.csv", "--expect", "x=2*x*y", cwd=tmp_path)
-    assert right.returncode == 0, right.stdout + right.stderr
+    right = runner.invoke(app, ["check", "x^2*y", "--points", str(tmp_path / "c.csv"), "--expect", "x=2*x*y"])
+    assert right.exit_code == 0, right.stdout + right.stderr
     assert right.stdout.splitlines()[-1] == (
         "OK: at all 3 points autograd agrees with finite differences, complex step, expected"
     )
-    doc = json.loads(_cli("check", "x^2*y", "--points", "c.csv", "--expect", "x=2*x", "--json", cwd=tmp_path).stdout)
+    args = ["check", "x^2*y", "--points", str(tmp_path / "c.csv"), "--expect", "x=2*x", "--json"]
+    doc = json.loads(runner.invoke(app, args).stdout)
     assert (doc["ok"], doc["failed"], doc["disagreeing"]) == (False, 3, ["expect"])
 
 
