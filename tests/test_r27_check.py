@@ -207,3 +207,27 @@ def test_cases_with_points_agree_with_the_points_road(tmp_path):
     failed_rows = result.result["points"]["failed_rows"]
     verdicts = _points_verdicts("abs(y) + max(x, y)*x", {"y": "sign(y) + (y > x)*x"})
     assert failed_rows == [i + 1 for i, (ok, _) in enumerate(verdicts) if not ok]
+
+
+STEPS = [("trunc(y)*x", (0.5, 1.0), "y", 0.5), ("floor(y)*x + y", (2.0, 2.0), "y", 2.0),
+         ("sign(y)*x", (0.5, 0.0), "y", 1.0), ("round(x)*y", (0.5, 2.0), "x", 2.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("expression, row, element, jump", STEPS, ids=[e for e, *_ in STEPS])
+def test_at_a_step_the_verdict_is_not_differentiable_on_both_roads(expression, row, element, jump):
+    """Finite differences straddling a step grow like 1/h: a step found, not a mismatch of autograd's 0
+    (as PyTorch gives there); both roads say so (before, both said MISMATCH)."""
+    program = load(expression)
+    result = check(program, {"x": np.asarray(row[0]), "y": np.asarray(row[1])}, methods=["fd", "complex"])
+    assert result.ok, result.verdict()
+    (kink,) = result.kinks
+    assert (kink.element, kink.jump) == (element, pytest.approx(jump, rel=1e-6))
+    assert float(result.gradient[element]) == (1.0 if expression.endswith("+ y") else 0.0)
+    assert kink.text() == (
+        f"{element}: not differentiable here: the function steps by {jump:.10g}; autograd gives "
+        f"{result.gradient[element]:.10g} "
+        "(as PyTorch does at a step), not judged"
+    )
+    checker = PointsCheck(program, {}, [], None, [], None, None, {})
+    _, decision = checker.decided(Chunk({"x": np.array([row[0]]), "y": np.array([row[1]])}, {}, 1))
+    assert decision.ok.tolist() == [True] and decision.kinked.any()

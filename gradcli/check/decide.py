@@ -155,7 +155,8 @@ def decide(
     if fd is not None and kinked.any():
         lo, hi = np.fmin(fd.left[0], fd.right[0]), np.fmax(fd.left[0], fd.right[0])
         slack = 1e-6 * np.maximum(1.0, np.fmax(np.abs(lo), np.abs(hi)))
-        subgradient = ~kinked | ((lo - slack <= road.gradient) & (road.gradient <= hi + slack))
+        within = (lo - slack <= road.gradient) & (road.gradient <= hi + slack)
+        subgradient = ~kinked | within | np.isfinite(fd.jump[0])  # at a step no value is wrong: not judged
     verdicts = np.array([c.ok for c in checks.values()]).reshape(len(checks), points)
     confirmed = (verdicts == AGREE).any(axis=0) | kinked.any(axis=1)
     ok = ~nonfinite & confirmed & ~(verdicts == MISMATCH).any(axis=0) & subgradient.all(axis=1)
@@ -181,7 +182,7 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
     steps[chosen] = found.steps
     return Estimate(spread(found.value, np.nan), spread(found.error, np.nan), spread(found.left, np.nan),
                     spread(found.right, np.nan), spread(found.kink, False), steps,
-                    spread(found.one_sided, False))  # fmt: skip
+                    spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
 
 
 def _fd_reference(road: Road, fd: Estimate | None, finite: np.ndarray, wanted: np.ndarray, kinked: np.ndarray):

@@ -65,9 +65,10 @@ class Estimate:
     error: np.ndarray  # (M, N): the estimate's own error
     left: np.ndarray | None = None  # one-sided (backward) derivatives (finite differences only)
     right: np.ndarray | None = None  # one-sided (forward) derivatives
-    kink: np.ndarray | None = None  # (M, N) bool: the two sides disagree: not differentiable there
+    kink: np.ndarray | None = None  # (M, N) bool: the two sides disagree: not differentiable there (or a jump)
     steps: np.ndarray | None = None  # (N,) the largest step of the round kept, per input element
     one_sided: np.ndarray | None = None  # (M, N) bool: f is finite on one side only; that side's slope
+    jump: np.ndarray | None = None  # (M, N) f(x+) - f(x-) where f steps at x (a kink too), nan elsewhere
 
     def at(self, point: int) -> Estimate:
         """One point's estimate ((M, N) fields) from one made at several ((M, P, N))."""
@@ -75,7 +76,8 @@ class Estimate:
                   (self.value, self.error, self.left, self.right, self.kink)]  # fmt: skip
         steps = None if self.steps is None else self.steps[point]
         one_sided = None if self.one_sided is None else self.one_sided[:, point]
-        return Estimate(*fields, steps, one_sided)  # type: ignore[arg-type]
+        jump = None if self.jump is None else self.jump[:, point]
+        return Estimate(*fields, steps, one_sided, jump)  # type: ignore[arg-type]
 
 
 def _richardson(table: np.ndarray, ratio: float, first_power: int, power_step: int) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +137,10 @@ def _schedule(x0: np.ndarray) -> np.ndarray:
     relative = STEP_FRACTION * np.abs(x0)[:, None] * ROUND_SHRINK ** np.arange(SMALL_ROUNDS)[None, :]
     reached = absolute[:, -1:]
     relative = np.where((relative < reached) & (relative > 0), relative, np.nan)
-    return np.concatenate([absolute, relative], axis=1)
+    steps = np.concatenate([absolute, relative], axis=1)
+    # a step below a few units in the last place of x moves x by nothing (0.5 + 2^-55 == 0.5): f's
+    # samples then all equal f(x) and "agree" on a slope of 0 with no error at all; not taken
+    return np.where(steps / 2.0 ** (LEVELS - 1) >= 4.0 * np.spacing(np.abs(x0))[:, None], steps, np.nan)
 
 
 def _finite_differences(
@@ -181,9 +186,11 @@ def _finite_differences(
         # two slopes further apart than either one-sided estimate's own error: a kink
         kink = np.abs(right - left) > 1e-6 * np.maximum(scale, 1.0) + 20.0 * (error + side) + 1e-10
         kink &= side <= 1e-2 * scale  # only from one-sided estimates that converged (not noise at sin(e^100))
+        kink |= np.isfinite(best.jump)
     shape = (-1, points, n)
-    return Estimate(value.reshape(shape), error.reshape(shape), left.reshape(shape), right.reshape(shape),
-                    kink.reshape(shape), steps.reshape(points, n), one_sided.reshape(shape))  # fmt: skip
+    fields = (value, error, left, right, kink)
+    return Estimate(*(v.reshape(shape) for v in fields), steps.reshape(points, n), one_sided.reshape(shape),
+                    best.jump.reshape(shape))  # fmt: skip
 
 
 class _Columns:
@@ -207,11 +214,12 @@ class _Round:
     right: np.ndarray
     side: np.ndarray
     lone: np.ndarray  # a cautious error for a one-sided estimate used alone
+    jump: np.ndarray  # f(x + h) - f(x - h) where it does not shrink with h (a step at x), else nan
     converged: np.ndarray
     truncation: np.ndarray
     rounding: np.ndarray
 
-    FIELDS = ("value", "error", "left", "right", "side", "lone")
+    FIELDS = ("value", "error", "left", "right", "side", "lone", "jump")
 
     def part(self, columns: np.ndarray) -> _Round:
         return _Round(*(getattr(self, k)[:, columns] for k in (*self.FIELDS, "converged", "truncation", "rounding")))
@@ -281,8 +289,14 @@ def _estimates(plus: np.ndarray, minus: np.ndarray, f0: np.ndarray, h: np.ndarra
         lone = np.where(np.isfinite(right) | np.isfinite(left), np.fmax(side, distance), np.inf)
         # done when truncation is below rounding (smaller steps would only add noise) or negligible
         converged = np.isfinite(value) & (richardson <= np.maximum(rounding, 1e-13 * np.abs(value)))
+        # a step at x (trunc at an integer, sign at 0): f(x + h) - f(x - h) stays the same at every step
+        # where a derivative would halve it with h; the central differences then grow like 1/h
+        size = np.abs(plus - minus)
+        jump = ~converged & (size.min(axis=-1) >= 0.7 * size.max(axis=-1)) & (size.min(axis=-1) > 1e3 * eps * magnitude)
+        steps_across = plus - minus  # J + 2 f' h at a step: extrapolated to h = 0
+        jump = np.where(jump, 2.0 * steps_across[..., -1] - steps_across[..., -2], np.nan)
     error = np.where(np.isfinite(error), error, np.inf)
-    return _Round(value, error, left, right, side, lone, converged, richardson, rounding)
+    return _Round(value, error, left, right, side, lone, jump, converged, richardson, rounding)
 
 
 def complex_steps(x0: np.ndarray) -> np.ndarray:

@@ -228,7 +228,8 @@ def check(
     _escaped(recorded, checks)
     fd = None if decision.fd is None else decision.fd.at(0)
     ag = road.gradient[0]
-    kinks = [Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k]))
+    kinks = [Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k]),
+                  None if fd.jump is None or np.isnan(fd.jump[0, k]) else float(fd.jump[0, k]))
              for k in np.flatnonzero(decision.kinked[0])] if fd is not None else []  # fmt: skip
     nonfinite = _nonfinite(recorded)
     found, blamed = _blame(recorded, locate) if blame else (None, 0)
