@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import UsageError
 from .numeric import (
     Estimate,
-    atol_scale,
+    atol_scales,
     complex_step_at,
     default_tolerances,
     finite_differences_at,
@@ -109,8 +109,8 @@ def tolerances(dtype: np.dtype, rtol: float | None, atol: float | None, road: Ro
     points = len(road.f0)
     if atol is not None:
         return (default_rtol if rtol is None else rtol), np.full(points, float(atol))
-    scales = [atol_scale(road.f0[p : p + 1], road.gradient[p], road.x0[p]) for p in range(points)]
-    return (default_rtol if rtol is None else rtol), default_atol * np.array(scales, dtype=np.float64)
+    scales = atol_scales(road.f0.reshape(points, 1), road.gradient, road.x0)
+    return (default_rtol if rtol is None else rtol), default_atol * scales
 
 
 def decide(
