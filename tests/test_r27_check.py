@@ -231,3 +231,29 @@ def test_at_a_step_the_verdict_is_not_differentiable_on_both_roads(expression, r
     checker = PointsCheck(program, {}, [], None, [], None, None, {})
     _, decision = checker.decided(Chunk({"x": np.array([row[0]]), "y": np.array([row[1]])}, {}, 1))
     assert decision.ok.tolist() == [True] and decision.kinked.any()
+
+
+def test_a_python_function_gets_check_at_s_verdict_at_every_row(tmp_path):
+    """Recorded point by point as check --at records it: its branches, abs, detach and an escape through
+    float() are judged alike on both roads."""
+    (tmp_path / "g.py").write_text(
+        "import math\n\n\ndef g(x, y):\n    if x > 0:\n        return abs(y) * x + x.detach() * y\n"
+        "    return math.sin(float(x)) + y * y\n"
+    )
+    program = load(None, None, f"{tmp_path / 'g.py'}:g")
+    rows = [(0.5, 0.0), (-0.5, 1.0), (1.0, -2.0), (2.0, 0.3)]
+    checker = PointsCheck(program, {}, [], None, [], None, None, {})
+    xs, ys = (np.array(c) for c in zip(*rows))
+    _, decision = checker.decided(Chunk({"x": xs, "y": ys}, {}, len(rows)))
+    found = [(bool(decision.ok[i]), decision.disagreeing(i)) for i in range(len(rows))]
+    at = [check(program, {"x": np.asarray(x), "y": np.asarray(y)}, methods=["fd", "complex"]) for x, y in rows]
+    assert found == [(r.ok, [n for n, c in r.checks.items() if c.ok is False]) for r in at]
+    assert [ok for ok, _ in found] == [True, False, True, True]  # float(x) hides d/dx from autograd at x < 0
+
+
+def test_the_points_summary_counts_the_points_that_are_not_differentiable():
+    result = runner.invoke(app, ["check", "abs(y) + x*y", "--points", "-"], input="x,y\n1,0\n2,1\n3,0\n")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "OK: at all 3 points autograd agrees with finite differences; not differentiable at 2 of them (a kink or a step)"
+    )

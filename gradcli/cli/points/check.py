@@ -60,6 +60,7 @@ class Tally:
     disagreed: dict[str, int] = field(default_factory=dict)  # method: points where it disagrees
     causes: dict[str, int] = field(default_factory=dict)  # failing points no method disagrees at, by cause
     methods: list[str] = field(default_factory=list)  # as the decision ran them (finite differences as a stand-in)
+    kinked: int = 0  # points not differentiable along some element (a kink or a step)
 
     def keep(self, bad: Bad) -> None:
         if len(self.worst) < WORST:
@@ -151,6 +152,7 @@ class PointsCheck:
         tally, n = self.tally, chunk.n
         tally.points += n
         tally.failed += int((~decision.ok).sum())
+        tally.kinked += int(decision.kinked.any(axis=1).sum())
         tally.methods = list(dict.fromkeys([*tally.methods, *decision.checks]))
         mismatch = np.zeros(n, dtype=bool)
         for name, c in decision.checks.items():
@@ -352,7 +354,7 @@ def _document(checker: PointsCheck, worst: list[Bad], ok: bool) -> dict[str, Any
     return {
         "ok": ok, "points": tally.points, "failed": tally.failed, "methods": tally.methods or checker.methods,
         "disagreeing": [m for m in tally.methods if m in tally.disagreed],
-        "disagreeing_points": tally.disagreed, "other_failures": tally.causes, "skipped": tally.skipped,
+        "disagreeing_points": tally.disagreed, "other_failures": tally.causes, "not_differentiable_points": tally.kinked, "skipped": tally.skipped,
         "skipped_points": tally.skipped_at, "inconclusive_points": tally.inconclusive,
         "worst": [{"point": b.point + 1, "at": b.where, "element": b.label, "method": b.method, "autograd": b.autograd,
                    "other": b.other, "error_over_tolerance": b.ratio} for b in worst],
@@ -399,7 +401,8 @@ def summary(tally: Tally) -> str:
         agreed = [METHOD_NAMES[m] for m in tally.methods if m in tally.agreed]
         if not agreed:
             return f"OK: at all {n:,} points autograd's values are valid subgradients (not differentiable there)"
-        return f"OK: at all {n:,} points autograd agrees with {', '.join(agreed)}"
+        kinks = f"; not differentiable at {tally.kinked:,} of them (a kink or a step)" if tally.kinked else ""
+        return f"OK: at all {n:,} points autograd agrees with {', '.join(agreed)}{kinks}"
     clauses = []
     disagreeing = tally.failed - sum(tally.causes.values())
     if disagreeing:
