@@ -185,7 +185,9 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
                     spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
 
 
-def _fd_reference(road: Road, fd: Estimate | None, finite: np.ndarray, wanted: np.ndarray, kinked: np.ndarray):
+def _fd_reference(
+    road: Road, fd: Estimate | None, finite: np.ndarray, wanted: np.ndarray, kinked: np.ndarray
+) -> Reference:
     points, n = road.x0.shape
     reasons: list[str | None] = [
         "skipped: the value at the point is not finite" if not finite[p]
@@ -200,7 +202,7 @@ def _fd_reference(road: Road, fd: Estimate | None, finite: np.ndarray, wanted: n
     return Reference("finite_difference", fd.value[0], fd.error[0], skip, "finite differences", reasons)
 
 
-def _complex_reference(road: Road, finite: np.ndarray, kinked: np.ndarray, rtol: float, atol: np.ndarray):
+def _complex_reference(road: Road, finite: np.ndarray, kinked: np.ndarray, rtol: float, atol: np.ndarray) -> Reference:
     """The complex step where it applies; where it disagrees, checked against the mirror step -ih (a
     branch point, norm at 0, is not analytic there: not compared)."""
     points, n = road.x0.shape
