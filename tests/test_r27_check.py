@@ -257,3 +257,15 @@ def test_the_points_summary_counts_the_points_that_are_not_differentiable():
     assert result.stdout.splitlines()[-1] == (
         "OK: at all 3 points autograd agrees with finite differences; not differentiable at 2 of them (a kink or a step)"
     )
+
+
+def test_every_point_s_atol_scale_is_the_one_point_s():
+    from gradcli.check.numeric import atol_scale, atol_scales
+
+    rng = np.random.default_rng(3)
+    f0, grad, x0 = rng.normal(size=(40, 1)) * 10.0, rng.normal(size=(40, 3)), rng.normal(size=(40, 3)) * 5.0
+    f0[:3, 0], grad[3, 1], f0[4, 0], grad[4] = np.inf, np.nan, 0.0, 0.0
+    x0[4] = 0.0
+    expected = [atol_scale(f0[p], grad[p], x0[p]) for p in range(40)]
+    assert atol_scales(f0, grad, x0).tolist() == expected
+    assert expected[:3] == [1.0] * 3 and expected[4] == 1.0
