@@ -8,8 +8,8 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
+from gradcli.autograd import replay as replay_module
 from gradcli.cli.app import app
-from gradcli.lang import points as points_module
 
 runner = CliRunner()
 
@@ -25,8 +25,9 @@ def _data(tmp_path, rows: int = 40):
 def test_every_point_agrees_and_the_methods_run_batched(tmp_path, monkeypatch):
     path, _, _ = _data(tmp_path)
     calls = []
-    original = points_module.point_values
-    monkeypatch.setattr(points_module, "point_values", lambda *a: calls.append(len(a[1]["x"])) or original(*a))
+    original = replay_module.replay
+    monkeypatch.setattr(replay_module, "replay", lambda tape, batched, *a: calls.append(
+        next(iter(batched.values())).shape[:2]) or original(tape, batched, *a))  # fmt: skip
     args = ["check", "sin(x)*exp(y) + sum(v*x)", "--points", str(path), "--at", "v=[1,2]", "--chunk-rows", "25"]
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -34,8 +35,10 @@ def test_every_point_agrees_and_the_methods_run_batched(tmp_path, monkeypatch):
     assert (doc["ok"], doc["points"], doc["failed"]) == (True, 40, 0)
     assert doc["methods"] == ["finite_difference", "complex_step"]
     assert all(w["error_over_tolerance"] <= 1 for w in doc["worst"])
-    # per chunk (25 + 15 points): f0, 8 finite-difference runs and 1 complex step for each of x, y, v[0], v[1]
-    assert sorted(set(calls)) == [15, 25] and len(calls) == 2 * (1 + 4 * 9)
+    # per chunk (25 + 15 points) the chunk's record is replayed once for finite differences' round of steps
+    # (8 for each of x, y, v[0], v[1], every point moved at once: 32 batches of 25 points) and once for the
+    # complex step (4 batches); never one run a point
+    assert sorted(calls) == [(4, 15), (4, 25), (32, 15), (32, 25)]
     text = runner.invoke(app, args)
     assert text.exit_code == 0
     assert text.stdout.splitlines()[-1] == "OK: at all 40 points autograd agrees with finite differences, complex step"
@@ -46,9 +49,7 @@ def test_a_wrong_formula_fails_and_the_worst_points_are_named(tmp_path):
     result = runner.invoke(app, ["check", "x^2*y", "--points", str(path), "--expect", "x=2*x*y + 1e-3*x^4"])
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[-1] == (
-        "MISMATCH: at 12 of 12 points autograd disagrees with finite differences, complex step, expected"
-    )
+    assert lines[-1] == "MISMATCH: at 12 of 12 points autograd disagrees with expected"  # only it disagrees
     worst = int(np.argmax(np.abs(1e-3 * x**4) / (1e-7 * np.abs(2 * x * y + 1e-3 * x**4))))
     assert lines[2].lstrip().startswith(f"{worst + 1} (x = {float(x[worst])!r}, y = {float(y[worst])!r})")
     assert lines[2].rstrip().endswith("MISMATCH")

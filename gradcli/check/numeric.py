@@ -17,6 +17,7 @@ exact to machine precision, valid when every operation is complex-analytic.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -57,6 +58,18 @@ def atol_scale(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> float:
     return scale if np.isfinite(scale) and scale > 0 else 1.0
 
 
+def atol_scales(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """``atol_scale`` of each row: the value(s) ``f0`` (P, M), the gradient (P, N) at the point ``x0`` (P, N)
+    (tests/test_r27_check.py holds the two equal)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row of nothing but nan
+        change = np.abs(jacobian) * np.maximum(np.abs(x0), 1.0)
+        value = np.nanmax(np.abs(f0), axis=1, initial=0.0) if f0.shape[1] else np.zeros(len(f0))
+        moved = np.nanmax(change, axis=1, initial=0.0) if change.shape[1] else np.zeros(len(f0))
+        scale = np.maximum(value, moved)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+
+
 @dataclass
 class Estimate:
     """d f_m / d x_n for every output element m and input element n, with error bounds."""
@@ -65,9 +78,19 @@ class Estimate:
     error: np.ndarray  # (M, N): the estimate's own error
     left: np.ndarray | None = None  # one-sided (backward) derivatives (finite differences only)
     right: np.ndarray | None = None  # one-sided (forward) derivatives
-    kink: np.ndarray | None = None  # (M, N) bool: the two sides disagree: not differentiable there
+    kink: np.ndarray | None = None  # (M, N) bool: the two sides disagree: not differentiable there (or a jump)
     steps: np.ndarray | None = None  # (N,) the largest step of the round kept, per input element
     one_sided: np.ndarray | None = None  # (M, N) bool: f is finite on one side only; that side's slope
+    jump: np.ndarray | None = None  # (M, N) f(x+) - f(x-) where f steps at x (a kink too), nan elsewhere
+
+    def at(self, point: int) -> Estimate:
+        """One point's estimate ((M, N) fields) from one made at several ((M, P, N))."""
+        fields = [None if v is None else v[:, point] for v in
+                  (self.value, self.error, self.left, self.right, self.kink)]  # fmt: skip
+        steps = None if self.steps is None else self.steps[point]
+        one_sided = None if self.one_sided is None else self.one_sided[:, point]
+        jump = None if self.jump is None else self.jump[:, point]
+        return Estimate(*fields, steps, one_sided, jump)  # type: ignore[arg-type]
 
 
 def _richardson(table: np.ndarray, ratio: float, first_power: int, power_step: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +124,17 @@ def finite_differences(
     2^-6 |x|). The estimate with the smallest error is kept. Each round
     evaluates ``f`` once, at the points of the elements still open.
     """
+    x0 = np.asarray(x0, dtype=np.float64).reshape(1, -1)
+    found = finite_differences_at(lambda rows, owner: f(rows), x0, np.asarray(f0).reshape(1, -1), dtype)
+    return found.at(0)
+
+
+def finite_differences_at(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype = FLOAT64
+) -> Estimate:
+    """``finite_differences`` at P points at once: ``x0`` (P, N), ``f0`` (P, M); ``f(rows, owner)`` takes
+    rows of points and the point each row was moved from. Every element of every point is its own
+    column: its rounds, steps and verdicts are exactly those it would get alone. Fields (M, P, N)."""
     with np.errstate(all="ignore"):
         return _finite_differences(f, x0, f0, dtype)
 
@@ -116,26 +150,30 @@ def _schedule(x0: np.ndarray) -> np.ndarray:
     relative = STEP_FRACTION * np.abs(x0)[:, None] * ROUND_SHRINK ** np.arange(SMALL_ROUNDS)[None, :]
     reached = absolute[:, -1:]
     relative = np.where((relative < reached) & (relative > 0), relative, np.nan)
-    return np.concatenate([absolute, relative], axis=1)
+    steps = np.concatenate([absolute, relative], axis=1)
+    # a step below a few units in the last place of x moves x by nothing (0.5 + 2^-55 == 0.5): f's
+    # samples then all equal f(x) and "agree" on a slope of 0 with no error at all; not taken
+    return np.where(steps / 2.0 ** (LEVELS - 1) >= 4.0 * np.spacing(np.abs(x0))[:, None], steps, np.nan)
 
 
 def _finite_differences(
-    f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype
 ) -> Estimate:
-    x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
-    f0 = np.asarray(f0, dtype=np.float64).reshape(-1)
-    n = x0.size
-    schedule = _schedule(x0)
+    x0 = np.asarray(x0, dtype=np.float64)
+    points, n = x0.shape
+    f0 = np.asarray(f0, dtype=np.float64).reshape(points, -1).T  # (M, P)
+    columns = _Columns(x0)
+    schedule = _schedule(x0.reshape(-1))
     best: _Round | None = None
     steps = schedule[:, 0].copy()
-    open_ = np.arange(n)
+    open_ = np.arange(points * n)
     for r in range(schedule.shape[1]):
         open_ = open_[np.isfinite(schedule[open_, r])]
         if not open_.size:
             break
         h = schedule[open_, r]
-        plus, minus = _samples(f, x0, h, open_)
-        found = _estimates(plus, minus, f0, h, dtype)
+        plus, minus = _samples(f, columns, h, open_)
+        found = _estimates(plus, minus, f0[:, columns.owner[open_]], h, dtype)
         if best is None:
             best = found
         else:
@@ -161,7 +199,22 @@ def _finite_differences(
         # two slopes further apart than either one-sided estimate's own error: a kink
         kink = np.abs(right - left) > 1e-6 * np.maximum(scale, 1.0) + 20.0 * (error + side) + 1e-10
         kink &= side <= 1e-2 * scale  # only from one-sided estimates that converged (not noise at sin(e^100))
-    return Estimate(value, error, left, right, kink, steps, one_sided)
+        kink |= np.isfinite(best.jump)
+    shape = (-1, points, n)
+    fields = (value, error, left, right, kink)
+    return Estimate(*(v.reshape(shape) for v in fields), steps.reshape(points, n), one_sided.reshape(shape),
+                    best.jump.reshape(shape))  # fmt: skip
+
+
+class _Columns:
+    """Every element of every point as one column: the point it belongs to (``owner``), the element
+    moved (``element``), and the points themselves (``x0``, (P, N))."""
+
+    def __init__(self, x0: np.ndarray) -> None:
+        self.x0 = x0
+        points, n = x0.shape
+        self.owner = np.repeat(np.arange(points), n)
+        self.element = np.tile(np.arange(n), points)
 
 
 @dataclass
@@ -174,11 +227,12 @@ class _Round:
     right: np.ndarray
     side: np.ndarray
     lone: np.ndarray  # a cautious error for a one-sided estimate used alone
+    jump: np.ndarray  # f(x + h) - f(x - h) where it does not shrink with h (a step at x), else nan
     converged: np.ndarray
     truncation: np.ndarray
     rounding: np.ndarray
 
-    FIELDS = ("value", "error", "left", "right", "side", "lone")
+    FIELDS = ("value", "error", "left", "right", "side", "lone", "jump")
 
     def part(self, columns: np.ndarray) -> _Round:
         return _Round(*(getattr(self, k)[:, columns] for k in (*self.FIELDS, "converged", "truncation", "rounding")))
@@ -193,33 +247,37 @@ CHUNK = 2_000_000  # input elements per call of f: points are made and evaluated
 
 
 def _samples(
-    f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, h: np.ndarray, columns: np.ndarray
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], columns: _Columns, h: np.ndarray, open_: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """f at x0 +- h_j 2^-k e_n(j) for each varied element n(j) and level k: arrays (M, N', LEVELS).
+    """f at x0 +- h_j 2^-k e_n(j) for each varied column j (its point's x0, its element n(j)) and
+    level k: arrays (M, J, LEVELS).
 
-    The points form a (N' LEVELS 2, N) matrix: made and evaluated a slice at a time,
+    The points form a (J LEVELS 2, N) matrix: made and evaluated a slice at a time,
     so memory stays bounded for ten thousand inputs and more."""
-    n, count = x0.size, columns.size
+    n, count = columns.x0.shape[1], open_.size
     per = max(1, CHUNK // max(1, LEVELS * 2 * n))
     parts = []
     for start in range(0, count, per):
-        cols, hs = columns[start : start + per], h[start : start + per]
+        cols, hs = open_[start : start + per], h[start : start + per]
         levels = hs[:, None] / 2.0 ** np.arange(LEVELS)[None, :]  # (n', L)
-        points = np.broadcast_to(x0, (cols.size, LEVELS, 2, n)).copy()
+        owner = columns.owner[cols]
+        points = np.broadcast_to(columns.x0[owner][:, None, None, :], (cols.size, LEVELS, 2, n)).copy()
         rows = np.arange(cols.size)
-        points[rows, :, 0, cols] += levels
-        points[rows, :, 1, cols] -= levels
-        parts.append(np.asarray(f(points.reshape(-1, n)), dtype=np.float64).reshape(cols.size, LEVELS, 2, -1))
+        points[rows, :, 0, columns.element[cols]] += levels
+        points[rows, :, 1, columns.element[cols]] -= levels
+        found = f(points.reshape(-1, n), np.repeat(owner, LEVELS * 2))
+        parts.append(np.asarray(found, dtype=np.float64).reshape(cols.size, LEVELS, 2, -1))
     values = np.concatenate(parts)
     return np.moveaxis(values[:, :, 0, :], -1, 0), np.moveaxis(values[:, :, 1, :], -1, 0)
 
 
 def _estimates(plus: np.ndarray, minus: np.ndarray, f0: np.ndarray, h: np.ndarray, dtype: np.dtype) -> _Round:
+    """One round's estimates from its samples (M, J, LEVELS), ``f0`` (M, J) each column's own value."""
     levels = h[None, :, None] / 2.0 ** np.arange(LEVELS)[None, None, :]  # (1, N', L)
     with np.errstate(all="ignore"):
         central = (plus - minus) / (2.0 * levels)
-        forward = (plus - f0[:, None, None]) / levels
-        backward = (f0[:, None, None] - minus) / levels
+        forward = (plus - f0[:, :, None]) / levels
+        backward = (f0[:, :, None] - minus) / levels
         value, richardson = _richardson(central, 2.0, 2, 2)  # error terms h^2, h^4, h^6
         right, right_error = _richardson(forward, 2.0, 1, 1)  # one-sided: h, h^2, h^3
         left, left_error = _richardson(backward, 2.0, 1, 1)
@@ -244,8 +302,14 @@ def _estimates(plus: np.ndarray, minus: np.ndarray, f0: np.ndarray, h: np.ndarra
         lone = np.where(np.isfinite(right) | np.isfinite(left), np.fmax(side, distance), np.inf)
         # done when truncation is below rounding (smaller steps would only add noise) or negligible
         converged = np.isfinite(value) & (richardson <= np.maximum(rounding, 1e-13 * np.abs(value)))
+        # a step at x (trunc at an integer, sign at 0): f(x + h) - f(x - h) stays the same at every step
+        # where a derivative would halve it with h; the central differences then grow like 1/h
+        size = np.abs(plus - minus)
+        jump = ~converged & (size.min(axis=-1) >= 0.7 * size.max(axis=-1)) & (size.min(axis=-1) > 1e3 * eps * magnitude)
+        steps_across = plus - minus  # J + 2 f' h at a step: extrapolated to h = 0
+        jump = np.where(jump, 2.0 * steps_across[..., -1] - steps_across[..., -2], np.nan)
     error = np.where(np.isfinite(error), error, np.inf)
-    return _Round(value, error, left, right, side, lone, converged, richardson, rounding)
+    return _Round(value, error, left, right, side, lone, jump, converged, richardson, rounding)
 
 
 def complex_steps(x0: np.ndarray) -> np.ndarray:
@@ -275,23 +339,44 @@ def complex_step(
     ``mirror`` steps by -ih: where f is analytic (and real on the real line) the
     two agree; at a branch point (norm at 0: sqrt(-h^2) = ih both ways) they do not.
     """
-    x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
-    n = x0.size
-    h = -complex_steps(x0) if mirror else complex_steps(x0)
+    x0 = np.asarray(x0, dtype=np.float64).reshape(1, -1)
+    found, real = complex_step_at(lambda rows, owner: f(rows), x0, dtype, None if f0 is None else np.reshape(f0, (1, -1)),
+                                  mirror)  # fmt: skip
+    if not real[0]:
+        raise NotRealValued("the function is not real-valued around the point")
+    return found.at(0)
+
+
+def complex_step_at(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    dtype: np.dtype = FLOAT64,
+    f0: np.ndarray | None = None,
+    mirror: bool = False,
+) -> tuple[Estimate, np.ndarray]:
+    """``complex_step`` at P points at once (``x0`` (P, N), ``f0`` (P, M), ``f(rows, owner)`` as for
+    ``finite_differences_at``): the estimate (M, P, N) and, per point, whether f is real-valued
+    around it (with ``f0``; where it is not, the point's imaginary parts are not derivatives)."""
+    x0 = np.asarray(x0, dtype=np.float64)
+    points, n = x0.shape
+    columns = _Columns(x0)
+    h = complex_steps(x0.reshape(-1))
+    h = -h if mirror else h
     per = max(1, CHUNK // max(1, n))
     parts = []
-    for start in range(0, n, per):
-        rows = np.arange(start, min(n, start + per))
-        points = np.broadcast_to(x0.astype(np.complex128), (rows.size, n)).copy()
-        points[rows - start, rows] += 1j * h[rows]
-        parts.append(np.asarray(f(points), dtype=np.complex128).reshape(rows.size, -1))
-    values = np.concatenate(parts)  # (N, M)
+    for start in range(0, points * n, per):
+        cols = np.arange(start, min(points * n, start + per))
+        moved = x0[columns.owner[cols]].astype(np.complex128)
+        moved[np.arange(cols.size), columns.element[cols]] += 1j * h[cols]
+        parts.append(np.asarray(f(moved, columns.owner[cols]), dtype=np.complex128).reshape(cols.size, -1))
+    values = np.concatenate(parts) if parts else np.zeros((0, 1), dtype=np.complex128)  # (P N, M)
+    real = np.ones(points, dtype=bool)
     if f0 is not None:
-        f0 = np.asarray(f0, dtype=np.float64).reshape(1, -1)
+        base = np.asarray(f0, dtype=np.float64).reshape(points, -1)[columns.owner]
         with np.errstate(all="ignore"):
-            drift = ~(np.abs(values.real - f0) <= 1e-6 * np.maximum(np.abs(f0), 1.0))  # nan drifts too
-        if drift.any() or not np.isfinite(values).all():
-            raise NotRealValued("the function is not real-valued around the point")
-    value = (values.imag / h[:, None]).T  # (M, N)
+            drift = ~(np.abs(values.real - base) <= 1e-6 * np.maximum(np.abs(base), 1.0))  # nan drifts too
+        bad = (drift | ~np.isfinite(values)).any(axis=1)
+        real = ~np.bincount(columns.owner, weights=bad, minlength=points).astype(bool)
+    value = (values.imag / h[:, None]).T.reshape(-1, points, n)  # (M, P, N)
     error = 4.0 * machine_epsilon(dtype) * np.abs(value)
-    return Estimate(value, error)
+    return Estimate(value, error), real

@@ -60,14 +60,22 @@ class Kink:
     left: float
     right: float
     autograd: float
+    jump: float | None = None  # f(x+) - f(x-) where the function steps here
 
     @property
     def subgradient(self) -> bool:
+        if self.jump is not None:  # a step: no derivative, and no value of autograd's is wrong
+            return True
         lo, hi = sorted((self.left, self.right))
         slack = 1e-6 * max(1.0, abs(lo), abs(hi))
         return lo - slack <= self.autograd <= hi + slack
 
     def text(self) -> str:
+        if self.jump is not None:
+            return (
+                f"{self.element}: not differentiable here: the function steps by {_n(self.jump)}; autograd gives "
+                f"{_n(self.autograd)} (as PyTorch does at a step), not judged"
+            )
         verdict = "autograd's value lies between them" if self.subgradient else "autograd's value is outside them"
         return (
             f"{self.element}: not differentiable here: one-sided derivatives {_n(self.left)} (left) and "

@@ -2,7 +2,8 @@
 and the user's own formulas.
 
 The program runs once, recorded; finite differences and complex step then
-evaluate that record at all their points in one batched pass each (a Python
+evaluate that record at all their points in one batched pass each, and the verdict is
+decided as at every other point (gradcli/check/decide.py, which check --points shares) (a Python
 function is called again at each point instead, with real or complex values:
 its branches may differ there, and the record holds only what it did through
 gradcli's operations, not math.sin(float(x)); a derivative autograd does not
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,20 +32,10 @@ from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
-from .numeric import (
-    Estimate,
-    NotRealValued,
-    atol_scale,
-    complex_step,
-    default_tolerances,
-    finite_differences,
-    machine_epsilon,
-    tolerance_problem,
-)
+from .decide import AGREE, EXACT, LOOSE, Compared, Decision, Reference, Road, decide, tolerances
+from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, _n, check_table
 
-LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
-INSTEAD = "central differences (with their kink search) check the gradient instead"
 METHODS = ("sympy", "finite_difference", "complex_step")
 ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "finite_difference",
            "complex": "complex_step", "complex_step": "complex_step", "cs": "complex_step"}  # fmt: skip
@@ -126,21 +117,24 @@ class _Recorded:
         grads = tuple(gc.zeros_like(t) if g is None else g for g, t in zip(found, inputs))
         return evaluation, scalar, grads
 
-    def rounding_noise(self) -> np.ndarray:
-        """Autograd's own rounding error, per element, from its gradient at points moved by
-        about 1e-12 relative, in pairs (x(1 + t r), x(1 - t r)) whose mean cancels the real
-        change of the gradient. What remains is rounding: large where the expression loses
-        digits to cancellation ((exp(x) - 1 - x) / x^2 at x = 1e-3), and no method can agree
-        more closely than that. Zeros stay zero, so no kink at 0 is crossed."""
-        rng = np.random.default_rng(0)
-        base = _flat(self.gradient, self.names)
-        spread = np.zeros_like(base)
-        for t in (2.0**-40, 2.0**-38, 2.0**-36):
-            r = rng.choice([-1.0, 1.0], size=self.x0.size) * rng.uniform(0.5, 1.0, size=self.x0.size)
-            pair = [self._gradient_at(self.x0 * (1.0 + sign * t * r)) for sign in (1.0, -1.0)]
-            with np.errstate(all="ignore"):
-                spread = np.fmax(spread, np.abs((pair[0] + pair[1]) / 2.0 - base))
-        return spread
+    def road(self) -> Road:
+        """This one point as the decision takes points (gradcli/check/decide.py)."""
+        program, escapes, continuation = self.program, None, None
+        if program.escapes:
+            escapes = (
+                f"skipped: {program.origin} leaves gradcli's operations ({', '.join(program.escapes)}), "
+                "which a complex step cannot follow"
+            )
+        if program.function is not None:  # called with complex tensors, not replayed
+            continuation = next((f"{node.prim.name} ({node.name()}) of complex values is not complex-analytic"
+                                 for node, _, _ in self.tape
+                                 if isinstance(node, OpNode) and node.prim.continuation is not None), None)  # fmt: skip
+        return Road(
+            self.x0[None, :], self.f0.reshape(1), _flat(self.gradient, self.names)[None, :], self.labels,
+            lambda rows, owner: self.evaluate(rows).reshape(len(rows)),
+            lambda rows, owner: np.stack([self._gradient_at(row) for row in rows]),
+            [not_analytic(self.tape, program)], escapes, [continuation], self.dtype,
+        )  # fmt: skip
 
     def _gradient_at(self, x: np.ndarray) -> np.ndarray:
         values = dict(self.values)
@@ -198,19 +192,6 @@ class _Recorded:
         return np.array(rows).reshape(-1, 1)
 
 
-@dataclass
-class _Reference:
-    """One method's gradient before it is compared with autograd's (see ``compare``)."""
-
-    name: str
-    reference: np.ndarray  # flat, one number per input element
-    estimated: np.ndarray | None  # the method's own error per element; None: exact
-    skip: set[int]  # elements not compared (kinks, points where the method is undefined)
-    label: str  # how the verdict names its value ("finite differences gives"...)
-    only: Sequence[str] | None = None  # the variables it covers (--expect), None: all
-    note: str | None = None  # why some elements were not compared (replaces compare's own reason)
-
-
 def check(
     program: Program,
     values: Mapping[str, Any],
@@ -224,43 +205,36 @@ def check(
     sympy_timeout: float | None = None,
     locate: Callable[[Blame, Sequence[Any], Sequence[Any]], None] | None = None,
 ) -> CheckResult:
-    """Check the gradient of ``program`` at ``values`` every way asked for."""
+    """Check the gradient of ``program`` at ``values`` every way asked for: the decision is the one every
+    road takes (gradcli/check/decide.py), at this one point; here it is put into words."""
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
     recorded = _Recorded(program, values, names, seed)
-    default_rtol, default_atol = default_tolerances(recorded.dtype)
-    rtol = default_rtol if rtol is None else rtol
-    if atol is None:
-        atol = default_atol * atol_scale(recorded.f0, _flat(recorded.gradient, names), recorded.x0)
-    finite = bool(np.isfinite(recorded.f0).all())
-    # a composition of complex-analytic operations is differentiable wherever it is finite: no
-    # kinks to look for, and finite differences run only when asked for
-    smooth = not_analytic(recorded.tape, program) is None and not program.escapes
+    road = recorded.road()
+    rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)
-    if "complex_step" in chosen and "finite_difference" not in chosen and not_analytic(recorded.tape, program):
-        chosen.insert(chosen.index("complex_step"), "finite_difference")  # the complex step's stand-in
-    fd: Estimate | None = None
-    if finite and recorded.x0.size and ("finite_difference" in chosen or not smooth):
-        fd = finite_differences(recorded.evaluate, recorded.x0, recorded.f0, recorded.dtype)
-    kinked: set[int] = set()
-    if fd is not None and fd.kink is not None and not smooth:
-        kinked = set(np.flatnonzero(fd.kink[0]).tolist())
-    kinks = _kinks(recorded, fd, kinked)
     said: list[str] = []
-    references = _references(recorded, chosen, finite, fd, kinked, rtol, atol, sympy_timeout, said)
+    given: dict[str, Reference] = {}
+    if "sympy" in chosen:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            given["sympy"] = _sympy_check(recorded, sympy_timeout)
+        said.extend(_sympy_warning(caught))
     if expect:
-        references["expect"] = _expect_check(recorded, expect)
-    checks = _judge(recorded, references, rtol, atol, measure_noise=finite and bool(recorded.x0.size))
+        given["expect"] = _expect_check(recorded, expect)
+    decision = decide(road, chosen, rtol, atols, given)
+    recorded.noise = decision.noise[0]
+    checks = {name: _method_check(c, recorded, decision) for name, c in decision.checks.items()}
+    _escaped(recorded, checks)
+    fd = None if decision.fd is None else decision.fd.at(0)
+    ag = road.gradient[0]
+    kinks = [Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k]),
+                  None if fd.jump is None or np.isnan(fd.jump[0, k]) else float(fd.jump[0, k]))
+             for k in np.flatnonzero(decision.kinked[0])] if fd is not None else []  # fmt: skip
     nonfinite = _nonfinite(recorded)
     found, blamed = _blame(recorded, locate) if blame else (None, 0)
-    confirmed = any(c.ok for c in checks.values()) or bool(kinks)  # something did compare
-    ok = (
-        nonfinite is None
-        and confirmed
-        and all(c.ok is not False for c in checks.values())
-        and all(k.subgradient for k in kinks)
-        and found is None
-    )
+    ok = bool(decision.ok[0]) and found is None
+    atol = float(atols[0])
     return CheckResult(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
@@ -282,80 +256,16 @@ def _check_values(values: Mapping[str, Any], rtol: float | None, atol: float | N
             )
 
 
-def _kinks(recorded: _Recorded, fd: Estimate | None, kinked: set[int]) -> list[Kink]:
-    """The elements where finite differences found two one-sided slopes."""
-    if fd is None or not kinked:
-        return []
-    ag = _flat(recorded.gradient, recorded.names)
-    return [Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k])) for k in sorted(kinked)]
-
-
-def _references(
-    recorded: _Recorded, chosen: Sequence[str], finite: bool, fd: Estimate | None, kinked: set[int],
-    rtol: float, atol: float, sympy_timeout: float | None, said: list[str],
-) -> dict[str, _Reference | MethodCheck]:  # fmt: skip
-    """Each chosen method's gradient, or the MethodCheck saying why it did not run."""
-    references: dict[str, _Reference | MethodCheck] = {}
-    for method in chosen:
-        if not finite and method != "sympy":
-            references[method] = MethodCheck(method, None, reason="skipped: the value at the point is not finite")
-        elif method == "finite_difference":
-            references[method] = _finite_difference_check(fd, kinked)
-        elif method == "complex_step":
-            references[method] = _complex_step_check(recorded, kinked, rtol, atol)
-        elif method == "sympy":
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                references[method] = _sympy_check(recorded, kinked, sympy_timeout)
-            said.extend(_sympy_warning(caught))
-    return references
-
-
-def _judge(
-    recorded: _Recorded, references: dict[str, _Reference | MethodCheck], rtol: float, atol: float, measure_noise: bool
-) -> dict[str, MethodCheck]:
-    """Every method compared with autograd, once the tolerances are known.
-
-    A disagreement may be autograd's own rounding (cancellation): it is measured only then, as it
-    costs six more gradients, and the comparisons are made with it allowed for. SymPy and complex
-    step are exact to rounding; finite differences are not (they cannot see digits lost inside the
-    expression, 1 + x^2 at x = 1e-8): where an exact method agrees with autograd, a
-    finite-difference disagreement is the estimate's fault, not autograd's."""
-
-    def compared() -> dict[str, MethodCheck]:
-        return {
-            n: _compared(r, recorded, rtol, atol) if isinstance(r, _Reference) else r for n, r in references.items()
-        }
-
-    checks = compared()
-    if measure_noise and any(c.ok is False for c in checks.values()):
-        recorded.noise = recorded.rounding_noise()
-        checks = compared()
-    exact = [c for name, c in checks.items() if name in ("sympy", "complex_step") and c.ok]
-    fd = checks.get("finite_difference")
-    if exact and fd is not None and fd.ok is False:
-        checks["finite_difference"] = replace(
-            fd, ok=None, reason=f"inconclusive: differs by {fd.max_rel_error:.2g} relative where "
-            f"{' and '.join(METHOD_NAMES[c.name] for c in exact)} agree{'s' if len(exact) == 1 else ''} "
-            "(finite differences lose digits to rounding inside the expression)",
-        )  # fmt: skip
+def _escaped(recorded: _Recorded, checks: dict[str, MethodCheck]) -> None:
+    """A Python function that did something autograd cannot see, where the numbers show it: said."""
     program = recorded.program
     numeric = [n for n in ("finite_difference", "complex_step") if n in checks and checks[n].ok is False]
     if program.function is not None and (program.escapes or recorded.unconnected) and numeric:
-        # the function did something autograd cannot see, and the numbers show it
         from ..lang.program import leaves_autograd
 
         why = leaves_autograd(program, [n for n in recorded.unconnected if n in recorded.names])
         for n in numeric:
             checks[n] = replace(checks[n], worst_detail=f"{checks[n].worst_detail}; {why}")
-    return checks
-
-
-def _compared(ref: _Reference, recorded: _Recorded, rtol: float, atol: float) -> MethodCheck:
-    check = compare(ref.name, recorded, ref.reference, ref.estimated, ref.skip, rtol, atol, ref.label, ref.only)
-    if ref.note is not None:
-        check.reason = ref.note
-    return check
 
 
 def _notes(recorded: _Recorded, fd: Estimate | None, rtol: float, atol: float) -> list[str]:
@@ -411,145 +321,110 @@ def _unflat(flat: np.ndarray, recorded: _Recorded) -> dict[str, np.ndarray]:
     return {n: flat[offsets[i] : offsets[i + 1]].reshape(recorded.shapes[i]) for i, n in enumerate(recorded.names)}
 
 
-def compare(name: str, recorded: _Recorded, reference: np.ndarray, estimated: np.ndarray | None, skip: set[int],
-            rtol: float, atol: float, label: str, only: Sequence[str] | None = None) -> MethodCheck:  # fmt: skip
-    """Autograd against ``reference`` (flat), element by element."""
-    ag = _flat(recorded.gradient, recorded.names)
-    reference = np.asarray(reference, dtype=np.float64).reshape(-1)
-    estimated = np.zeros_like(reference) if estimated is None else np.asarray(estimated).reshape(-1)
-    mask = np.ones(reference.shape, dtype=bool)
-    mask[list(skip)] = False
-    check = MethodCheck(name, True, _unflat(reference, recorded))
-    if only is not None:
-        check.values = {n: v for n, v in check.values.items() if n in only}
-    if not mask.any():
+def _method_check(c: Compared, recorded: _Recorded, decision: Decision) -> MethodCheck:
+    """One method's verdict at the point, in words: what it gives, how far from autograd, and why
+    it did not judge where it did not."""
+    ref = c.ref
+    if ref.reason[0] is not None:
+        return MethodCheck(ref.name, None, reason=ref.reason[0])
+    check = MethodCheck(ref.name, True, _unflat(np.asarray(ref.reference[0], dtype=np.float64), recorded))
+    if ref.only is not None:
+        check.values = {n: v for n, v in check.values.items() if n in ref.only}
+    if ref.skip[0].all():
+        check.ok, check.reason = None, "skipped: every input is at a kink (see the one-sided derivatives)"
+    else:
+        check.reason = _inconclusive(c, recorded)
+        if c.mask[0].any():
+            _measured(check, c, recorded)
+        else:
+            check.ok = None
+    note = ref.note[0] if ref.note else None
+    if ref.name == "sympy":
+        undefined = np.isnan(ref.reference[0]) & ~decision.kinked[0]
+        if undefined.any():
+            where = ", ".join(f"d/d{recorded.labels[k]}" for k in np.flatnonzero(undefined)[:3])
+            note = f"its formula is undefined (nan) at {where} at this point; not compared there"
+    if note is not None:
+        check.reason = note
+    if c.inconclusive[0]:
+        exact = [n for n, other in decision.checks.items() if n in EXACT and other.ok[0] == AGREE]
         check.ok, check.reason = (
             None,
-            "skipped: every input is at a kink (see the one-sided derivatives)",
+            (
+                f"inconclusive: differs by {check.max_rel_error:.2g} relative where "
+                f"{' and '.join(METHOD_NAMES[n] for n in exact)} agree{'s' if len(exact) == 1 else ''} "
+                "(finite differences lose digits to rounding inside the expression)"
+            ),
         )
-        return check
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        abs_error = np.abs(ag - reference)
-        rel_error = abs_error / np.maximum(np.maximum(np.abs(reference), np.abs(ag)), np.finfo(np.float64).tiny)
-        tolerance = atol + rtol * np.abs(reference) + 3.0 * (estimated + recorded.noise)
-        # relative error where it means something: not for values below atol (1e-40 against 0)
-        significant = np.maximum(np.abs(reference), np.abs(ag)) > atol
-        # an element where the method's own error, or autograd's rounding, is a sizeable part of
-        # the value proves nothing either way (sin(exp(x)) at x = 40): inconclusive, not agreement
-        loose = mask & significant & ~(np.maximum(estimated, recorded.noise) <= LOOSE * np.abs(reference))
-        if loose.any():
-            k = int(np.argmax(np.where(loose, np.maximum(estimated, recorded.noise), -np.inf)))
-            whose = "autograd's own rounding" if recorded.noise[k] >= estimated[k] else "the estimate's own error"
-            where = ", ".join(f"d/d{recorded.labels[j]}" for j in np.flatnonzero(loose)[:3])
-            more = f" and {int(loose.sum()) - 3} more" if loose.sum() > 3 else ""
-            check.reason = (
-                f"inconclusive at {where}{more}: {whose} is about {max(estimated[k], recorded.noise[k]):.2g} "
-                f"against a value of {_n(reference[k])}"
-            )
-            mask &= ~loose
-            if not mask.any():
-                check.ok = None
-                return check
-        badness = np.where(mask, np.where(abs_error == 0.0, 0.0, abs_error / tolerance), 0.0)
-        badness = np.where(np.isnan(badness) & mask, np.inf, badness)
-        check.max_abs_error = float(np.max(np.where(mask, abs_error, 0.0)))
-        check.max_rel_error = float(np.max(np.where(mask & significant, rel_error, 0.0)))
-        if np.any(estimated):
-            check.estimated_error = float(np.max(np.where(mask, estimated, 0.0)))
+    return check
+
+
+def _inconclusive(c: Compared, recorded: _Recorded) -> str | None:
+    """Where the estimate's own error, or autograd's rounding, is a sizeable part of the value."""
+    loose = c.loose[0]
+    if not loose.any():
+        return None
+    estimated = np.zeros(loose.shape) if c.ref.estimated is None else np.asarray(c.ref.estimated[0])
+    noise, reference = recorded.noise, c.ref.reference[0]
+    k = int(np.argmax(np.where(loose, np.maximum(estimated, noise), -np.inf)))
+    whose = "autograd's own rounding" if noise[k] >= estimated[k] else "the estimate's own error"
+    where = ", ".join(f"d/d{recorded.labels[j]}" for j in np.flatnonzero(loose)[:3])
+    more = f" and {int(loose.sum()) - 3} more" if loose.sum() > 3 else ""
+    return (
+        f"inconclusive at {where}{more}: {whose} is about {max(estimated[k], noise[k]):.2g} "
+        f"against a value of {_n(reference[k])}"
+    )
+
+
+def _measured(check: MethodCheck, c: Compared, recorded: _Recorded) -> None:
+    """The compared elements' errors, the worst of them, and the verdict they give."""
+    mask, badness, abs_error, rel_error = c.mask[0], c.badness[0], c.abs_error[0], c.rel_error[0]
+    reference, ag = c.ref.reference[0], _flat(recorded.gradient, recorded.names)
+    check.max_abs_error = float(np.max(np.where(mask, abs_error, 0.0)))
+    check.max_rel_error = float(np.max(np.where(mask & c.significant[0], rel_error, 0.0)))
+    if c.ref.estimated is not None and np.any(c.ref.estimated[0]):
+        check.estimated_error = float(np.max(np.where(mask, c.ref.estimated[0], 0.0)))
     worst = int(np.argmax(badness))
     check.worst = recorded.labels[worst]
     check.ok = bool(np.all(badness[mask] <= 1.0))
     check.element_ok = np.where(mask, badness <= 1.0, True)
     check.element_error = np.where(mask, abs_error, np.nan)
     check.worst_detail = (
-        f"d/d{recorded.labels[worst]}: autograd {_n(ag[worst])} but {label} {_n(reference[worst])} "
-        f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {tolerance[worst]:.3g})"
+        f"d/d{recorded.labels[worst]}: autograd {_n(ag[worst])} but {c.ref.label} {_n(reference[worst])} "
+        f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {c.tolerance[0][worst]:.3g})"
     )
-    return check
 
 
-def _finite_difference_check(fd: Estimate | None, kinked: set[int]) -> _Reference | MethodCheck:
-    if fd is None:
-        return MethodCheck("finite_difference", None, reason="no input to vary")
-    return _Reference("finite_difference", fd.value[0], fd.error[0], kinked, "finite differences")
-
-
-def _complex_step_check(recorded: _Recorded, kinked: set[int], rtol: float, atol: float) -> _Reference | MethodCheck:
-    program = recorded.program
-    if program.escapes:
-        return MethodCheck(
-            "complex_step", None, reason=f"skipped: {program.origin} leaves gradcli's operations "
-            f"({', '.join(program.escapes)}), which a complex step cannot follow",
-        )  # fmt: skip
-    reason = not_analytic(recorded.tape, program)
-    if reason is not None:
-        return MethodCheck("complex_step", None, reason=f"skipped: {reason}: {INSTEAD}")
-    if program.function is not None:  # called with complex tensors, not replayed
-        reason = next((f"{node.prim.name} ({node.name()}) of complex values is not complex-analytic"
-                       for node, _, _ in recorded.tape
-                       if isinstance(node, OpNode) and node.prim.continuation is not None), None)  # fmt: skip
-    if reason is None and not recorded.x0.size:
-        reason = "no input to vary"
-    if reason is not None:
-        return MethodCheck("complex_step", None, reason=f"skipped: {reason}")
-    try:
-        estimate = complex_step(recorded.evaluate, recorded.x0, recorded.dtype, recorded.f0)
-    except NotRealValued as exc:
-        return MethodCheck("complex_step", None, reason=f"skipped: {exc}")
-    except (TypeError, ValueError) as exc:
-        return MethodCheck("complex_step", None, reason=f"skipped: an operation cannot take complex values ({exc})")
-    except UsageError as exc:  # a Python function that refuses complex values
-        return MethodCheck("complex_step", None, reason=f"skipped: with complex values, {exc.message}")
-    ref = _Reference("complex_step", estimate.value[0], estimate.error[0], kinked, "complex step")
-    if _compared(ref, recorded, rtol, atol).ok is False:
-        # is the function analytic there at all? (norm at 0 is not: a false mismatch)
-        with np.errstate(all="ignore"):
-            mirror = complex_step(recorded.evaluate, recorded.x0, recorded.dtype, mirror=True).value[0]
-        branch = set(np.flatnonzero(~(np.abs(mirror - estimate.value[0]) <= 1e-6 * np.abs(estimate.value[0]))).tolist())
-        if branch - kinked:
-            shown = np.array(estimate.value[0], dtype=np.float64)  # not compared there: not shown either
-            shown.reshape(-1)[sorted(branch)] = np.nan
-            ref.reference = shown
-            where = ", ".join(f"d/d{recorded.labels[k]}" for k in sorted(branch)[:3])
-            ref.skip = kinked | branch
-            ref.note = f"not compared at {where}: the function is not complex-analytic at this point"
-    return ref
-
-
-def _sympy_check(recorded: _Recorded, kinked: set[int], timeout: float | None) -> _Reference | MethodCheck:
+def _sympy_check(recorded: _Recorded, timeout: float | None) -> Reference:
     from .symbolic import Skipped, sympy_gradient
 
+    n = recorded.x0.size
     if recorded.program.tree is None:
-        return MethodCheck("sympy", None, reason="skipped: a Python function has no symbolic form")
+        return Reference.nowhere("sympy", 1, n, "skipped: a Python function has no symbolic form")
     try:
         gradient = sympy_gradient(recorded.program.tree, recorded.values, recorded.names, recorded.seed, timeout)
     except Skipped as exc:
-        return MethodCheck("sympy", None, reason=f"skipped: {exc}")
+        return Reference.nowhere("sympy", 1, n, f"skipped: {exc}")
     except UsageError as exc:  # a constant too large for exact arithmetic
-        return MethodCheck("sympy", None, reason=f"skipped: {exc.message}")
+        return Reference.nowhere("sympy", 1, n, f"skipped: {exc.message}")
     except (RecursionError, MemoryError):
-        return MethodCheck("sympy", None, reason="skipped: the expression is too large for SymPy")
+        return Reference.nowhere("sympy", 1, n, "skipped: the expression is too large for SymPy")
     except Exception as exc:  # SymPy itself failed: say so, and let the other methods judge
-        return MethodCheck("sympy", None, reason=f"skipped: SymPy failed ({type(exc).__name__}: {exc})")
-    reference = _flat(gradient, recorded.names)
-    # nan: SymPy's formula is 0/0 or the like at the point (x^y at x = 0), though the function need not be
-    undefined = set(np.flatnonzero(np.isnan(reference)).tolist())
+        return Reference.nowhere("sympy", 1, n, f"skipped: SymPy failed ({type(exc).__name__}: {exc})")
+    reference = _flat(gradient, recorded.names)[None, :]
+    # nan: SymPy's formula is 0/0 or the like at the point (x^y at x = 0), though the function need not be:
+    # not compared there (the note is made with the kinks known, in _method_check)
     estimated = 8.0 * machine_epsilon(np.dtype(np.float64)) * np.abs(reference)
-    ref = _Reference("sympy", reference, estimated, kinked | undefined, "SymPy")
-    if undefined - kinked:
-        where = ", ".join(f"d/d{recorded.labels[k]}" for k in sorted(undefined - kinked)[:3])
-        ref.note = f"its formula is undefined (nan) at {where} at this point; not compared there"
-    return ref
+    return Reference("sympy", reference, estimated, np.isnan(reference), "SymPy", [None])
 
 
-def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> _Reference:
+def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> Reference:
     """The user's hand-derived derivatives, read by the same safe parser, at the point."""
     from ..lang.evaluate import evaluate
     from ..lang.parser import parse
 
     reference = _flat(recorded.gradient, recorded.names).copy()
-    covered = set()
+    covered = np.zeros(reference.shape, dtype=bool)
     offsets = np.cumsum([0, *recorded.sizes])
     for name, formula in expect.items():
         if name not in recorded.names:
@@ -570,9 +445,9 @@ def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> _Reference:
                 f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"
             ) from None
         reference[offsets[i] : offsets[i + 1]] = block.reshape(-1)
-        covered.update(range(offsets[i], offsets[i + 1]))
-    skip = set(range(len(reference))) - covered
-    return _Reference("expect", reference, None, skip, "the expected formula gives", list(expect))
+        covered[offsets[i] : offsets[i + 1]] = True
+    return Reference("expect", reference[None, :], None, ~covered[None, :], "the expected formula gives", [None],
+                     only=list(expect))  # fmt: skip
 
 
 def _nonfinite(recorded: _Recorded) -> str | None:

@@ -154,6 +154,22 @@ def _batched(
     first: int = 0,
 ) -> PointsResult:
     assert program.tree is not None
+    env, leaves = _environment(columns, values, names, n)
+    run = _BatchedRun(program, env, n)
+    with np.errstate(all="ignore"):
+        out = run.output()
+        grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
+    value = np.asarray(out.array, dtype=np.float64)
+    gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
+    found = _warning(program, columns, values, names, vector, run, value, gradient, first)
+    return PointsResult(value, gradient, *(found or (None, None)))
+
+
+def _environment(
+    columns: Mapping[str, np.ndarray], values: Mapping[str, Any], names: Sequence[str], n: int
+) -> tuple[dict[str, Any], dict[str, gc.Tensor]]:
+    """The batched run's names: every column, and every differentiated variable, a leaf with a leading
+    point axis (a shared one repeated n times); the other shared values as they are."""
     env: dict[str, Any] = {}
     leaves: dict[str, gc.Tensor] = {}
     for name, value in {**values, **columns}.items():
@@ -171,14 +187,28 @@ def _batched(
         t.name = name
         leaves[name] = t
         env[name] = _Batched(t, None if name in columns else value)
-    run = _BatchedRun(program, env, n)
-    with np.errstate(all="ignore"):
-        out = run.output()
-        grads = _gradients(out, [leaves[name] for name in names], vector, n, out_shape)
-    value = np.asarray(out.array, dtype=np.float64)
-    gradient = {name: np.asarray(g, dtype=np.float64) for name, g in zip(names, grads)}
-    found = _warning(program, columns, values, names, vector, run, value, gradient, first)
-    return PointsResult(value, gradient, *(found or (None, None)))
+    return env, leaves
+
+
+def recorded_points(
+    program: Program, columns: Mapping[str, np.ndarray], values: Mapping[str, Any], names: Sequence[str]
+) -> tuple[list[Any], dict[str, gc.Tensor], gc.Tensor] | None:
+    """The points' batched run, recorded (``check --points`` replays it at moved points, as ``check --at``
+    replays its one point's: what runs without the graph, a comparison or ``detach``, stays as it was at
+    each point): the tape, the differentiated leaves (``(n, *shape)``) and the output. None when the
+    program cannot run batched (a Python function, an index that depends on the values)."""
+    from ..autograd.tape import recording
+
+    if program.tree is None:
+        return None
+    n = len(next(iter(columns.values())))
+    env, leaves = _environment(columns, values, names, n)
+    try:
+        with recording() as tape, np.errstate(all="ignore"):
+            out = _BatchedRun(program, env, n).output()
+    except _Unbatchable:
+        return None
+    return tape, {name: leaves[name] for name in names}, out
 
 
 def _gradients(
