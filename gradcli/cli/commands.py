@@ -553,6 +553,8 @@ def jacobian(
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
+        if result.nonfinite:
+            output.warn(result.nonfinite)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
                     "value": result.value, "mode": result.plan.mode}  # fmt: skip
         title = f"Jacobian of {_source_text(program, expression)}"

@@ -507,14 +507,24 @@ def _flat_gradient(program: Program, found: Any, names: Sequence[str]) -> Gradie
     return Gradient(np.asarray(output.array).reshape(()), gradient, evaluation, unconnected=unconnected)
 
 
-def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any) -> str | None:
+def backward_anomaly(
+    program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any, row: int | None = None
+) -> str | None:
     """The program run again in anomaly mode: which operation's derivative first gave a NaN or an
-    infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``."""
+    infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``.
+    ``row``: of the Jacobian, the output element whose derivative is sought (``seed`` is ignored)."""
     from ..autograd.anomaly import detect_anomaly, inputs_text
 
     with detect_anomaly(raise_error=False) as mode, np.errstate(all="ignore"):
         evaluation = program.run(values, names, record_steps=True)
-        output = single_output(evaluation)
+        if row is None:
+            output = single_output(evaluation)
+        else:  # the one element: no other output's zero seed meets an infinity (as jacobian_blocks)
+            sizes = np.cumsum([np.size(o.array) for o in evaluation.outputs])
+            k = int(np.searchsorted(sizes, row, side="right"))
+            output, seed = evaluation.outputs[k].reshape(-1)[row - (sizes[k - 1] if k else 0)], None
+        if not output.requires_grad:
+            return None
         inputs = [evaluation.inputs[n] for n in names]
         gc.grad(output, inputs, grad_outputs=seed, allow_unused=True)
     found = mode.found
@@ -668,7 +678,7 @@ def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
 class Matrix(Record):
     """A labelled matrix: ``rows`` x ``columns`` (Jacobian or Hessian) and how it was computed."""
 
-    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names")
+    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names", "nonfinite")
 
     def __init__(
         self,
@@ -679,8 +689,21 @@ class Matrix(Record):
         value: np.ndarray | None = None,
         gradient: np.ndarray | None = None,
         names: list[str] | None = None,  # the variables of the columns
+        nonfinite: str | None = None,  # eval's warning of where the first non-finite number came from
     ) -> None:
         fill(self, locals())
+
+
+def _nonfinite_entry(program: Program, values: Mapping[str, Any], names: list[str], jac: Matrix) -> str | None:
+    """Eval's ``warning:`` for the first NaN or infinity of a Jacobian (row-major), with its provenance."""
+    bad = np.argwhere(~np.isfinite(jac.matrix))
+    if not bad.size:
+        return None
+    row, column = (int(i) for i in bad[0])
+    where = backward_anomaly(program, values, names, None, row=row)
+    if where is None:
+        return None
+    return f"non-finite gradient: {where} (first at d {jac.rows[row]} / d {jac.columns[column]})"
 
 
 def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) -> Callable[..., Any]:
@@ -716,7 +739,12 @@ def program_jacobian(
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
     value = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
-    return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
+    jac = Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
+    if evaluation.nonfinite:
+        jac.nonfinite = f"non-finite value: {evaluation.nonfinite}"
+    else:
+        jac.nonfinite = _nonfinite_entry(program, values, names, jac)
+    return jac
 
 
 def program_hessian(
