@@ -56,7 +56,8 @@ def evaluate(
         elif result.backward_nonfinite:
             output.warn(f"non-finite gradient: {result.backward_nonfinite}")
         if as_json:
-            output.print_json({"value": result.value, "gradient": result.gradient})
+            document = {"value": result.value, "gradient": result.gradient}
+            output.print_json({**document, **_unused(program, values, result.gradient)})
             return
         shown = {"value": result.value, **{f"d/d{name}": g for name, g in result.gradient.items()}}
         rows = [(label, _with_shape(v)) for label, v in shown.items()]
@@ -83,6 +84,13 @@ def _warn_unused(program: Any, values: dict[str, Any]) -> None:
     said = unused_values(program, values)
     if said:
         warn_later(said)
+
+
+def _unused(program: Any, values: dict[str, Any], shown: Any) -> dict[str, list[str]]:
+    """JSON's ``unused``: the ``--at`` names the program does not use, which have no derivative in
+    the document (nothing, when they all do)."""
+    names = [name for name in values if name not in program.variables and name not in shown]
+    return {"unused": names} if names else {}
 
 
 def _with_shape(value: Any) -> str:
@@ -236,6 +244,7 @@ def differentiate(
                 document["steps"] = {n: text[n] for n in steps}
                 document["statements"] = explanation.statements
             document.update(extra)
+            document.update(_unused(program, values, text))
             if found:
                 document["value"] = {n: v[1] for n, v in found.items()}
                 exact = {n: v[2] for n, v in found.items() if v[2] is not None}
@@ -553,10 +562,10 @@ def jacobian(
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
-        if result.nonfinite:
-            output.warn(result.nonfinite)
+        if result.nonfinite:  # said after the matrix, or not at all beside an error
+            warn_later(result.nonfinite)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
-                    "value": result.value, "mode": result.plan.mode}  # fmt: skip
+                    "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names)}  # fmt: skip
         title = f"Jacobian of {_source_text(program, expression)}"
         _print_matrix_result(result, document, title, kind, explain, out)
 
@@ -590,7 +599,8 @@ def hessian(
         if unseen:
             output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
-                    "gradient": _by_variable(result.gradient, result.names or [], values)}  # fmt: skip
+                    "gradient": _by_variable(result.gradient, result.names or [], values),
+                    **_unused(program, values, result.names)}  # fmt: skip
         title = f"Hessian of {_source_text(program, expression)}"
         _print_matrix_result(result, document, title, kind, explain, out)
 

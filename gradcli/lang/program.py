@@ -408,6 +408,17 @@ def unused_values(program: Program, values: Mapping[str, Any]) -> str | None:
     return f"--at {said} are not used by the expression" + (f" ({hint})" if hint else "")
 
 
+def nothing_to_differentiate(command: str, program: Program, values: Mapping[str, Any]) -> str:
+    """Why ``command`` has no variable to differentiate by (as ``diff`` refuses it)."""
+    if program.variables or not values:
+        return f"{command} needs a variable to differentiate by: give one a value with --at NAME=..."
+    given = ", ".join(values)
+    return (
+        f"{command}: the expression has no variable to differentiate by (it uses none of --at {given}; "
+        f"name one with --wrt to see its derivative, 0)"
+    )
+
+
 def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Gradient) -> str | None:
     """``unseen_derivative`` for what ``value_and_grad`` gave."""
     names = list(result.gradient)
@@ -420,11 +431,16 @@ def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Grad
 # --- what the commands compute -----------------------------------------------------------------
 
 
-def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> list[str]:
-    """``--wrt`` names, checked; by default every free variable, in order of first appearance."""
+def resolve_wrt(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, unused: bool = True
+) -> list[str]:
+    """``--wrt`` names, checked; by default every free variable given a value, in order of first
+    appearance. When the expression uses none of them: all of them with ``unused`` (``check`` checks
+    their zero derivatives, a data file keeps its columns), else none (eval, jacobian and hessian
+    show no derivative of a variable the expression does not use)."""
     if not wrt:
         variables = program.free_variables(values) if program.text is not None else program.variables
-        return [v for v in variables if v in values] or list(values)
+        return [v for v in variables if v in values] or (list(values) if unused else [])
     known = set(program.variables) | set(values)
     for name in wrt:
         if name not in known:
@@ -471,7 +487,7 @@ def value_and_grad(
     program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None = None, seed: str | None = None
 ) -> Gradient:
     """The value and the gradient (or ``v^T J`` with ``seed``) at one point."""
-    names = resolve_wrt(program, values, wrt)
+    names = resolve_wrt(program, values, wrt, unused=False)
     if program.flat is not None and seed is None:
         found = program.flat.value_and_grad(values, names)
         if found is not None:
@@ -720,9 +736,9 @@ def program_jacobian(
     (``as_json``: it will be printed whole, which the memory estimate counts)."""
     from ..autograd.functional import jacobian_blocks
 
-    names = resolve_wrt(program, values, wrt)
-    if not names and not program.variables:
-        raise UsageError("jacobian needs a variable to differentiate by: give one a value with --at NAME=...")
+    names = resolve_wrt(program, values, wrt, unused=False)
+    if not names:
+        raise UsageError(nothing_to_differentiate("jacobian", program, values))
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
@@ -753,9 +769,9 @@ def program_hessian(
     """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
     from ..autograd.functional import hessian_blocks
 
-    names = resolve_wrt(program, values, wrt)
-    if not names and not program.variables:
-        raise UsageError("hessian needs a variable to differentiate by: give one a value with --at NAME=...")
+    names = resolve_wrt(program, values, wrt, unused=False)
+    if not names:
+        raise UsageError(nothing_to_differentiate("hessian", program, values))
     evaluation = program.run(values, names)
     output = single_output(evaluation)
     if output.numel() != 1:
