@@ -71,10 +71,19 @@ def quiet_rows(grad: Any, g: Any, nbatch: int) -> Any:
 
 
 def quiet(grad: Any, g: Any, elementwise: bool, nbatch: int, derivative: Callable[[Any], Any]) -> Any:
-    """A reverse rule's result in a batched pass, with ``0 * inf`` counted 0 (see the module)."""
+    """A reverse rule's result in a batched pass, with ``0 * inf`` counted 0 (see the module):
+    ``derivative(given)`` is the rule applied to another cotangent (it is linear in it)."""
     if grad is None or no_nan(grad):
         return grad
-    return settle(grad, g, derivative) if elementwise else quiet_rows(grad, g, nbatch)
+    if elementwise:
+        return settle(grad, g, derivative)
+    grad = quiet_rows(grad, g, nbatch)
+    if no_nan(grad) or g.__class__ not in (np.ndarray, ScaledIdentity):
+        return grad
+    settled = settle_linear(lambda given: derivative(given[0]), [np.asarray(g)])  # an infinite cotangent meeting 0
+    if settled is None or np.shape(settled) != np.shape(grad):
+        return grad
+    return np.where(np.isnan(grad), settled, grad)
 
 
 def settle_linear(apply: Callable[[list[Any]], Any], tangents: list[Any]) -> Any:

@@ -222,6 +222,8 @@ def differentiate(
                 text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
                 point = exact_point(at, values)
                 found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
+                if form == "language":
+                    found = {name: _read_back(text[name], values, v) for name, v in found.items()}
                 found = {name: v for name, v in found.items() if v is not None and values}
                 extra: dict[str, Any] = {}
                 if as_json and latex:
@@ -287,6 +289,19 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     real = floats.real if np.all(floats.imag == 0) else np.full(floats.shape, np.nan)
     array = real.reshape(shape)
     return f"≈ {output.shown(array)}", array if shape else array.item(), None
+
+
+def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
+    """Where SymPy's value is no finite real number (``1/(2*sqrt(0))`` is its complex infinity), the
+    value the printed derivative has when ``eval`` reads it back: the one number ``diff`` may state."""
+    if found is None or np.isfinite(np.asarray(found[1], dtype=float)).all():
+        return found
+    from ..lang.program import evaluate_text
+
+    numbers = evaluate_text(text, values)
+    if numbers is None or np.shape(numbers) != np.shape(found[1]):
+        return found
+    return f"= {output.shown(numbers)}", numbers if np.ndim(numbers) else numbers.item(), None
 
 
 def _latex_number(text: str) -> str:

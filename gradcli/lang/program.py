@@ -555,6 +555,18 @@ def backward_anomaly(
     return f"the derivative of {source.quote(made.start, made.end)} ({name}) gave {found.kind}{detail}"
 
 
+def evaluate_text(text: str, values: Mapping[str, Any]) -> np.ndarray | None:
+    """The value of an expression in the language (a derivative ``diff`` printed) at ``values``, as
+    ``eval`` computes it; None when it does not run there."""
+    try:
+        program = load(text)
+        with np.errstate(all="ignore"):
+            outputs = program.run({n: v for n, v in values.items() if n in program.variables}, []).outputs
+    except Exception:  # noqa: BLE001 - a text that does not run has no value to state
+        return None
+    return np.asarray(outputs[0].array, dtype=np.float64) if len(outputs) == 1 else None
+
+
 def symbolic_derivatives(
     program: Program, wrt: Sequence[str] | None, shapes: Mapping[str, tuple[int, ...]] | None = None
 ) -> dict[str, Any]:
