@@ -220,11 +220,7 @@ def differentiate(
                 warnings.simplefilter("always")
                 explanation = explain_derivatives(program, names_list(wrt) or None, shapes)
                 text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
-                point = exact_point(at, values)
-                found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
-                if form == "language":
-                    found = {name: _read_back(text[name], values, v) for name, v in found.items()}
-                found = {name: v for name, v in found.items() if v is not None and values}
+                found = _values_at(explanation, exact_point(at, values), values, text if form == "language" else None)
                 extra: dict[str, Any] = {}
                 if as_json and latex:
                     extra["derivative_text"] = {r.name: formatted(r.derivative) for r in explanation.rows if not r.step}
@@ -289,6 +285,15 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     real = floats.real if np.all(floats.imag == 0) else np.full(floats.shape, np.nan)
     array = real.reshape(shape)
     return f"≈ {output.shown(array)}", array if shape else array.item(), None
+
+
+def _values_at(explanation: Any, point: dict[str, Any], values: dict[str, Any], text: dict[str, str] | None) -> dict:
+    """Each derivative's value at the point (``_value_at``), read back from its ``text`` in the
+    language where SymPy states no finite number; none without a point."""
+    found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
+    if text is not None:
+        found = {name: _read_back(text[name], values, v) for name, v in found.items()}
+    return {name: v for name, v in found.items() if v is not None and values}
 
 
 def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
