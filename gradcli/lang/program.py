@@ -749,7 +749,7 @@ def program_jacobian(
     from ..autograd.functional import jacobian_blocks
 
     names = resolve_wrt(program, values, wrt, unused=False)
-    if not names:
+    if not names and not program.variables:  # (a variable without a value is said by the run)
         raise UsageError(nothing_to_differentiate("jacobian", program, values))
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
@@ -782,7 +782,7 @@ def program_hessian(
     from ..autograd.functional import hessian_blocks
 
     names = resolve_wrt(program, values, wrt, unused=False)
-    if not names:
+    if not names and not program.variables:  # (a variable without a value is said by the run)
         raise UsageError(nothing_to_differentiate("hessian", program, values))
     evaluation = program.run(values, names)
     output = single_output(evaluation)

@@ -98,7 +98,10 @@ class PointsCheck:
         from ...lang.points import evaluate_points
         from ...lang.values import seed_vector
 
-        names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
+        # check's road, as check --at: the zero derivatives of unused variables are checked too
+        names, result = evaluate_points(
+            self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first, unused=True
+        )
         self.names = names
         shape = result.value.shape[1:]
         self.vector = None if self.seed is None else np.asarray(seed_vector(self.seed, shape), dtype=np.float64)
