@@ -118,11 +118,14 @@ def test_printer_spellings_the_language_reads():
     x, y = sp.symbols("x y", real=True)
     assert to_language(sp.exp(-x) / (1 + sp.exp(-x)) ** 2) == "(1 - sigmoid(x))*sigmoid(x)"
     assert to_language(sp.cosh(x) ** -2) == "1/cosh(x)^2"
-    assert to_language(sp.Heaviside(x - y)) == "(x > y)"
+    # issue 27: SymPy's Heaviside(0) is 1/2 (max's tie), and the text says so; H0 = 0 and 1 read as one comparison
+    assert to_language(sp.Heaviside(x - y)) == "((x > y) + (x == y)/2)"
+    assert to_language(sp.Heaviside(x - y, 0)) == "(x > y)"
+    assert to_language(sp.Heaviside(x - y, 1)) == "(x >= y)"
     assert to_language(sp.Max(x, y) + sp.Min(x, 2)) == "max(x, y) + min(2, x)"
     assert to_language(sp.Abs(x) * sp.sign(y)) == "abs(x)*sign(y)"
     assert to_language(sp.Piecewise((1, sp.Eq(x, 0)), (2 * x**2, True))) == "where(x == 0, 1, 2*x^2)"
-    assert to_language(sp.Piecewise((1, (x > 0) & (y < 1)), (0, True))) == "where((x > 0)*(y < 1), 1, 0)"
+    assert to_language(sp.Piecewise((1, (x > 0) & (y < 1)), (0, True))) == "((x > 0)*(y < 1))"  # an indicator
     assert to_language(stop_gradient(x**2) * x) == "x*detach(x^2)"
     assert to_language(sp.Rational(1, 3) * x ** sp.Rational(2, 3) - y) == "x^(2/3)/3 - y"
     assert to_language(sp.sqrt(x) + 1 / sp.sqrt(y) + sp.pi + sp.E) == "sqrt(x) + exp(1) + pi + 1/sqrt(y)"

@@ -525,6 +525,8 @@ def _apply_donating(node, g, retain_graph, nbatch):
     returned it; it is then that edge's own buffer)."""
     if node._retain is not None:
         _retain_grad(node, g, False)
+    if nbatch:  # a Jacobian's batched pass reads the cotangent after the rules (still.quiet)
+        return node.apply(g, False, nbatch, retain_graph), False
     _DONATION.buffer = g
     try:
         in_grads = node.apply(g, False, nbatch, retain_graph)

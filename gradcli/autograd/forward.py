@@ -22,6 +22,7 @@ from . import tensor as _tensor_mod
 from .basis import ScaledIdentity, Structured, structured_tangent
 from .function import FunctionNode
 from .node import OpNode, _is_complex
+from .still import settle, settle_linear
 from .tensor import Tensor, wrap
 
 
@@ -46,8 +47,8 @@ def primitive_tangent(
 ) -> Any:
     """The output's tangent of one primitive application (``None`` when no input has one).
 
-    ``still``: an elementwise rule's ``0 * inf`` where an input's tangent is 0 counts 0 (see
-    ``_zero_where_still``); ``push`` asks for it only when the plain tangent is not finite.
+    ``still``: an elementwise rule's ``0 * inf`` counts 0 (``still.settle``); ``push`` asks for it
+    only when the plain tangent is not finite.
     """
     if all(t is None for t in tangents):
         return None
@@ -81,8 +82,8 @@ def primitive_tangent(
             continue
         lifted = t if t.__class__ is Structured else lift(t, np.ndim(values[i]), out_ndim)
         part = rule(lifted, out, *args, *params)
-        if still:
-            part = _zero_where_still(part, lifted)
+        if still:  # 0 * inf counts 0, as in a Jacobian's reverse passes (still.py)
+            part = settle(part, lifted, lambda ones, rule=rule: rule(ones, out, *args, *params))
         if total is None:
             total = part
         elif (
@@ -102,24 +103,6 @@ def _spread(t: Any) -> Any:
     if t.__class__ is np.ndarray and t.ndim in (1, 2) and t.shape[1:] in ((), (1,)):
         return Structured.spread(t.reshape(-1, 1))
     return t
-
-
-def _zero_where_still(part: Any, tangent: Any) -> Any:
-    """A zero tangent moves nothing, so it contributes 0, even where the derivative is infinite.
-
-    The rules compute ``tangent * derivative``: at ``sqrt(0)``, ``log(0)``, ``0 ** 0.5``... that is
-    ``0 * inf = nan`` for every direction that leaves the input where it is, and a sum spreads the
-    NaN into Jacobian entries that reverse mode gives as finite numbers.
-    """
-    if isinstance(part, ScaledIdentity):
-        if isinstance(tangent, ScaledIdentity) and not _finite(part):
-            return ScaledIdentity(np.where(tangent.scale == 0, np.zeros((), part.scale.dtype), part.scale))
-        return part
-    if isinstance(part, np.ndarray) and not _finite(part):
-        still = np.asarray(tangent) == 0
-        if still.any():
-            return np.where(still, np.zeros((), part.dtype), part)
-    return part
 
 
 def _finite(t: Any) -> bool:
@@ -180,6 +163,8 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
                 t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, structured=structured)
                 if t is not None and node.prim.elementwise and node.prim.jvp is None and not _finite(t):
                     t = primitive_tangent(node.prim, ts, out, list(inputs), node.params, still=True)
+                elif t is not None and not _finite(t) and np.isnan(np.asarray(t)).any():
+                    t = _settled_linear(node, ts, out, inputs, t)
             elif isinstance(node, FunctionNode):
                 t = _function_tangent(node, ts, result, nbatch)
             else:
@@ -193,6 +178,14 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
                 np.broadcast_to(t, batch + np.shape(out)) if np.shape(t) != batch + np.shape(out) else t
             )
     return tangents
+
+
+def _settled_linear(node: OpNode, ts: list[Any], out: Any, inputs: tuple[Any, ...], t: Any) -> Any:
+    """A rule's NaN from ``0 * inf`` inside a linear map (a sum, a dot) counted 0 (``still.settle_linear``)."""
+    settled = settle_linear(lambda given: primitive_tangent(node.prim, given, out, list(inputs), node.params), ts)
+    if settled is None or np.shape(settled) != np.shape(t):
+        return t
+    return np.where(np.isnan(np.asarray(t)), settled, t)
 
 
 def _function_tangent(node: FunctionNode, tangents: list[Any], result: Tensor, nbatch: int) -> Any:

@@ -159,11 +159,21 @@ def reverse_blocks(
     outs: list[Tensor], ins: list[Tensor], *, create_graph: bool = False, vectorised: bool = True
 ) -> tuple[list[list[Any]], int]:
     """d out_k / d in_j for all k, j, by batched reverse passes: blocks of shape out_k + in_j."""
+    # an output without a grad_fn (a constant, a comparison's bool) is no row of the batched pass:
+    # its zero seed would still meet another output's infinite derivative (0 * inf = nan)
+    grown = [o for o in outs if o._edge is not None]
+    if len(grown) < len(outs):
+        if not grown:
+            return [[_zeros(o.shape + x.shape, create_graph, _float_dtype(x._value)) for x in ins] for o in outs], 0
+        found, passes = reverse_blocks(grown, ins, create_graph=create_graph, vectorised=vectorised)
+        rows_of = iter(found)
+        return [next(rows_of) if o._edge is not None else [_zeros(o.shape + x.shape, create_graph, _float_dtype(x._value)) for x in ins]
+                for o in outs], passes  # fmt: skip
     sizes = _sizes(outs)
     total = sum(sizes)
     widest = max([total, *(_sizes(ins))])
     step = max(1, MAX_BATCH_ELEMENTS // max(widest, 1)) if vectorised else 1
-    roots = [(k, o) for k, o in enumerate(outs) if o._edge is not None]
+    roots = list(enumerate(outs))
     capture = {edge_node(x._edge): j for j, x in enumerate(ins)}
     rows: list[list[Any]] = [[] for _ in ins]
     passes = 0
@@ -189,8 +199,7 @@ def reverse_blocks(
         passes += 1
         for j, g in enumerate(found):
             if g is None:
-                zeros = np.zeros((stop - start,) + ins[j].shape, _float_dtype(ins[j]._value))
-                rows[j].append(wrap(zeros) if create_graph else zeros)
+                rows[j].append(_zeros((stop - start,) + ins[j].shape, create_graph, _float_dtype(ins[j]._value)))
             else:
                 rows[j].append(_dense(g) if vectorised else np.reshape(_dense(g), (1,) + ins[j].shape))
     blocks: list[list[Any]] = []
@@ -261,6 +270,11 @@ def forward_blocks(
             row.append(full[:, offsets[j] : offsets[j + 1]].reshape(out.shape + x.shape))
         blocks.append(row)
     return blocks, passes
+
+
+def _zeros(shape: tuple[int, ...], create_graph: bool, dtype: Any = np.float64) -> Any:
+    zeros = np.zeros(shape, dtype)
+    return wrap(zeros) if create_graph else zeros
 
 
 def _dense(value: Any) -> Any:

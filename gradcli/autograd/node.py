@@ -19,6 +19,7 @@ from ..ops import RESHAPE as _RESHAPE
 from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
+from .still import quiet
 from .tensor import Tensor, storage_root
 
 BACKWARD_TWICE = (
@@ -237,6 +238,9 @@ class OpNode(SingleOutput, Node):
             grads = rules[0](g, out, *inputs, *params)
         else:
             grads = [None if e is None else rules[i](g, out, *inputs, *params) for i, e in enumerate(nxt)]
+        if nbatch and not create and prim.arity >= 0:
+            grads = [quiet(gi, g, prim.elementwise, nbatch, lambda ones, i=i: rules[i](ones, out, *inputs, *params))
+                     for i, gi in enumerate(grads)]  # fmt: skip
         shapes = self.shapes
         if shapes is not None:
             grads = [gi if gi is None else unbroadcast(gi, shapes[i], nbatch) for i, gi in enumerate(grads)]
@@ -341,6 +345,7 @@ def _unary_apply(prim: Primitive) -> Any:
     rule = prim.vjp[0]
     keeps_input = prim.saves in ("inputs", "both")
     frees = prim.frees
+    elementwise = prim.elementwise
 
     def apply(self: UnaryNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any]:
         if _tensor_mod.complex_seen:
@@ -361,6 +366,8 @@ def _unary_apply(prim: Primitive) -> Any:
         if frees and not retain:
             self.s0 = FREED
             self.out = None
+        if nbatch and not create:
+            return (quiet(rule(g, out, x), g, elementwise, nbatch, lambda ones: rule(ones, out, x)),)
         return (rule(g, out, x),)
 
     return apply
@@ -370,6 +377,7 @@ def _binary_apply(prim: Primitive) -> Any:
     rule_a, rule_b = prim.vjp
     keeps_inputs = prim.saves in ("inputs", "both")
     frees = prim.frees
+    elementwise = prim.elementwise
 
     def apply(self: BinaryNode, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
         if _tensor_mod.complex_seen:
@@ -399,6 +407,9 @@ def _binary_apply(prim: Primitive) -> Any:
         edge_b = self.e1
         ga = None if edge_a is None else rule_a(g, out, a, b)
         gb = None if edge_b is None else rule_b(g, out, a, b)
+        if nbatch and not create:
+            ga = quiet(ga, g, elementwise, nbatch, lambda ones: rule_a(ones, out, a, b))
+            gb = quiet(gb, g, elementwise, nbatch, lambda ones: rule_b(ones, out, a, b))
         shapes = self.shapes
         if shapes is not None:
             if ga is not None:

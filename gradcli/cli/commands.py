@@ -56,7 +56,8 @@ def evaluate(
         elif result.backward_nonfinite:
             output.warn(f"non-finite gradient: {result.backward_nonfinite}")
         if as_json:
-            output.print_json({"value": result.value, "gradient": result.gradient})
+            document = {"value": result.value, "gradient": result.gradient}
+            output.print_json({**document, **_unused(program, values, result.gradient)})
             return
         shown = {"value": result.value, **{f"d/d{name}": g for name, g in result.gradient.items()}}
         rows = [(label, _with_shape(v)) for label, v in shown.items()]
@@ -83,6 +84,13 @@ def _warn_unused(program: Any, values: dict[str, Any]) -> None:
     said = unused_values(program, values)
     if said:
         warn_later(said)
+
+
+def _unused(program: Any, values: dict[str, Any], shown: Any) -> dict[str, list[str]]:
+    """JSON's ``unused``: the ``--at`` names the program does not use, which have no derivative in
+    the document (nothing, when they all do)."""
+    names = [name for name in values if name not in program.variables and name not in shown]
+    return {"unused": names} if names else {}
 
 
 def _with_shape(value: Any) -> str:
@@ -212,9 +220,7 @@ def differentiate(
                 warnings.simplefilter("always")
                 explanation = explain_derivatives(program, names_list(wrt) or None, shapes)
                 text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
-                point = exact_point(at, values)
-                found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
-                found = {name: v for name, v in found.items() if v is not None and values}
+                found = _values_at(explanation, exact_point(at, values), values, text if form == "language" else None)
                 extra: dict[str, Any] = {}
                 if as_json and latex:
                     extra["derivative_text"] = {r.name: formatted(r.derivative) for r in explanation.rows if not r.step}
@@ -236,6 +242,7 @@ def differentiate(
                 document["steps"] = {n: text[n] for n in steps}
                 document["statements"] = explanation.statements
             document.update(extra)
+            document.update(_unused(program, values, text))
             if found:
                 document["value"] = {n: v[1] for n, v in found.items()}
                 exact = {n: v[2] for n, v in found.items() if v[2] is not None}
@@ -278,6 +285,28 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     real = floats.real if np.all(floats.imag == 0) else np.full(floats.shape, np.nan)
     array = real.reshape(shape)
     return f"≈ {output.shown(array)}", array if shape else array.item(), None
+
+
+def _values_at(explanation: Any, point: dict[str, Any], values: dict[str, Any], text: dict[str, str] | None) -> dict:
+    """Each derivative's value at the point (``_value_at``), read back from its ``text`` in the
+    language where SymPy states no finite number; none without a point."""
+    found = {row.name: _value_at(explanation.at(row.derivative, point)) for row in explanation.rows}
+    if text is not None:
+        found = {name: _read_back(text[name], values, v) for name, v in found.items()}
+    return {name: v for name, v in found.items() if v is not None and values}
+
+
+def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
+    """Where SymPy's value is no finite real number (``1/(2*sqrt(0))`` is its complex infinity), the
+    value the printed derivative has when ``eval`` reads it back: the one number ``diff`` may state."""
+    if found is None or np.isfinite(np.asarray(found[1], dtype=float)).all():
+        return found
+    from ..lang.program import evaluate_text
+
+    numbers = evaluate_text(text, values)
+    if numbers is None or np.shape(numbers) != np.shape(found[1]):
+        return found
+    return f"= {output.shown(numbers)}", numbers if np.ndim(numbers) else numbers.item(), None
 
 
 def _latex_number(text: str) -> str:
@@ -552,8 +581,10 @@ def jacobian(
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
+        if result.nonfinite:  # said after the matrix, or not at all beside an error
+            warn_later(result.nonfinite)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
-                    "value": result.value, "mode": result.plan.mode}  # fmt: skip
+                    "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names)}  # fmt: skip
         title = f"Jacobian of {_source_text(program, expression)}"
         _print_matrix_result(result, document, title, kind, explain, out)
 
@@ -587,7 +618,8 @@ def hessian(
         if unseen:
             output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
-                    "gradient": _by_variable(result.gradient, result.names or [], values)}  # fmt: skip
+                    "gradient": _by_variable(result.gradient, result.names or [], values),
+                    **_unused(program, values, result.names)}  # fmt: skip
         title = f"Hessian of {_source_text(program, expression)}"
         _print_matrix_result(result, document, title, kind, explain, out)
 

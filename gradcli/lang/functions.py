@@ -188,7 +188,11 @@ def _sym_prod(sp: Any, x: Any) -> Any:
 
 
 def _sym_norm(sp: Any, x: Any) -> Any:
-    return sp.sqrt(sum((v * v for v in _flat(x)), sp.Integer(0)))
+    # the piece at 0 carries autograd's convention: the gradient of norm is 0 there, not 0/0
+    squares = sum((v * v for v in _flat(x)), sp.Integer(0))
+    if squares.is_number:
+        return sp.sqrt(squares)
+    return sp.Piecewise((0, sp.Eq(squares, 0)), (sp.sqrt(squares), True))
 
 
 def _sym_logsumexp(sp: Any, x: Any) -> Any:
@@ -301,7 +305,7 @@ def _build() -> dict[str, BuiltinFunction]:
     )  # fmt: skip
     table["clamp"] = BuiltinFunction(
         "clamp", (3,), _clamp, "d/dx = 1 where lo <= x <= hi, else 0; d/dlo = 1 where x < lo < hi; d/dhi = 1 where x > hi, hi < lo or x < lo = hi",
-        lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
+        ops.CLAMP_TENSOR.sympy, ops.CLAMP, "x limited to [lo, hi]", elementwise=(3,),
     )  # fmt: skip
     return {name: _grouped(f) for name, f in sorted(table.items())}
 

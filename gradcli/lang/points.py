@@ -66,12 +66,14 @@ def evaluate_points(
     wrt: Sequence[str] | None,
     seed: str | None,
     offset: int = 0,
+    unused: bool = False,
 ) -> tuple[list[str], PointsResult]:
     """The differentiated names and every point's value and gradient (``offset``: the number of points
-    before these in the data set, for the point numbers in messages)."""
+    before these in the data set, for the point numbers in messages; ``unused``: as ``resolve_wrt``,
+    False for eval's road, which shows no derivative of a variable the expression does not use)."""
     n = len(next(iter(columns.values())))
     first = {**values, **{name: column[0] for name, column in columns.items()}}
-    names = resolve_wrt(program, first, wrt)
+    names = resolve_wrt(program, first, wrt, unused)
     # the first point as eval --at would run it: errors come in eval's words, the shapes are known
     probe = program.run(first, names)
     out = single_output(probe)

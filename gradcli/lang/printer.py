@@ -113,7 +113,17 @@ class LanguagePrinter(StrPrinter):
         return f"detach({self._print(expr.args[0])})"
 
     def _print_Heaviside(self, expr: Any) -> str:
-        return f"({self._comparison(expr.args[0], '>')})"
+        """``H(a - b)`` as comparisons with its value at 0 (``H0``, SymPy's default 1/2: the tie of
+        ``max(a, b)``, whose gradient autograd splits): ``(a > b)``, ``(a >= b)``, or
+        ``((a > b) + (a == b)/2)``, so that the text gives the value at a tie too."""
+        at_zero = expr.args[1] if len(expr.args) > 1 else sp.S.Half
+        if at_zero == 0:
+            return f"({self._comparison(expr.args[0], '>')})"
+        if at_zero == 1:
+            return f"({self._comparison(expr.args[0], '>=')})"
+        tie = f"({self._comparison(expr.args[0], '==')})"
+        share = f"{tie}/2" if at_zero == sp.S.Half else f"{tie}*{self._print(at_zero)}"
+        return f"(({self._comparison(expr.args[0], '>')}) + {share})"
 
     def _print_DiracDelta(self, expr: Any) -> str:  # autograd's convention: 0 almost everywhere
         return "0"
@@ -147,6 +157,8 @@ class LanguagePrinter(StrPrinter):
 
     def _print_Piecewise(self, expr: Any) -> str:
         pieces = list(expr.args)
+        if len(pieces) == 2 and pieces[1] == (0, sp.true) and pieces[0][0] == 1:  # an indicator: 1 or 0
+            return f"({self._condition(pieces[0][1])})"
         value, cond = pieces[-1]
         text = self._print(value) if cond is sp.true else f"where({self._condition(cond)}, {self._print(value)}, 0/0)"
         for value, cond in reversed(pieces[:-1]):

@@ -462,6 +462,17 @@ def unused_values(program: Program, values: Mapping[str, Any]) -> str | None:
     return f"--at {said} are not used by the expression" + (f" ({hint})" if hint else "")
 
 
+def nothing_to_differentiate(command: str, program: Program, values: Mapping[str, Any]) -> str:
+    """Why ``command`` has no variable to differentiate by (as ``diff`` refuses it)."""
+    if program.variables or not values:
+        return f"{command} needs a variable to differentiate by: give one a value with --at NAME=..."
+    given = ", ".join(values)
+    return (
+        f"{command}: the expression has no variable to differentiate by (it uses none of --at {given}; "
+        f"name one with --wrt to see its derivative, 0)"
+    )
+
+
 def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Gradient) -> str | None:
     """``unseen_derivative`` for what ``value_and_grad`` gave."""
     names = list(result.gradient)
@@ -474,11 +485,16 @@ def unseen_in_gradient(program: Program, values: Mapping[str, Any], result: Grad
 # --- what the commands compute -----------------------------------------------------------------
 
 
-def resolve_wrt(program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None) -> list[str]:
-    """``--wrt`` names, checked; by default every free variable, in order of first appearance."""
+def resolve_wrt(
+    program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, unused: bool = True
+) -> list[str]:
+    """``--wrt`` names, checked; by default every free variable given a value, in order of first
+    appearance. When the expression uses none of them: all of them with ``unused`` (``check`` checks
+    their zero derivatives, a data file keeps its columns), else none (eval, jacobian and hessian
+    show no derivative of a variable the expression does not use)."""
     if not wrt:
         variables = program.free_variables(values) if program.text is not None else program.variables
-        return [v for v in variables if v in values] or list(values)
+        return [v for v in variables if v in values] or (list(values) if unused else [])
     known = set(program.variables) | set(values)
     for name in wrt:
         if name not in known:
@@ -525,7 +541,7 @@ def value_and_grad(
     program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None = None, seed: str | None = None
 ) -> Gradient:
     """The value and the gradient (or ``v^T J`` with ``seed``) at one point."""
-    names = resolve_wrt(program, values, wrt)
+    names = resolve_wrt(program, values, wrt, unused=False)
     if program.flat is not None and seed is None:
         found = program.flat.value_and_grad(values, names)
         if found is not None:
@@ -561,14 +577,24 @@ def _flat_gradient(program: Program, found: Any, names: Sequence[str]) -> Gradie
     return Gradient(np.asarray(output.array).reshape(()), gradient, evaluation, unconnected=unconnected)
 
 
-def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any) -> str | None:
+def backward_anomaly(
+    program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any, row: int | None = None
+) -> str | None:
     """The program run again in anomaly mode: which operation's derivative first gave a NaN or an
-    infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``."""
+    infinity from finite values, as ``'sqrt(x)' at column 1 (SqrtBackward0) gave inf from input 0``.
+    ``row``: of the Jacobian, the output element whose derivative is sought (``seed`` is ignored)."""
     from ..autograd.anomaly import detect_anomaly, inputs_text
 
     with detect_anomaly(raise_error=False) as mode, np.errstate(all="ignore"):
         evaluation = program.run(values, names, record_steps=True)
-        output = single_output(evaluation)
+        if row is None:
+            output = single_output(evaluation)
+        else:  # the one element: no other output's zero seed meets an infinity (as jacobian_blocks)
+            sizes = np.cumsum([np.size(o.array) for o in evaluation.outputs])
+            k = int(np.searchsorted(sizes, row, side="right"))
+            output, seed = evaluation.outputs[k].reshape(-1)[row - (sizes[k - 1] if k else 0)], None
+        if not output.requires_grad:
+            return None
         inputs = [evaluation.inputs[n] for n in names]
         gc.grad(output, inputs, grad_outputs=seed, allow_unused=True)
     found = mode.found
@@ -581,6 +607,18 @@ def backward_anomaly(program: Program, values: Mapping[str, Any], names: Sequenc
         return f"the derivative of {name}{where} gave {found.kind}{detail}"
     source = Source(program.tree.text, program.origin)
     return f"the derivative of {source.quote(made.start, made.end)} ({name}) gave {found.kind}{detail}"
+
+
+def evaluate_text(text: str, values: Mapping[str, Any]) -> np.ndarray | None:
+    """The value of an expression in the language (a derivative ``diff`` printed) at ``values``, as
+    ``eval`` computes it; None when it does not run there."""
+    try:
+        program = load(text)
+        with np.errstate(all="ignore"):
+            outputs = program.run({n: v for n, v in values.items() if n in program.variables}, []).outputs
+    except Exception:  # noqa: BLE001 - a text that does not run has no value to state
+        return None
+    return np.asarray(outputs[0].array, dtype=np.float64) if len(outputs) == 1 else None
 
 
 def symbolic_derivatives(
@@ -722,7 +760,7 @@ def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
 class Matrix(Record):
     """A labelled matrix: ``rows`` x ``columns`` (Jacobian or Hessian) and how it was computed."""
 
-    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names")
+    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names", "nonfinite")
 
     def __init__(
         self,
@@ -733,8 +771,21 @@ class Matrix(Record):
         value: np.ndarray | None = None,
         gradient: np.ndarray | None = None,
         names: list[str] | None = None,  # the variables of the columns
+        nonfinite: str | None = None,  # eval's warning of where the first non-finite number came from
     ) -> None:
         fill(self, locals())
+
+
+def _nonfinite_entry(program: Program, values: Mapping[str, Any], names: list[str], jac: Matrix) -> str | None:
+    """Eval's ``warning:`` for the first NaN or infinity of a Jacobian (row-major), with its provenance."""
+    bad = np.argwhere(~np.isfinite(jac.matrix))
+    if not bad.size:
+        return None
+    row, column = (int(i) for i in bad[0])
+    where = backward_anomaly(program, values, names, None, row=row)
+    if where is None:
+        return None
+    return f"non-finite gradient: {where} (first at d {jac.rows[row]} / d {jac.columns[column]})"
 
 
 def _as_function(program: Program, values: Mapping[str, Any], names: list[str]) -> Callable[..., Any]:
@@ -751,9 +802,9 @@ def program_jacobian(
     (``as_json``: it will be printed whole, which the memory estimate counts)."""
     from ..autograd.functional import jacobian_blocks
 
-    names = resolve_wrt(program, values, wrt)
-    if not names and not program.variables:
-        raise UsageError("jacobian needs a variable to differentiate by: give one a value with --at NAME=...")
+    names = resolve_wrt(program, values, wrt, unused=False)
+    if not names and not program.variables:  # (a variable without a value is said by the run)
+        raise UsageError(nothing_to_differentiate("jacobian", program, values))
     evaluation = program.run(values, names)
     inputs = tuple(np.asarray(values[n], dtype=np.float64) for n in names)
     # batched passes hold several (outputs x inputs) arrays: refuse them before making them
@@ -770,7 +821,12 @@ def program_jacobian(
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
     value = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
-    return Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
+    jac = Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
+    if evaluation.nonfinite:
+        jac.nonfinite = f"non-finite value: {evaluation.nonfinite}"
+    else:
+        jac.nonfinite = _nonfinite_entry(program, values, names, jac)
+    return jac
 
 
 def program_hessian(
@@ -779,9 +835,9 @@ def program_hessian(
     """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
     from ..autograd.functional import hessian_blocks
 
-    names = resolve_wrt(program, values, wrt)
-    if not names and not program.variables:
-        raise UsageError("hessian needs a variable to differentiate by: give one a value with --at NAME=...")
+    names = resolve_wrt(program, values, wrt, unused=False)
+    if not names and not program.variables:  # (a variable without a value is said by the run)
+        raise UsageError(nothing_to_differentiate("hessian", program, values))
     evaluation = program.run(values, names)
     output = single_output(evaluation)
     if output.numel() != 1:

@@ -758,7 +758,18 @@ class _LanguagePrinter(StrPrinter):
         return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
 
     def _print_Heaviside(self, expr: Any) -> str:
-        return f"({self._print(expr.args[0])} > 0)"
+        """With its value at 0, as ``printer.LanguagePrinter`` writes it (1/2 by default: max's tie)."""
+        inner = self._print(expr.args[0])
+        at_zero = expr.args[1] if len(expr.args) > 1 else sp.S.Half
+        if at_zero in (0, 1):
+            return f"({inner} {'>' if at_zero == 0 else '>='} 0)"
+        return f"(({inner} > 0) + ({inner} == 0)*{self._print(at_zero)})"
+
+    def _print_And(self, expr: Any) -> str:  # a condition: 1 where every part holds
+        return "(" + " * ".join(self._print(c) for c in expr.args) + ")"
+
+    def _print_Or(self, expr: Any) -> str:
+        return "((" + " + ".join(self._print(c) for c in expr.args) + ") > 0)"
 
     def _print_Relational(self, expr: Any) -> str:
         op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}.get(expr.rel_op)

@@ -322,9 +322,16 @@ def simplified(expr: Any) -> Any:
 def derivative_of(expr: Any, symbol: Any) -> Any:
     """d expr / d symbol, simplified; an array of derivatives for an array of symbols."""
     if isinstance(symbol, np.ndarray):
-        flat = [_simplest(sp.diff(expr, s)) for s in symbol.reshape(-1)]
+        flat = [_simplest(autograd_diff(expr, s)) for s in symbol.reshape(-1)]
         return np.array(flat, dtype=object).reshape(symbol.shape)
-    return _simplest(sp.diff(expr, symbol))
+    return _simplest(autograd_diff(expr, symbol))
+
+
+def autograd_diff(expr: Any, symbol: Any) -> Any:
+    """``sp.diff`` with autograd's convention for a step's derivative: DiracDelta (of ``sign``, of a
+    comparison's Heaviside) is 0 everywhere, as the rules of sign, floor and the comparisons give."""
+    found = sp.diff(expr, symbol)
+    return found.replace(sp.DiracDelta, lambda *args: sp.S.Zero) if found.has(sp.DiracDelta) else found
 
 
 def _simplest(raw: Any) -> Any:
@@ -454,7 +461,7 @@ def _spread(expr: Any, grad: Any, adjoint: dict[Any, list[Any]], name: Any = Non
     """The chain rule at one step: grad * d expr/d s added to the adjoint of each symbol s in expr
     (``expr`` written ``name`` where its derivative holds it: d tanh(u)/du = 1 - h^2 for h = tanh(u))."""
     for s in expr.free_symbols:
-        local = sp.diff(expr, s)
+        local = autograd_diff(expr, s)
         if name is not None and not expr.is_Symbol:
             local = local.xreplace({expr: name})
         if local != 0:

@@ -626,7 +626,7 @@ RELU = unary(
     lambda x: np.maximum(x, 0),
     lambda g, out, x: np.where(out > 0, g, 0.0),
     "({0} > 0)",
-    lambda sp, x: sp.Max(x, 0),
+    lambda sp, x: x * sp.Heaviside(x, 0),  # not Max(x, 0): relu'(0) is 0 (H0 = 0), not a tie's 1/2
     saves="output",
     analytic=False,
     doc="max(x, 0); relu'(0) = 0",
@@ -1196,6 +1196,16 @@ WHERE = primitive(
 # --- clamp and fill ------------------------------------------------------------------------------------
 
 
+def sym_clamp(sp, x, lo, hi):
+    """clamp in SymPy, with the pieces autograd's rules take at the bounds (not Min(Max(x, lo), hi),
+    whose ties give 1/2 where the gradient passes whole): x where lo <= x <= hi, lo where x < lo < hi,
+    else hi (x > hi, hi < lo, x < lo = hi)."""
+    if lo is None or hi is None:
+        bound, inside = (hi, x <= hi) if lo is None else (lo, x >= lo)
+        return x if bound is None else sp.Piecewise((x, inside), (bound, True))
+    return sp.Piecewise((x, (x >= lo) & (x <= hi)), (lo, (x < lo) & (lo < hi)), (hi, True))
+
+
 def _clamp_rule(g, out, x, lo, hi):
     # PyTorch's clamp_backward: the gradient passes where lo <= x <= hi (bounds included)
     inside = np.ones(np.shape(x), dtype=bool)
@@ -1218,7 +1228,7 @@ CLAMP = primitive(
     variant=lambda consts, params: 1,
     formulas=("[lo <= {0} <= hi]",),
     analytic=False,
-    sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo if lo is not None else -sp.oo), hi if hi is not None else sp.oo),
+    sympy=sym_clamp,
     doc="clamp(x, lo, hi): x limited to [lo, hi]; gradient 1 inside, bounds included",
 )
 
@@ -1247,7 +1257,7 @@ CLAMP_TENSOR = primitive(
     formulas=("[lo <= {0} <= hi]", "[{0} < lo < hi]", "[{0} > hi or hi < lo or {0} < lo = hi]"),
     analytic=False,
     public=False,  # the language's clamp() picks it when a bound is a variable
-    sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi),
+    sympy=sym_clamp,
     doc="clamp(x, lo, hi) with tensor bounds: each bound gets the gradient where it is the value",
 )
 FILL = primitive(

@@ -114,7 +114,10 @@ class PointsCheck:
         """Every point of the chunk decided, as check --at decides one point."""
         from ...lang.points import evaluate_points
 
-        names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
+        # check's road, as check --at: the zero derivatives of unused variables are checked too
+        names, result = evaluate_points(
+            self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first, unused=True
+        )
         unexpected = [name for name in self.expect if name not in names]
         if unexpected:
             raise UsageError(f"--expect {unexpected[0]}: {unexpected[0]!r} is not differentiated (--wrt)")
