@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UsageError
+from ...files import refuse_same
 from .sink import CSV, JSON, Sink, out_kind
 from .source import Chunk, Columns, arrow, chunks, resolve
 
@@ -157,6 +158,7 @@ def evaluate_points_file(
     kind = out_kind(out, as_json)
     if kind not in (CSV, JSON):
         arrow(f"-o {out}")  # said before any work
+    refuse_same(out, [program.source, *resolve(spec)])
     sink = Sink(out, kind)
     results = Results(program, values, wrt, seed)
     columns: list[Columns] = []
@@ -173,11 +175,13 @@ def evaluate_points_file(
                 lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
                 sink.write(chunk, arrays, lines)
                 work.say(pace.text(sink.rows, "evaluating points"))
-        finally:
-            sink.close()
-    if not sink.rows:
-        shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
-        raise UsageError(f"--points {shown}: no points after the header")
+            if not sink.rows:
+                shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
+                raise UsageError(f"--points {shown}: no points after the header")
+        except BaseException:
+            sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
+            raise
+        sink.close()
 
 
 def _chunks(
