@@ -273,5 +273,7 @@ def refuse_same(out: str | os.PathLike[str] | None, inputs: Iterable[str | None]
         if given is None or given == "-" or not os.path.exists(given):
             continue
         with contextlib.suppress(OSError):
-            if os.path.samefile(out, given) or _inside(os.path.realpath(given), real_out):
+            if os.path.samefile(out, given):
                 raise UsageError(f"{option} {out} is also an input ({given}): write the result to another file")
+            if _inside(os.path.realpath(given), real_out):
+                raise UsageError(f"{option} {out} holds an input ({given}): write the result to another folder")

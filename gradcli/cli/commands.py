@@ -403,6 +403,7 @@ def draw(
         from pathlib import Path
 
         from ..errors import UsageError
+        from ..files import refuse_same
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, recording
@@ -415,6 +416,7 @@ def draw(
         checked_limit(layout_timeout)
         rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         point = bool(values)
@@ -536,6 +538,7 @@ def jacobian(
 ) -> None:
     with reported():
         from ..errors import UsageError
+        from ..files import refuse_same
         from ..lang.program import load, program_jacobian, unseen_derivative
         from ..lang.values import assignments, names_list
 
@@ -544,6 +547,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working
@@ -572,12 +576,14 @@ def hessian(
     digits: int | None = None,
 ) -> None:
     with reported():
+        from ..files import refuse_same
         from ..lang.program import load, program_hessian, unseen_derivative
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
         kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working

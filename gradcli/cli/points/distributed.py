@@ -2,18 +2,23 @@
 
 ``dask.dataframe`` reads the CSV or Parquet parts (each partition a piece of the data set, in order),
 every partition is evaluated by gradcli's batched evaluator (``gradcli.lang.points``) on the workers,
-and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition.
+and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition,
+into a temporary folder beside ``-o DIR`` that takes its place when every part is written.
 ``--dask local:N`` starts a ``LocalCluster`` of N workers on this machine, shut down afterwards.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 import numpy as np
 
 from ...errors import MissingProgram, UsageError
-from .source import CSV, IPC, SCALE, Chunk, Columns, chunks, kind_of, resolve
+from ...files import atomic_folder, refuse_same
+from .sink import OUT_EXTENSIONS
+from .source import CSV, IPC, PARQUET, SCALE, Chunk, Columns, chunks, kind_of, resolve
 
 DASK_NEEDED = f"--dask needs dask and pyarrow: {SCALE}"
 
@@ -45,6 +50,7 @@ def evaluate_on_dask(
     files = resolve(spec)
     if files == ["-"] or kind_of(files[0]) == IPC:
         raise UsageError("--dask reads CSV or Parquet files (a folder or a glob of parts), not stdin or Arrow IPC")
+    _check_folder(out, [program.source, *files])
     workers = _local_workers(address)
     dd, distributed = _imports()
     columns, labels = _probe(program, spec, values, wrt, seed, keep_columns)
@@ -52,13 +58,36 @@ def evaluate_on_dask(
     meta = _empty(frame.dtypes, columns.kept, labels)
     job = (program, columns, values, wrt, seed, labels)
     result = frame.map_partitions(_partition, job, meta=meta)
-    with _client(distributed, address, workers):
+    with atomic_folder(out) as folder, _client(distributed, address, workers):  # the cluster ends first
         try:
-            result.to_parquet(out, write_index=False, overwrite=False)
+            result.to_parquet(folder, write_index=False, overwrite=False)
         except UsageError:
             raise
         except (ValueError, TypeError) as exc:  # a cell pandas could not read as a number
             raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
+
+
+_PARTS = re.compile(r"part\.\d+\.parquet|_metadata|_common_metadata")  # what a --dask result folder holds
+
+
+def _check_folder(out: str, inputs: list[str | None]) -> None:
+    """``-o`` names a folder that may be replaced whole: no file name (res.csv), no input, nothing
+    but the parts of an earlier result in it."""
+    ext = os.path.splitext(out.rstrip("/" + os.sep))[1].lower()
+    if ext in OUT_EXTENSIONS and OUT_EXTENSIONS[ext] != PARQUET:
+        raise UsageError(
+            f"-o {out}: --dask writes a folder of Parquet parts, not a {ext} file; name a folder (out/ or out.parquet)"
+        )
+    refuse_same(out, inputs)
+    if os.path.isdir(out):
+        others = sorted(name for name in os.listdir(out) if not _PARTS.fullmatch(name))
+        if others:
+            raise UsageError(
+                f"-o {out}: the folder holds other files than an earlier result's parts ({others[0]}, ...); "
+                "give a new folder (it is replaced whole)"
+            )
+    elif os.path.exists(out):
+        raise UsageError(f"-o {out}: a file of that name is in the way; --dask writes a folder of Parquet parts")
 
 
 def _local_workers(address: str) -> int | None:
