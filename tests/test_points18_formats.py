@@ -226,7 +226,7 @@ def test_json_lines_to_a_file_and_bad_output_names(tmp_path):
     result = _invoke("eval", "x", "--at", "x=1", "-o", "o.csv")
     assert (result.exit_code, result.stderr) == (2, "error: -o goes with --points DATA\n")
     result = _invoke("eval", "x", "--points", str(source), "--chunk-rows", "0")
-    assert (result.exit_code, result.stderr) == (2, "error: --chunk-rows 0: give a positive number of rows\n")
+    assert (result.exit_code, result.stderr) == (2, "error: --chunk-rows must be a positive number of rows, got 0\n")
 
 
 def test_without_pyarrow_csv_still_works_and_parquet_says_how_to_install(tmp_path, monkeypatch):

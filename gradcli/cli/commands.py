@@ -334,10 +334,9 @@ def _derivation(
 
 def _check_sympy_timeout(seconds: float) -> None:
     """``--sympy-timeout`` is a finite number of seconds > 0 (the same words from every command)."""
-    from ..errors import UsageError
+    from .options import checked_number
 
-    if not (seconds > 0 and np.isfinite(seconds)):
-        raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {seconds}")
+    checked_number("--sympy-timeout", seconds)
 
 
 def list_functions(name: str | None, as_json: bool) -> None:

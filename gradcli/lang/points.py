@@ -69,6 +69,12 @@ def evaluate_points(
     """The differentiated names and every point's value and gradient (``offset``: the number of points
     before these in the data set, for the point numbers in messages)."""
     n = len(next(iter(columns.values())))
+    twice = [name for name in columns if name in values]
+    if twice:  # as --at w=2,w=3 is refused: neither value silently wins
+        raise UsageError(
+            f"--at {twice[0]}: {twice[0]!r} is also a column of the --points data; give it once (drop --at {twice[0]}=... "
+            "or the column)"
+        )
     first = {**values, **{name: column[0] for name, column in columns.items()}}
     names = resolve_wrt(program, first, wrt)
     # the first point as eval --at would run it: errors come in eval's words, the shapes are known

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import MissingProgram, UsageError
 from ...files import atomic_folder, refuse_same
 from .sink import OUT_EXTENSIONS
-from .source import CSV, IPC, PARQUET, SCALE, Chunk, Columns, chunks, kind_of, resolve
+from .source import BEYOND, CSV, IPC, PARQUET, SCALE, Chunk, Columns, chunks, inexact_integer, kind_of, resolve
 
 DASK_NEEDED = f"--dask needs dask and pyarrow: {SCALE}"
 
@@ -168,6 +168,10 @@ def _partition(frame: Any, job: tuple) -> Any:
     program, columns, values, wrt, seed, labels = job
     if len(frame) == 0:
         return _empty(frame.dtypes, columns.kept, labels)
+    for v in columns.variables:  # as one process reads them: an integer float64 cannot hold is refused
+        i = inexact_integer(frame[v].to_numpy())
+        if i >= 0:
+            raise UsageError(f"column {v!r}: {frame[v].iloc[i]} {BEYOND} ({frame.index[i]} in its part)")
     numbers = {v: frame[v].to_numpy(dtype=np.float64) for v in columns.variables}
     bad = [v for v, c in numbers.items() if not np.isfinite(c).all()]
     if bad:

@@ -22,11 +22,10 @@ CHUNK_ROWS = (
 
 
 def check_chunk_rows(rows: int | None) -> int:
-    if rows is None:
-        return CHUNK_ROWS
-    if rows < 1:
-        raise UsageError(f"--chunk-rows {rows}: give a positive number of rows")
-    return rows
+    from ..options import checked_number
+
+    checked_number("--chunk-rows", rows)
+    return CHUNK_ROWS if rows is None else rows
 
 
 class Results:

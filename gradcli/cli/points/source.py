@@ -345,12 +345,28 @@ def _open_columnar(path: str, kind: str, rows: int) -> tuple[Any, Iterator[Any]]
         return stream.schema, iter(stream)
 
 
+EXACT = 2**53  # the integers float64 holds, every one: -2^53 .. 2^53
+BEYOND = "is an integer beyond 2^53 (9007199254740992), which float64 cannot hold exactly"
+
+
+def inexact_integer(values: np.ndarray) -> int:
+    """The index of the first integer of ``values`` (int64 or uint64) beyond ±2^53 (-1: none)."""
+    if values.dtype.kind not in "iu" or not len(values):
+        return -1
+    beyond = values > EXACT if values.dtype.kind == "u" else (values > EXACT) | (values < -EXACT)
+    return int(np.argmax(beyond)) if beyond.any() else -1
+
+
 def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
     import pyarrow as pa
 
     if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
         raise UsageError(f"{what}: column {name!r} holds {column.type}, not numbers")
-    values = float_numpy(column.cast(pa.float64()))
+    try:
+        values = float_numpy(column.cast(pa.float64()))
+    except pa.ArrowInvalid:  # an integer float64 cannot hold (Arrow's safe cast): name it
+        i = inexact_integer(np.asarray(column.fill_null(0)))
+        raise UsageError(f"{what}: data row {done + i + 1}, column {name!r}: {column[i].as_py()} {BEYOND}") from None
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.argmax(bad))
