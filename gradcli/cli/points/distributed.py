@@ -9,6 +9,7 @@ into a temporary folder beside ``-o DIR`` that takes its place when every part i
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any
@@ -111,8 +112,9 @@ class _client:
         d = self.distributed
         if self.workers is not None:
             self.cluster = d.LocalCluster(
-                n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None
-            )
+                n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # a failed task is said once, as gradcli's error line
+            )  # fmt: skip
             self.client = d.Client(self.cluster)
         else:
             try:
