@@ -51,11 +51,19 @@ OUTPUTS = {
         for ext in ("csv", "npy", "json", "txt")
     },
     **{
-        f"hessian-{ext}": (ext, lambda d, t, p: ["hessian", *(p or ["sum(v^3)"]), "--at", "v=[1,2]", "-o", str(t)], None)
+        f"hessian-{ext}": (
+            ext,
+            lambda d, t, p: ["hessian", *(p or ["sum(v^3)"]), "--at", "v=[1,2]", "-o", str(t)],
+            None,
+        )
         for ext in ("csv", "npy", "json", "txt")
     },
     **{
-        f"graph-{ext}": (ext, lambda d, t, p: ["graph", *(p or ["x*y + sin(x)"]), "--at", "x=1,y=2", "-o", str(t)], need)
+        f"graph-{ext}": (
+            ext,
+            lambda d, t, p: ["graph", *(p or ["x*y + sin(x)"]), "--at", "x=1,y=2", "-o", str(t)],
+            need,
+        )
         for ext, need in (("dot", None), ("json", None), ("txt", None), ("html", "dot"), ("svg", "dot"), ("png", "dot"))
     },
     **{
@@ -164,7 +172,9 @@ def test_a_full_disk_keeps_the_old_dask_folder(inputs, tiny_disk):
     target.mkdir()
     (target / "part.0.parquet").write_bytes(OLD)
     _fill(tiny_disk)
-    result = runner.invoke(app, ["eval", "x*w", "--points", str(inputs / "data.parquet"), "--dask", "local:1", "-o", str(target)])
+    result = runner.invoke(
+        app, ["eval", "x*w", "--points", str(inputs / "data.parquet"), "--dask", "local:1", "-o", str(target)]
+    )
     assert result.exit_code == 2, result.stderr
     assert result.stderr.endswith(f"error: cannot write {target}: No space left on device (nothing was changed)\n")
     assert result.stderr.count("error:") == 1  # (pandas may warn of its own deprecations through dask)
@@ -315,6 +325,7 @@ def test_a_real_signal_mid_run_keeps_the_old_file(ext, signum, big, tmp_path):
     argv = [sys.executable, "-m", "gradcli", "eval", "x*w + sin(x)", "--points", str(big), "--chunk-rows", "5000"]
     child = subprocess.Popen([*argv, "-o", str(target)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
+
     def started() -> bool:  # a temporary file beside the target, or (written in place) the target changed
         return any(p.name.endswith(".tmp") for p in tmp_path.iterdir()) or target.stat().st_size != len(OLD)
 
@@ -441,7 +452,9 @@ def _validator():
 def test_every_numeric_option_is_range_checked_by_the_one_validator():
     NUMBERS = _validator().NUMBERS
     options = _numeric_options()
-    assert set(options) == set(NUMBERS) == set(NUMERIC), "a numeric option without a range (or a range without an option)"
+    assert set(options) == set(NUMBERS) == set(NUMERIC), (
+        "a numeric option without a range (or a range without an option)"
+    )
     from gradcli.cli import EVAL_OPTIONS
 
     assert {name for name, (_, kind) in EVAL_OPTIONS.items() if kind in (int, float)} <= set(NUMBERS)
@@ -502,7 +515,10 @@ def test_the_validator_says_the_range():
         "--chunk-rows must be at most 1,000,000,000 rows, got 99999999999999999999"
     )
     assert range_problem("--layout-timeout", 1e308) == "--layout-timeout must be at most 1,000,000 seconds, got 1e+308"
-    assert range_problem("--layout-timeout", math.inf) == "--layout-timeout must be a finite number of seconds > 0, got inf"
+    assert (
+        range_problem("--layout-timeout", math.inf)
+        == "--layout-timeout must be a finite number of seconds > 0, got inf"
+    )
     assert range_problem("--sympy-timeout", 0.0) == "--sympy-timeout must be a positive number of seconds, got 0.0"
     assert range_problem("--digits", 18) == "--digits must be between 1 and 17, got 18"
     assert range_problem("--rtol", 10**400) is None  # a whole number is finite, however large
@@ -533,6 +549,8 @@ def test_the_installed_command_says_one_line(argv, said, tmp_path):
     (tmp_path / "p.csv").write_text("x\n1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GRADCLI_DEBUG", None)
-    done = subprocess.run([sys.executable, "-m", "gradcli", *argv], capture_output=True, text=True, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "gradcli", *argv], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", said)
     assert _only(tmp_path) == ["p.csv"]

@@ -514,7 +514,9 @@ def plot_command(
     ranges: list[str] = typer.Option(
         None, "--range", metavar="[NAME=]A,B", help="the axis from A to B, or one variable's (default: -5,5)"
     ),
-    order: int = typer.Option(1, "--order", metavar="1|2", help="2: also f″ (one variable)", callback=_in_range("--order")),
+    order: int = typer.Option(
+        1, "--order", metavar="1|2", help="2: also f″ (one variable)", callback=_in_range("--order")
+    ),
     out: str = typer.Option(
         None, "-o", "--output", metavar="FILE", help="write a picture: .png, .svg or .pdf (else drawn on the terminal)"
     ),
