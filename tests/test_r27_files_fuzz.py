@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def test_every_failure_road_keeps_the_old_file_or_writes_the_whole_new_one(part,
         folder = tmp_path / str(seed)
         folder.mkdir()
         data, rows = _data(rng, folder, road)
-        given = open(data, "rb").read()
+        given = Path(data).read_bytes()
         ext = rng.choice(["csv", "jsonl", "parquet", "arrow"])
         target = folder / f"out.{ext}"
         target.write_bytes(OLD)
@@ -127,8 +128,8 @@ def test_every_failure_road_keeps_the_old_file_or_writes_the_whole_new_one(part,
             assert target.read_bytes() == OLD, (seed, road, said)
             expected = {"clean": (), "full disk": (2,), "interrupted": (130,)}.get(road, (2,))
             assert result.exit_code in expected or (clean.exit_code == 2 and result.exit_code == 2), (seed, road)
-        assert open(data, "rb").read() == given, (seed, road)
+        assert Path(data).read_bytes() == given, (seed, road)
         left = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
         assert not left, (seed, road, left)
         seen.add(road)
-    assert seen == set(ROADS) or COUNT < 3 * len(ROADS)
+    assert seen == set(ROADS) or len(ROADS) * 3 > COUNT
