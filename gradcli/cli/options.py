@@ -34,6 +34,7 @@ NUMBERS: dict[str, Range] = {
     "--layout-timeout": Range(False, 0, SECONDS, "a finite number of seconds > 0", " seconds", above=True),
     # any finite length: SymPy's timer takes a limit of weeks as no limit (check/symbolic.py)
     "--sympy-timeout": Range(False, 0, math.inf, "a positive number of seconds", above=True),
+    "--dask local:N": Range(True, 1, 256, "at least 1", " workers"),  # the number inside --dask's text
     "--rtol": Range(False, 0, math.inf, "a finite number >= 0"),
     "--atol": Range(False, 0, math.inf, "a finite number >= 0"),
 }

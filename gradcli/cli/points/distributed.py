@@ -95,9 +95,11 @@ def _local_workers(address: str) -> int | None:
     if not address.startswith("local:"):
         return None
     count = address.removeprefix("local:")
-    if not count.isdigit() or int(count) < 1:
+    if not count.isdigit() or not count.isascii():
         raise UsageError(f"--dask {address}: give local:N with N workers (local:2), or a scheduler's address")
-    return int(count)
+    from ..options import checked_number
+
+    return int(checked_number("--dask local:N", int(count)))  # type: ignore[arg-type]
 
 
 class _client:
