@@ -563,3 +563,24 @@ def test_the_installed_command_says_one_line(argv, said, tmp_path):
     )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", said)
     assert _only(tmp_path) == ["p.csv"]
+
+
+# --- a CSV header that reads back -----------------------------------------------------------------------------
+
+
+def test_a_csv_header_quotes_the_names_that_hold_a_comma_and_reads_back(tmp_path):
+    source = tmp_path / "p.csv"
+    source.write_text("x\n1\n2\n")
+    target = tmp_path / "out.csv"
+    result = runner.invoke(
+        app, ["eval", "sum(A*x)", "--points", str(source), "--at", "A=[[1,2],[3,4]]", "-o", str(target)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert target.read_text() == (
+        'x,value,"grad_A[0,0]","grad_A[0,1]","grad_A[1,0]","grad_A[1,1]",grad_x\n'
+        "1,10.0,1.0,1.0,1.0,1.0,10.0\n2,20.0,2.0,2.0,2.0,2.0,10.0\n"
+    )
+    again = runner.invoke(app, ["eval", "2*grad_x", "--points", str(target), "--keep-columns", "--json"])
+    assert again.exit_code == 2 and "the column 'value' would be written twice" in again.stderr  # every name read
+    again = runner.invoke(app, ["eval", "3*grad_x", "--points", str(target)])
+    assert (again.exit_code, again.stdout) == (0, "grad_x,value,grad_grad_x\n10.0,30.0,3.0\n10.0,30.0,3.0\n")

@@ -51,6 +51,13 @@ def formatted(values: Any) -> Any:
     return texts
 
 
+def _header_cell(name: str) -> str:
+    """A column name as CSV writes it: quoted when it holds a comma or a quote (``"grad_A[0,1]"``)."""
+    if any(c in name for c in ',"\r\n'):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
 def _repr_texts(values: Any) -> list[str]:
     return list(map(repr, np.asarray(values, dtype=np.float64).tolist()))
 
@@ -85,7 +92,7 @@ class Sink:
             arrow(f"-o {self.path}")
         self.stream = self._open()
         if self.kind == CSV:
-            self._put((",".join([*inputs, *outputs]) + "\n").encode())
+            self._put((",".join(map(_header_cell, [*inputs, *outputs])) + "\n").encode())
 
     def _put(self, data: bytes) -> None:
         """Bytes to the output; stdout's failures said as every command says them (a reader that left: none)."""

@@ -10,6 +10,7 @@ Without pyarrow, CSV is read that Python way only (slower; the core install stay
 
 from __future__ import annotations
 
+import csv
 import glob
 import os
 import re
@@ -212,7 +213,8 @@ def csv_chunks(
         raise UsageError(f"{what}: row 1 {_BARE_CR}")
     if not text.strip():
         raise UsageError(f"{what}: the file is empty; expected a header naming the variables")
-    chosen = choose_columns([_unquoted(h.strip()) for h in text.rstrip("\r").split(",")], what, used, keep)
+    names = next(csv.reader([text.rstrip("\r")]))  # a quoted name may hold a comma ("grad_A[0,1]")
+    chosen = choose_columns([_unquoted(h.strip()) for h in names], what, used, keep)
     columns.append(chosen)
     fast = has_arrow()
     while True:
