@@ -391,6 +391,8 @@ def test_a_column_given_by_at_too_is_refused(kind, command, tmp_path):
     assert result.stderr == (
         "error: --at w: 'w' is also a column of the --points data; give it once (drop --at w=... or the column)\n"
     )
+    unused = runner.invoke(app, [command, "log(x)", "--points", str(source), "--at", "w=2"])  # w a column all the same
+    assert (unused.exit_code, unused.stderr) == (2, result.stderr)
     fine = runner.invoke(app, [command, "x*v", "--points", str(source), "--at", "v=100"])
     assert fine.exit_code == 0, fine.stderr
 

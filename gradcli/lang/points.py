@@ -58,6 +58,18 @@ class _Batched:
         self.shared = shared
 
 
+def given_once(columns: Sequence[str] | Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """A UsageError when an ``--at`` name is also a column of the data set (any column, used or not):
+    as ``--at w=2,w=3`` is refused, neither value silently wins."""
+    twice = [name for name in columns if name in values]
+    if twice:
+        name = twice[0]
+        raise UsageError(
+            f"--at {name}: {name!r} is also a column of the --points data; give it once (drop --at {name}=... "
+            "or the column)"
+        )
+
+
 def evaluate_points(
     program: Program,
     columns: Mapping[str, np.ndarray],
@@ -69,12 +81,7 @@ def evaluate_points(
     """The differentiated names and every point's value and gradient (``offset``: the number of points
     before these in the data set, for the point numbers in messages)."""
     n = len(next(iter(columns.values())))
-    twice = [name for name in columns if name in values]
-    if twice:  # as --at w=2,w=3 is refused: neither value silently wins
-        raise UsageError(
-            f"--at {twice[0]}: {twice[0]!r} is also a column of the --points data; give it once (drop --at {twice[0]}=... "
-            "or the column)"
-        )
+    given_once(columns, values)
     first = {**values, **{name: column[0] for name, column in columns.items()}}
     names = resolve_wrt(program, first, wrt)
     # the first point as eval --at would run it: errors come in eval's words, the shapes are known

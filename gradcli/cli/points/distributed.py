@@ -141,7 +141,7 @@ def _probe(
 
     columns: list[Columns] = []
     results = Results(program, values, wrt, seed)
-    for chunk in chunks(spec, set(program.variables), keep, 1, columns):
+    for chunk in chunks(spec, set(program.variables), keep, 1, columns, values):
         results.evaluate(chunk)
         return columns[0], results.labels
     raise UsageError(f"--points {spec}: no points after the header")

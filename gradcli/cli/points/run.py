@@ -187,7 +187,7 @@ def _chunks(
     spec: str, program: Any, values: dict[str, Any], keep: bool, rows: int, columns: list[Columns]
 ) -> Iterator[Chunk]:
     used = set(program.variables)
-    yield from chunks(spec, used, keep, rows, columns)
+    yield from chunks(spec, used, keep, rows, columns, values)
 
 
 def _no_clash(inputs: list[str], outputs: list[str], spec: str) -> None:

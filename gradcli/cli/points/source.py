@@ -14,7 +14,7 @@ import csv
 import glob
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -381,8 +381,13 @@ def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
     return values
 
 
-def chunks(spec: str, used: set[str], keep: bool, rows: int, columns: list[Columns]) -> Iterator[Chunk]:
-    """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree."""
+def chunks(
+    spec: str, used: set[str], keep: bool, rows: int, columns: list[Columns], given: Mapping[str, Any] | None = None
+) -> Iterator[Chunk]:
+    """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree, and
+    name no ``--at`` value of ``given``."""
+    from ...lang.points import given_once
+
     first = 0
     for path in resolve(spec):
         kind = kind_of(path)
@@ -394,6 +399,7 @@ def chunks(spec: str, used: set[str], keep: bool, rows: int, columns: list[Colum
         for chunk in parts:
             if len(got) == 1:
                 _agree(columns, got, spec, path)
+                given_once(columns[0].header, given or {})
             chunk.first, chunk.path = first, path
             first += chunk.n
             yield chunk
