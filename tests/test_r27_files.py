@@ -586,3 +586,29 @@ def test_a_csv_header_quotes_the_names_that_hold_a_comma_and_reads_back(tmp_path
     assert again.exit_code == 2 and "the column 'value' would be written twice" in again.stderr  # every name read
     again = runner.invoke(app, ["eval", "3*grad_x", "--points", str(target)])
     assert (again.exit_code, again.stdout) == (0, "grad_x,value,grad_grad_x\n10.0,30.0,3.0\n10.0,30.0,3.0\n")
+
+
+def test_an_error_after_a_warned_row_is_said_alone(tmp_path):
+    """As eval --at says an error alone: the warning of an early row is dropped when a later row is bad
+    (and said, after the rows, when the run ends well)."""
+    source = tmp_path / "p.csv"
+    source.write_text("x,w\n1e308,1\n1,1\n1\n")
+    target = tmp_path / "out.csv"
+    target.write_bytes(OLD)
+    result = runner.invoke(
+        app, ["eval", "(x + w) * (w + 1)", "--points", str(source), "--chunk-rows", "1", "-o", str(target)]
+    )
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: --points {source}: row 4 has 1 values, the header names 2\n",
+    )
+    assert target.read_bytes() == OLD
+    source.write_text("x,w\n1e308,1\n1,1\n")
+    result = runner.invoke(app, ["eval", "(x + w) * (w + 1)", "--points", str(source), "--chunk-rows", "1"])
+    assert (
+        result.exit_code == 0 and result.stdout == "x,w,value,grad_x,grad_w\n1e308,1,inf,2.0,1e+308\n1,1,4.0,2.0,4.0\n"
+    )
+    assert result.stderr == (
+        "warning: non-finite value: '(x + w) * (w + 1)' at column 1 gave inf from inputs 1e+308, 2 "
+        "at point 1 (x = 1e+308, w = 1.0)\n"
+    )

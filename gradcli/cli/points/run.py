@@ -49,9 +49,9 @@ class Results:
                 self.labels += element_labels(f"grad_{name}", result.gradient[name].shape[1:])
         if result.warning and self.warning is None:
             self.warning = result.warning
-            from .. import output
+            from .. import warn_later
 
-            output.warn(result.warning)
+            warn_later(result.warning)  # said when the run ends well: an error (a bad row later) is said alone
         arrays = [result.value, *(result.gradient[name] for name in names)]
         flat = [a.reshape(chunk.n, -1) for a in arrays]
         return [f[:, j] for f in flat for j in range(f.shape[1])], result
