@@ -48,6 +48,8 @@ class _Signals:
 
         self.previous: dict[int, Any] = {}
         self.caught = False
+        self.holding = 0  # inside hold(): a signal is raised when the block ends
+        self.pending: int | None = None
         if threading.current_thread() is not threading.main_thread():
             return
         for name in ("SIGINT", "SIGTERM", "SIGHUP"):
@@ -64,9 +66,26 @@ class _Signals:
         if self.caught:
             return
         self.caught = True
+        if self.holding:
+            self.pending = signum
+            return
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """A signal that arrives in the block is raised when it ends: a temporary file made in it
+        (``mkstemp``'s open and return) is then known, and removed."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+        if not self.holding and self.pending is not None:
+            signum, self.pending = self.pending, None
+            self.caught = False
+            self._stop(signum, None)
 
     def restore(self) -> None:
         import signal
@@ -102,7 +121,8 @@ class AtomicFile:
             real = Path(os.path.realpath(target))
             self.target = real
             try:
-                self.fd, self.temporary = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+                with self.signals.hold():
+                    self.fd, self.temporary = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
             except PermissionError:
                 if self.info is None or not os.access(target, os.W_OK):
                     raise
@@ -171,8 +191,10 @@ class AtomicFile:
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(self.temporary, 0o666 & ~umask)
-            os.replace(self.temporary, self.target)
-            self.temporary = None
+            assert self.signals is not None
+            with self.signals.hold():
+                os.replace(self.temporary, self.target)
+                self.temporary = None
         except OSError as exc:
             self.discard()
             raise _failed(self.path, exc) from None
@@ -236,24 +258,27 @@ def atomic_folder(path: str | os.PathLike[str]) -> Iterator[str]:
         raise UsageError(f"cannot write the folder {path}: a file of that name is in the way")
     signals = _Signals()
     try:
+        temporary = None
         try:
-            temporary = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        except OSError as exc:
-            raise _failed(path, exc) from None
-        try:
+            with signals.hold():
+                temporary = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             yield temporary
-            old = None
-            if target.exists():
-                old = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
-                os.replace(target, os.path.join(old, "folder"))
-            os.replace(temporary, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            with signals.hold():  # the old folder out, the new one in: not to be cut in between
+                old = None
+                if target.exists():
+                    old = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+                    os.replace(target, os.path.join(old, "folder"))
+                os.replace(temporary, target)
+                temporary = None
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
         except OSError as exc:
-            shutil.rmtree(temporary, ignore_errors=True)
+            if temporary is not None:
+                shutil.rmtree(temporary, ignore_errors=True)
             raise _failed(path, exc) from None
         except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
+            if temporary is not None:
+                shutil.rmtree(temporary, ignore_errors=True)
             raise
     finally:
         signals.restore()

@@ -612,3 +612,28 @@ def test_an_error_after_a_warned_row_is_said_alone(tmp_path):
         "warning: non-finite value: '(x + w) * (w + 1)' at column 1 gave inf from inputs 1e+308, 2 "
         "at point 1 (x = 1e+308, w = 1.0)\n"
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(signum, tmp_path, monkeypatch):
+    """The signal arrives between mkstemp's open and its return (where a real SIGTERM landed): it is
+    held until the temporary file's name is known, then raised, and the file removed."""
+    import tempfile
+
+    target = tmp_path / "out.dot"
+    target.write_bytes(OLD)
+    real = tempfile.mkstemp
+
+    def made(*args, **kwargs):
+        found = real(*args, **kwargs)
+        handler = signal.getsignal(signum)
+        assert callable(handler), "no handler: the signal would kill gradcli and leave the temporary file"
+        handler(signum, None)
+        return found
+
+    monkeypatch.setattr(tempfile, "mkstemp", made)
+    with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else SystemExit) as raised:
+        files.write_atomic(target, b"digraph {}\n")
+    assert signum == signal.SIGINT or raised.value.code == 143
+    assert target.read_bytes() == OLD and _only(tmp_path) == ["out.dot"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
