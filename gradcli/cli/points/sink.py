@@ -182,22 +182,21 @@ class Sink:
 
     def close(self) -> None:
         """Finish the output: the file (Parquet's footer, IPC's end) renamed into place; stdout flushed."""
-        if self.writer is None and self.kind in (PARQUET, IPC) and self.stream is not None:
-            import pyarrow as pa
-
-            schema = pa.schema([(name, pa.float64()) for name in [*self.inputs, *self.outputs]])
-            self.writer = self._columnar_writer(schema)  # no rows: still a valid, empty file
         try:
+            if self.writer is None and self.kind in (PARQUET, IPC) and self.stream is not None:
+                import pyarrow as pa
+
+                schema = pa.schema([(name, pa.float64()) for name in [*self.inputs, *self.outputs]])
+                self.writer = self._columnar_writer(schema)  # no rows: still a valid, empty file
             if self.writer is not None:
-                writer, self.writer = self.writer, None
-                writer.close()
-        except BaseException:
+                self.writer.close()
+                self.writer = None
+            if self.file is not None:
+                self.file.commit()
+            self.file = self.stream = None
+        except BaseException:  # a full disk, or a signal even here: no file, and no temporary file
             self.discard()
             raise
-        self.stream = None
-        if self.file is not None:
-            file, self.file = self.file, None
-            file.commit()
 
     def discard(self) -> None:
         """After an error or an interruption: no file (the old one, if any, stays as it was)."""
