@@ -202,7 +202,7 @@ ERRORS = [
         "error: plot draws one or two variables, and 3 are free: x, y, z; give the others a value with --at "
         "(say --at z=1) or choose them with --range NAME=A,B",
     ),
-    (["x^2", "--order", "3"], "error: --order 3: give 1 (f and f′) or 2 (f, f′ and f″)"),
+    (["x^2", "--order", "3"], "error: --order must be 1 (f and f′) or 2 (f, f′ and f″), got 3"),
     (["x*y", "--order", "2"], "error: --order 2 draws f″ of one variable; a plot of two shows f and its gradient"),
     (["[x, x]"], "error: plot needs one number for each point; the output has shape (2,)"),
     (["3"], "error: the expression has no variable to plot"),

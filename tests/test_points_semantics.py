@@ -103,8 +103,8 @@ def test_csv_output_matches_json_lines(points_file):
     args = ["eval", "A*x + v", "--points", str(points_file), "--at", f"{A},{V}", "--seed", "ones"]
     csv_lines = _invoke(args).splitlines()
     assert csv_lines[0] == (  # y is not used: it passes through only with --keep-columns (issue 18)
-        "x,value[0,0],value[0,1],value[1,0],value[1,1],"
-        "grad_A[0,0],grad_A[0,1],grad_A[1,0],grad_A[1,1],grad_x,grad_v[0],grad_v[1]"
+        'x,"value[0,0]","value[0,1]","value[1,0]","value[1,1]",'  # a name with a comma is quoted (issue 27)
+        '"grad_A[0,0]","grad_A[0,1]","grad_A[1,0]","grad_A[1,1]",grad_x,grad_v[0],grad_v[1]'
     )
     json_lines = _invoke([*args, "--json"]).splitlines()
     for row, line in zip(csv_lines[1:], json_lines):

@@ -235,6 +235,10 @@ def fast_eval(argv: list[str]) -> dict | None:
             elif kind is int:
                 if not value.isdigit() or not value.isascii():
                     return None  # typer says what is wrong with it
+                from .options import range_problem  # the one range check, typer's callbacks' too
+
+                if range_problem(name, int(value)) is not None:
+                    return None  # typer's callback says it
                 found[parameter] = int(value)
             else:
                 found[parameter] = value

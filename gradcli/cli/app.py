@@ -9,8 +9,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from ..errors import GradcliError
 from . import commands, dash_expression, errors_as_json, json_requested, one_line, reported, say_error
 from .commands import SYMPY_SECONDS
+from .options import checked_number
 
 
 class GradcliGroup(TyperGroup):
@@ -35,6 +37,9 @@ class GradcliGroup(TyperGroup):
         except click.exceptions.ClickException as exc:
             code = exc.exit_code
             say_error(f"error: {click_message(exc)}", code)
+        except GradcliError as exc:  # an option's value refused by its callback (a number out of range)
+            code = exc.exit_code
+            say_error(exc.render(), code)
         except _aborts(click):
             code = 1
             say_error("error: aborted", code)
@@ -160,6 +165,16 @@ def click_message(exc: Any) -> str:
     return text
 
 
+def _in_range(option: str) -> Any:
+    """The callback that checks a numeric option's value (``options.checked_number``, which eval's
+    fast path calls too): out of range, nan or infinite is one error line, exit 2, before any work."""
+
+    def callback(ctx: typer.Context, value: Any) -> Any:
+        return value if ctx.resilient_parsing else checked_number(option, value)
+
+    return callback
+
+
 app = typer.Typer(
     name="gradcli",
     cls=GradcliGroup,
@@ -238,7 +253,11 @@ WRT = typer.Option(None, "--wrt", metavar="NAME,...", help="variables to differe
 JSON = typer.Option(False, "--json", help="one JSON document on stdout")
 FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
 DIGITS = typer.Option(
-    None, "--digits", metavar="N", help="significant digits shown (default: 10 on a terminal, all in a pipe)"
+    None,
+    "--digits",
+    metavar="N",
+    help="significant digits shown (default: 10 on a terminal, all in a pipe)",
+    callback=_in_range("--digits"),
 )
 PYTHON = typer.Option(
     None, "--python", metavar="FILE:FUNC", help="differentiate the Python function FUNC of FILE (any path)"
@@ -249,6 +268,10 @@ SYMPY_TIMEOUT = typer.Option(
     "--sympy-timeout",
     metavar="SECONDS",
     help="give up on SymPy after this long: diff exits 2, check reports SymPy as skipped",
+    callback=_in_range("--sympy-timeout"),
+)
+CHUNK_ROWS = typer.Option(
+    None, "--chunk-rows", metavar="N", help="with --points: rows read at a time", callback=_in_range("--chunk-rows")
 )
 
 
@@ -271,7 +294,7 @@ def eval_command(
     out: str = typer.Option(
         None, "-o", "--output", metavar="FILE", help="with --points: write to FILE (.csv .jsonl .parquet .arrow)"
     ),
-    chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
+    chunk_rows: int = CHUNK_ROWS,
     keep_columns: bool = typer.Option(False, "--keep-columns", help="with --points: pass unused columns through"),
     dask: str = typer.Option(
         None, "--dask", metavar="ADDRESS|local:N", help="with --points: run on a Dask cluster, -o DIR of Parquet parts"
@@ -330,7 +353,11 @@ def graph_command(
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="mark the first node whose own derivative is wrong"),
     layout_timeout: float = typer.Option(
-        30.0, "--layout-timeout", metavar="SECONDS", help="give up (exit 2) if Graphviz takes longer to draw a picture"
+        30.0,
+        "--layout-timeout",
+        metavar="SECONDS",
+        help="give up (exit 2) if Graphviz takes longer to draw a picture",
+        callback=_in_range("--layout-timeout"),
     ),
     digits: int = DIGITS,
     compact: bool = typer.Option(False, "--compact", help="names and values only: no formulas, no sums of parts"),
@@ -415,8 +442,12 @@ def check_command(
     method: list[str] = typer.Option(
         None, "--method", metavar="sympy,fd,complex", help="which methods to compare with (default: all)"
     ),
-    rtol: float = typer.Option(None, "--rtol", metavar="R", help="relative tolerance (default: from the dtype)"),
-    atol: float = typer.Option(None, "--atol", metavar="A", help="absolute tolerance (default: from the dtype)"),
+    rtol: float = typer.Option(
+        None, "--rtol", metavar="R", help="relative tolerance (default: from the dtype)", callback=_in_range("--rtol")
+    ),
+    atol: float = typer.Option(
+        None, "--atol", metavar="A", help="absolute tolerance (default: from the dtype)", callback=_in_range("--atol")
+    ),
     seed: str = typer.Option(None, "--seed", metavar="V|ones", help="check v^T J when the output is not a scalar"),
     blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
     sympy_timeout: float = SYMPY_TIMEOUT,
@@ -424,13 +455,15 @@ def check_command(
     points: str = typer.Option(
         None, "--points", metavar="DATA", help="check at every row of a data set (fd, complex step: batched)"
     ),
-    chunk_rows: int = typer.Option(None, "--chunk-rows", metavar="N", help="with --points: rows read at a time"),
+    chunk_rows: int = CHUNK_ROWS,
     cases: str = typer.Option(
         None, "--cases", metavar="FILE.toml", help="check every [[case]] of a TOML file, one verdict each"
     ),
     junit: str = typer.Option(None, "--junit", metavar="FILE.xml", help="with --cases: write a JUnit XML report"),
     select: str = typer.Option(None, "-k", metavar="PATTERN", help="with --cases: only names matching (and/or/not)"),
-    jobs: int = typer.Option(1, "--jobs", metavar="N", help="with --cases: run the cases in N processes"),
+    jobs: int = typer.Option(
+        1, "--jobs", metavar="N", help="with --cases: run the cases in N processes", callback=_in_range("--jobs")
+    ),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="with --cases: stop at the first case that fails"),
     update: bool = typer.Option(False, "--update", help="with --cases: write diff's derivative into missing expect"),
 ) -> None:
@@ -485,7 +518,9 @@ def plot_command(
     ranges: list[str] = typer.Option(
         None, "--range", metavar="[NAME=]A,B", help="the axis from A to B, or one variable's (default: -5,5)"
     ),
-    order: int = typer.Option(1, "--order", metavar="1|2", help="2: also f″ (one variable)"),
+    order: int = typer.Option(
+        1, "--order", metavar="1|2", help="2: also f″ (one variable)", callback=_in_range("--order")
+    ),
     out: str = typer.Option(
         None, "-o", "--output", metavar="FILE", help="write a picture: .png, .svg or .pdf (else drawn on the terminal)"
     ),

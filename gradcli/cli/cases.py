@@ -27,6 +27,7 @@ def check_cases(
     with reported():
         from ..check.cases import read_cases, run_cases, selector, summarize
         from ..errors import UsageError
+        from ..files import refuse_same
         from .commands import _check_sympy_timeout
 
         if path is None:
@@ -41,6 +42,7 @@ def check_cases(
         _check_sympy_timeout(sympy_timeout)
         output.use_digits(digits)
         cases, text = read_cases(path)
+        refuse_same(junit, [path], "--junit")
         chosen = cases
         if pattern is not None:
             matches = selector(pattern)

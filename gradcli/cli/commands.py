@@ -363,10 +363,9 @@ def _derivation(
 
 def _check_sympy_timeout(seconds: float) -> None:
     """``--sympy-timeout`` is a finite number of seconds > 0 (the same words from every command)."""
-    from ..errors import UsageError
+    from .options import checked_number
 
-    if not (seconds > 0 and np.isfinite(seconds)):
-        raise UsageError(f"--sympy-timeout must be a positive number of seconds, got {seconds}")
+    checked_number("--sympy-timeout", seconds)
 
 
 def list_functions(name: str | None, as_json: bool) -> None:
@@ -432,6 +431,7 @@ def draw(
         from pathlib import Path
 
         from ..errors import UsageError
+        from ..files import refuse_same
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, checked_max_nodes, recording
@@ -443,6 +443,7 @@ def draw(
         checked_limit(layout_timeout)
         rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         point = bool(values)
@@ -564,6 +565,7 @@ def jacobian(
 ) -> None:
     with reported():
         from ..errors import UsageError
+        from ..files import refuse_same
         from ..lang.program import load, program_jacobian, unseen_derivative
         from ..lang.values import assignments, names_list
 
@@ -572,6 +574,7 @@ def jacobian(
             raise UsageError(f"--mode {mode}: use auto, forward or reverse")
         kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working
@@ -602,12 +605,14 @@ def hessian(
     digits: int | None = None,
 ) -> None:
     with reported():
+        from ..files import refuse_same
         from ..lang.program import load, program_hessian, unseen_derivative
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
         kind = _matrix_format(fmt, out, as_json)
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         _warn_unused(program, values)
         from .progress import working

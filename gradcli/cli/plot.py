@@ -25,7 +25,7 @@ def plot(
 ) -> None:
     with reported():
         from ..errors import UsageError, printable
-        from ..files import write_atomic
+        from ..files import refuse_same, write_atomic
         from ..lang.program import load, unused_values
         from ..lang.values import assignments, names_list
         from ..render import plot as drawing
@@ -40,6 +40,7 @@ def plot(
         if fmt is not None:
             drawing.require_matplotlib()  # exit 3 before any work
         program = load(expression, file, python)
+        refuse_same(out, [program.source])
         values = assignments(at)
         said = unused_values(program, values)
         if said:

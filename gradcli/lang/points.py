@@ -59,6 +59,18 @@ class _Batched:
         self.shared = shared
 
 
+def given_once(columns: Sequence[str] | Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """A UsageError when an ``--at`` name is also a column of the data set (any column, used or not):
+    as ``--at w=2,w=3`` is refused, neither value silently wins."""
+    twice = [name for name in columns if name in values]
+    if twice:
+        name = twice[0]
+        raise UsageError(
+            f"--at {name}: {name!r} is also a column of the --points data; give it once (drop --at {name}=... "
+            "or the column)"
+        )
+
+
 def evaluate_points(
     program: Program,
     columns: Mapping[str, np.ndarray],
@@ -72,6 +84,7 @@ def evaluate_points(
     before these in the data set, for the point numbers in messages; ``unused``: as ``resolve_wrt``,
     False for eval's road, which shows no derivative of a variable the expression does not use)."""
     n = len(next(iter(columns.values())))
+    given_once(columns, values)
     first = {**values, **{name: column[0] for name, column in columns.items()}}
     names = resolve_wrt(program, first, wrt, unused)
     # the first point as eval --at would run it: errors come in eval's words, the shapes are known

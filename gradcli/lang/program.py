@@ -55,6 +55,7 @@ class Program:
         #: how a Python function took values out of autograd's sight while it ran (``float()``, ``.item()``...)
         self.escapes: list[str] = [] if escapes is None else escapes
         self.flat = flat
+        self.source: str | None = None  # the file the program was read from (-f, FILE.py:func)
 
     def __repr__(self) -> str:
         return f"Program(origin={self.origin!r}, tree={self.tree!r}, function={self.function!r})"
@@ -114,7 +115,18 @@ def _from_text(text: str, origin: str) -> Program:
 
 def load(expression: str | None, file: str | None = None, python: str | None = None) -> Program:
     """The program named on the command line: EXPR, ``-`` (stdin), ``-f FILE``, ``file.py:func``
-    or ``--python FILE:FUNC``."""
+    or ``--python FILE:FUNC``; ``program.source`` is the file it was read from (None for EXPR or stdin)."""
+    program = _load(expression, file, python)
+    if python is not None:
+        program.source = python.rpartition(":")[0]
+    elif file is not None:
+        program.source = None if file == "-" else file
+    elif program.function is not None:
+        program.source = expression.strip().rpartition(":")[0]  # type: ignore[union-attr]
+    return program
+
+
+def _load(expression: str | None, file: str | None, python: str | None) -> Program:
     if python is not None:
         if file is not None or expression not in (None, ""):
             other = "-f FILE" if file is not None else "EXPR"

@@ -331,7 +331,7 @@ def check_points_file(
 
     checker = PointsCheck(program, values, wrt, seed, methods, rtol, atol, expect)
     columns: list[Columns] = []
-    for chunk in chunks(spec, set(program.variables), False, check_chunk_rows(chunk_rows), columns):
+    for chunk in chunks(spec, set(program.variables), False, check_chunk_rows(chunk_rows), columns, values):
         checker.chunk(chunk)
     tally = checker.tally
     if not tally.points:

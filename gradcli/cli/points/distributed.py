@@ -2,7 +2,8 @@
 
 ``dask.dataframe`` reads the CSV or Parquet parts (each partition a piece of the data set, in order),
 every partition is evaluated by gradcli's batched evaluator (``gradcli.lang.points``) on the workers,
-and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition.
+and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition,
+into a temporary folder beside ``-o DIR`` that takes its place when every part is written.
 ``--dask local:N`` starts a ``LocalCluster`` of N workers on this machine, shut down afterwards.
 
 A worker evaluates several partitions at once, one a thread (``local:N``'s workers are threads of
@@ -14,13 +15,18 @@ as an event, and this process prints the data set's first one, numbered as one p
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import uuid
 from typing import Any
 
 import numpy as np
 
 from ...errors import MissingProgram, UsageError, install_hint
-from .source import CSV, IPC, Chunk, Columns, chunks, kind_of, resolve
+from ...files import atomic_folder, refuse_same
+from .sink import OUT_EXTENSIONS
+from .source import BEYOND, CSV, IPC, PARQUET, Chunk, Columns, chunks, inexact_integer, kind_of, resolve
 
 
 def _imports() -> tuple[Any, Any]:
@@ -50,6 +56,7 @@ def evaluate_on_dask(
     files = resolve(spec)
     if files == ["-"] or kind_of(files[0]) == IPC:
         raise UsageError("--dask reads CSV or Parquet files (a folder or a glob of parts), not stdin or Arrow IPC")
+    _check_folder(out, [program.source, *files])
     workers = _local_workers(address)
     dd, distributed = _imports()
     columns, labels = _probe(program, spec, values, wrt, seed, keep_columns)
@@ -57,9 +64,9 @@ def evaluate_on_dask(
     meta = _empty(frame.dtypes, columns.kept, labels)
     job = (program, columns, values, wrt, seed, labels, f"gradcli-warning-{uuid.uuid4().hex}")
     result = frame.map_partitions(_partition, job, meta=meta)
-    with _client(distributed, address, workers) as client:
+    with atomic_folder(out) as folder, _client(distributed, address, workers) as client:  # the cluster ends first
         try:
-            result.to_parquet(out, write_index=False, overwrite=False)
+            result.to_parquet(folder, write_index=False, overwrite=False)
         except UsageError:
             raise
         except (ValueError, TypeError) as exc:  # a cell pandas could not read as a number
@@ -67,13 +74,38 @@ def evaluate_on_dask(
         _first_warning(client, frame, job)
 
 
+_PARTS = re.compile(r"part\.\d+\.parquet|_metadata|_common_metadata")  # what a --dask result folder holds
+
+
+def _check_folder(out: str, inputs: list[str | None]) -> None:
+    """``-o`` names a folder that may be replaced whole: no file name (res.csv), no input, nothing
+    but the parts of an earlier result in it."""
+    ext = os.path.splitext(out.rstrip("/" + os.sep))[1].lower()
+    if ext in OUT_EXTENSIONS and OUT_EXTENSIONS[ext] != PARQUET:
+        raise UsageError(
+            f"-o {out}: --dask writes a folder of Parquet parts, not a {ext} file; name a folder (out/ or out.parquet)"
+        )
+    refuse_same(out, inputs)
+    if os.path.isdir(out):
+        others = sorted(name for name in os.listdir(out) if not _PARTS.fullmatch(name))
+        if others:
+            raise UsageError(
+                f"-o {out}: the folder holds other files than an earlier result's parts ({others[0]}, ...); "
+                "give a new folder (it is replaced whole)"
+            )
+    elif os.path.exists(out):
+        raise UsageError(f"-o {out}: a file of that name is in the way; --dask writes a folder of Parquet parts")
+
+
 def _local_workers(address: str) -> int | None:
     if not address.startswith("local:"):
         return None
     count = address.removeprefix("local:")
-    if not count.isdigit() or int(count) < 1:
+    if not count.isdigit() or not count.isascii():
         raise UsageError(f"--dask {address}: give local:N with N workers (local:2), or a scheduler's address")
-    return int(count)
+    from ..options import checked_number
+
+    return int(checked_number("--dask local:N", int(count)))  # type: ignore[arg-type]
 
 
 class _client:
@@ -88,8 +120,9 @@ class _client:
         d = self.distributed
         if self.workers is not None:
             self.cluster = d.LocalCluster(
-                n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None
-            )
+                n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # a failed task is said once, as gradcli's error line
+            )  # fmt: skip
             self.client = d.Client(self.cluster)
         else:
             try:
@@ -114,7 +147,7 @@ def _probe(
 
     columns: list[Columns] = []
     results = Results(program, values, wrt, seed, warn=False)  # (the first row's warning is said with the rest)
-    for chunk in chunks(spec, set(program.variables), keep, 1, columns):
+    for chunk in chunks(spec, set(program.variables), keep, 1, columns, values):
         results.evaluate(chunk)
         return columns[0], results.labels
     raise UsageError(f"--points {spec}: no points after the header")
@@ -145,6 +178,10 @@ def _partition(frame: Any, job: tuple, partition_info: dict[str, Any] | None = N
     program, columns, values, wrt, seed, labels, topic = job
     if len(frame) == 0:
         return _empty(frame.dtypes, columns.kept, labels)
+    for v in columns.variables:  # as one process reads them: an integer float64 cannot hold is refused
+        i = inexact_integer(frame[v].to_numpy())
+        if i >= 0:
+            raise UsageError(f"column {v!r}: {frame[v].iloc[i]} {BEYOND} ({frame.index[i]} in its part)")
     numbers = {v: frame[v].to_numpy(dtype=np.float64) for v in columns.variables}
     bad = [v for v, c in numbers.items() if not np.isfinite(c).all()]
     if bad:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UsageError
+from ...files import refuse_same
 from .sink import CSV, JSON, Sink, out_kind
 from .source import Chunk, Columns, arrow, chunks, resolve
 
@@ -21,11 +22,10 @@ CHUNK_ROWS = (
 
 
 def check_chunk_rows(rows: int | None) -> int:
-    if rows is None:
-        return CHUNK_ROWS
-    if rows < 1:
-        raise UsageError(f"--chunk-rows {rows}: give a positive number of rows")
-    return rows
+    from ..options import checked_number
+
+    checked_number("--chunk-rows", rows)
+    return CHUNK_ROWS if rows is None else rows
 
 
 class Results:
@@ -53,9 +53,9 @@ class Results:
         if result.warning and self.warning is None:
             self.warning = result.warning
             if self.warn:
-                from .. import output
+                from .. import warn_later
 
-                output.warn(result.warning)
+                warn_later(result.warning)  # said when the run ends well: an error (a bad row later) is said alone
         arrays = [result.value, *(result.gradient[name] for name in names)]
         flat = [a.reshape(chunk.n, -1) for a in arrays]
         return [f[:, j] for f in flat for j in range(f.shape[1])], result
@@ -161,6 +161,7 @@ def evaluate_points_file(
     kind = out_kind(out, as_json)
     if kind not in (CSV, JSON):
         arrow(f"-o {out}")  # said before any work
+    refuse_same(out, [program.source, *resolve(spec)])
     sink = Sink(out, kind)
     results = Results(program, values, wrt, seed)
     columns: list[Columns] = []
@@ -177,18 +178,20 @@ def evaluate_points_file(
                 lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
                 sink.write(chunk, arrays, lines)
                 work.say(pace.text(sink.rows, "evaluating points"))
-        finally:
-            sink.close()
-    if not sink.rows:
-        shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
-        raise UsageError(f"--points {shown}: no points after the header")
+            if not sink.rows:
+                shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
+                raise UsageError(f"--points {shown}: no points after the header")
+        except BaseException:
+            sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
+            raise
+        sink.close()
 
 
 def _chunks(
     spec: str, program: Any, values: dict[str, Any], keep: bool, rows: int, columns: list[Columns]
 ) -> Iterator[Chunk]:
     used = set(program.variables)
-    yield from chunks(spec, used, keep, rows, columns)
+    yield from chunks(spec, used, keep, rows, columns, values)
 
 
 def _no_clash(inputs: list[str], outputs: list[str], spec: str) -> None:

@@ -1,6 +1,8 @@
 """Writing ``--points`` results chunk by chunk: CSV and JSON lines (stdout or ``-o FILE``), Parquet
-and Arrow IPC/Feather (``-o FILE``). Every chunk is written before the next is read; ``close`` leaves
-a valid file (Parquet's footer, IPC's end) even when a later chunk is bad.
+and Arrow IPC/Feather (``-o FILE``). Every chunk is written before the next is read, to a temporary
+file beside ``FILE`` (``gradcli.files``): ``close`` finishes it (Parquet's footer, IPC's end) and
+renames it into place; ``discard`` (a bad row, a full disk, SIGINT or SIGTERM) removes it, and the
+old ``FILE`` stays as it was.
 
 CSV numbers are formatted by Arrow (shortest round-trip text, vectorised), with ``.0`` added to
 integral values as Python's ``repr`` writes them; without pyarrow, by ``repr`` itself.
@@ -8,6 +10,7 @@ integral values as Python's ``repr`` writes them; without pyarrow, by ``repr`` i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, BinaryIO
@@ -48,6 +51,13 @@ def formatted(values: Any) -> Any:
     return texts
 
 
+def _header_cell(name: str) -> str:
+    """A column name as CSV writes it: quoted when it holds a comma or a quote (``"grad_A[0,1]"``)."""
+    if any(c in name for c in ',"\r\n'):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
 def _repr_texts(values: Any) -> list[str]:
     return list(map(repr, np.asarray(values, dtype=np.float64).tolist()))
 
@@ -58,10 +68,11 @@ class Sink:
     def __init__(self, path: str | None, kind: str) -> None:
         self.path, self.kind = path, kind
         self.stream: BinaryIO | None = None
+        self.file: Any = None  # the AtomicFile of -o FILE
         self.writer: Any = None
         self.rows = 0
 
-    def _open(self) -> BinaryIO:
+    def _open(self) -> Any:
         if self.path is None:
             from .. import StreamProblem
 
@@ -70,10 +81,10 @@ class Sink:
             if raw is None:
                 raise StreamProblem("cannot write the result: standard output is closed")
             return raw
-        try:
-            return open(self.path, "wb")  # noqa: SIM115 - closed by close()
-        except OSError as exc:
-            raise UsageError(f"-o {self.path}: cannot write it ({exc.strerror or exc})") from None
+        from ...files import AtomicFile
+
+        self.file = AtomicFile(self.path)  # a temporary file beside the target, renamed by close()
+        return self.file
 
     def start(self, inputs: list[str], outputs: list[str]) -> None:
         self.inputs, self.outputs = inputs, outputs
@@ -81,7 +92,7 @@ class Sink:
             arrow(f"-o {self.path}")
         self.stream = self._open()
         if self.kind == CSV:
-            self._put((",".join([*inputs, *outputs]) + "\n").encode())
+            self._put((",".join(map(_header_cell, [*inputs, *outputs])) + "\n").encode())
 
     def _put(self, data: bytes) -> None:
         """Bytes to the output; stdout's failures said as every command says them (a reader that left: none)."""
@@ -170,16 +181,28 @@ class Sink:
         return pa.ipc.new_file(self.stream, schema)
 
     def close(self) -> None:
-        """Finish the file (valid as far as it goes); stdout is flushed, not closed."""
-        if self.writer is None and self.kind in (PARQUET, IPC) and self.stream is not None:
-            import pyarrow as pa
+        """Finish the output: the file (Parquet's footer, IPC's end) renamed into place; stdout flushed."""
+        try:
+            if self.writer is None and self.kind in (PARQUET, IPC) and self.stream is not None:
+                import pyarrow as pa
 
-            schema = pa.schema([(name, pa.float64()) for name in [*self.inputs, *self.outputs]])
-            self.writer = self._columnar_writer(schema)  # no rows: still a valid, empty file
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        if self.stream is not None:
-            stream, self.stream = self.stream, None
-            if self.path is not None:
-                stream.close()
+                schema = pa.schema([(name, pa.float64()) for name in [*self.inputs, *self.outputs]])
+                self.writer = self._columnar_writer(schema)  # no rows: still a valid, empty file
+            if self.writer is not None:
+                self.writer.close()
+                self.writer = None
+            if self.file is not None:
+                self.file.commit()
+            self.file = self.stream = None
+        except BaseException:  # a full disk, or a signal even here: no file, and no temporary file
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """After an error or an interruption: no file (the old one, if any, stays as it was)."""
+        writer, file, self.writer, self.file, self.stream = self.writer, self.file, None, None, None
+        if file is not None:
+            file.discard()  # first: what the writer still writes goes nowhere
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()

@@ -10,10 +10,11 @@ Without pyarrow, CSV is read that Python way only (slower; the core install stay
 
 from __future__ import annotations
 
+import csv
 import glob
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -211,7 +212,8 @@ def csv_chunks(
         raise UsageError(f"{what}: row 1 {_BARE_CR}")
     if not text.strip():
         raise UsageError(f"{what}: the file is empty; expected a header naming the variables")
-    chosen = choose_columns([_unquoted(h.strip()) for h in text.rstrip("\r").split(",")], what, used, keep)
+    names = next(csv.reader([text.rstrip("\r")]))  # a quoted name may hold a comma ("grad_A[0,1]")
+    chosen = choose_columns([_unquoted(h.strip()) for h in names], what, used, keep)
     columns.append(chosen)
     fast = has_arrow()
     while True:
@@ -344,12 +346,28 @@ def _open_columnar(path: str, kind: str, rows: int) -> tuple[Any, Iterator[Any]]
         return stream.schema, iter(stream)
 
 
+EXACT = 2**53  # the integers float64 holds, every one: -2^53 .. 2^53
+BEYOND = "is an integer beyond 2^53 (9007199254740992), which float64 cannot hold exactly"
+
+
+def inexact_integer(values: np.ndarray) -> int:
+    """The index of the first integer of ``values`` (int64 or uint64) beyond ±2^53 (-1: none)."""
+    if values.dtype.kind not in "iu" or not len(values):
+        return -1
+    beyond = values > EXACT if values.dtype.kind == "u" else (values > EXACT) | (values < -EXACT)
+    return int(np.argmax(beyond)) if beyond.any() else -1
+
+
 def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
     import pyarrow as pa
 
     if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
         raise UsageError(f"{what}: column {name!r} holds {column.type}, not numbers")
-    values = float_numpy(column.cast(pa.float64()))
+    try:
+        values = float_numpy(column.cast(pa.float64()))
+    except pa.ArrowInvalid:  # an integer float64 cannot hold (Arrow's safe cast): name it
+        i = inexact_integer(np.asarray(column.fill_null(0)))
+        raise UsageError(f"{what}: data row {done + i + 1}, column {name!r}: {column[i].as_py()} {BEYOND}") from None
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.argmax(bad))
@@ -362,8 +380,13 @@ def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
     return values
 
 
-def chunks(spec: str, used: set[str], keep: bool, rows: int, columns: list[Columns]) -> Iterator[Chunk]:
-    """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree."""
+def chunks(
+    spec: str, used: set[str], keep: bool, rows: int, columns: list[Columns], given: Mapping[str, Any] | None = None
+) -> Iterator[Chunk]:
+    """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree, and
+    name no ``--at`` value of ``given``."""
+    from ...lang.points import given_once
+
     first = 0
     for path in resolve(spec):
         kind = kind_of(path)
@@ -375,6 +398,7 @@ def chunks(spec: str, used: set[str], keep: bool, rows: int, columns: list[Colum
         for chunk in parts:
             if len(got) == 1:
                 _agree(columns, got, spec, path)
+                given_once(columns[0].header, given or {})
             chunk.first, chunk.path = first, path
             first += chunk.n
             yield chunk
