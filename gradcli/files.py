@@ -174,7 +174,15 @@ class AtomicFile:
         self._drain()
 
     def commit(self) -> None:
-        """Put the bytes on disk and the file in place of the old one (or a UsageError, and no change)."""
+        """Put the bytes on disk and the file in place of the old one (or a UsageError, and no change).
+        The signal handlers are put back whichever way it ends (a device written directly included)."""
+        try:
+            self._commit()
+        finally:
+            if self.signals is not None:
+                self.signals.restore()
+
+    def _commit(self) -> None:
         try:
             self._drain()
             if self.direct is not None:
@@ -201,7 +209,6 @@ class AtomicFile:
         except BaseException:
             self.discard()
             raise
-        self.signals.restore()
 
     def discard(self) -> None:
         """Remove the temporary file; the old file is as it was."""

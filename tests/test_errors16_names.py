@@ -24,7 +24,7 @@ def gradcli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 def test_an_unused_at_name_is_a_warning_with_a_suggestion():
     result = gradcli("eval", "x*y", "--at", "x=2,y=3,xx=5", "--json")
     assert result.returncode == 0
-    assert json.loads(result.stdout) == {"value": 6.0, "gradient": {"x": 3.0, "y": 2.0}}
+    assert json.loads(result.stdout) == {"value": 6.0, "gradient": {"x": 3.0, "y": 2.0}, "unused": ["xx"]}
     assert result.stderr == "warning: --at xx is not used by the expression (did you mean x?)\n"
 
 
@@ -63,7 +63,7 @@ def test_a_python_function_parameter_unused(tmp_path):
     (tmp_path / "f.py").write_text("def func2(x):\n    return x * x\n")
     result = gradcli("eval", "f.py:func2", "--at", "x=3,y=1", "--json", cwd=tmp_path)
     assert result.returncode == 0
-    assert json.loads(result.stdout) == {"value": 9.0, "gradient": {"x": 6.0}}
+    assert json.loads(result.stdout) == {"value": 9.0, "gradient": {"x": 6.0}, "unused": ["y"]}
     assert result.stderr == "warning: --at y is not used by the expression\n"
 
 

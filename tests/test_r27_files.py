@@ -637,3 +637,11 @@ def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(signum, tmp_path,
     assert signum == signal.SIGINT or raised.value.code == 143
     assert target.read_bytes() == OLD and _only(tmp_path) == ["out.dot"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_writing_to_a_device_puts_the_signal_handlers_back():
+    """``commit`` of a device written directly (``/dev/null``) returned before it put the handlers back, so
+    every later run in the process kept gradcli's SIGTERM handler (found by the whole suite on two workers)."""
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    files.write_atomic("/dev/null", "digraph {}\n")
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
