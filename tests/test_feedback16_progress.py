@@ -22,7 +22,9 @@ GRADCLI = Path(sys.executable).with_name("gradcli")
 COMMAND = [str(GRADCLI)] if GRADCLI.exists() else [sys.executable, "-m", "gradcli"]
 #: 199 terms: SymPy runs for many seconds, so a --sympy-timeout of 2 s always expires (2 s: on a loaded
 #: machine the display's own start, importing rich, takes a few tenths of a second after the 0.5 s delay)
-HARD = " + ".join(f"sin({i}*x + y)*exp(x*{i})" for i in range(1, 200))
+# SymPy must outlast --sympy-timeout 2 on an idle machine too: 199 terms took 2.4 s with the checks, SymPy
+# itself under 2 s, so the timeout was not reached; 599 terms keep SymPy well past it (the run is still ~2.6 s)
+HARD = " + ".join(f"sin({i}*x + y)*exp(x*{i}/100)" for i in range(1, 600))
 CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
