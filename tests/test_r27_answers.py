@@ -250,6 +250,7 @@ READ_BACK = [
     "clamp(x, 0, 1)", "clamp(x, y, 1)", "sign(x)", "floor(x)", "round(x)", "trunc(x)", "where(x > y, x, y)",
     "(x > y)*x", "x*(x >= y)", "sqrt(x)", "norm([x, y])", "x*abs(x)", "max(x, y)*x", "abs(x - y)",
     "max(x, 0)", "leaky_relu(x)", "x % y", "cbrt(x)", "max([x, y])", "min([x, y]) + x",
+    "hardtanh(x)", "hardtanh(x - y) * y", "nan_to_num(x) + softsign(y)",  # the rows issue 27 added
 ]  # fmt: skip
 KINKS = ["x=1,y=1", "x=0,y=0", "x=0,y=1", "x=1,y=0", "x=-1,y=-1/2"]
 

@@ -1030,6 +1030,12 @@ MISH = unary(
 )
 
 
+def sym_hardtanh(sp, x, lo, hi):
+    """hardtanh in SymPy with the pieces autograd's rule takes (not Min(Max(x, lo), hi), whose ties give 1/2 at
+    the bounds where PyTorch's gradient is 0): x strictly inside (lo, hi), the bound outside and on it."""
+    return sp.Piecewise((x, (x > lo) & (x < hi)), (lo, x <= lo), (hi, True))
+
+
 def _hardtanh_rule(g, out, x, lo=-1.0, hi=1.0):
     # PyTorch's hardtanh_backward: the gradient passes strictly inside (lo, hi)
     xv = np.asarray(x)
@@ -1045,7 +1051,7 @@ HARDTANH = primitive(
     batch="elementwise",
     nparams=2,  # (min_val, max_val), PyTorch's defaults -1 and 1
     formulas=("1 if -1 < {0} < 1, else 0",),
-    sympy=lambda sp, x, lo=-1, hi=1: sp.Min(sp.Max(x, lo), hi),
+    sympy=lambda sp, x, lo=-1, hi=1: sym_hardtanh(sp, x, lo, hi),
     label="hardtanh",
     analytic=False,
     domain=((-0.9, 0.9),),
