@@ -1,0 +1,72 @@
+"""Issue 27, a new user's walk through the README (fresh venv, real terminal, pictures looked at):
+
+- a grouped graph of 60 mixed terms said "9 groups ... drawn as one node each:" and named four of
+  them, with nothing to say the list stopped there;
+- ``graph ... -o g.png`` said "wrote g.png (121 nodes)" where the page of the same graph says 120:
+  the count took the "... 257 nodes inside the groups" note for a node.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.cli import expression_after_dashes
+from gradcli.cli.app import app
+
+runner = CliRunner()
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+# 60 terms of five functions and seven weights: nine groups of repeated structure once summarised
+_rng = random.Random(1)
+MIXED = " + ".join(f"{_rng.choice(['sin', 'cos', 'tanh', 'exp', 'sigmoid'])}(x*{k} + w)*y{k % 7}" for k in range(1, 61))
+AT = "x=0.1,w=0.2," + ",".join(f"y{i}={i + 1}" for i in range(7))
+
+
+def run(*args: str):
+    result = runner.invoke(app, expression_after_dashes(list(args)))
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def test_the_groups_note_says_how_many_it_leaves_unnamed():
+    result = run("graph", MIXED, "--at", AT, "--format", "json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    groups = [n for n in doc["nodes"] if n["kind"] == "group"]
+    assert len(groups) == 9
+    (note,) = [n for n in doc["notes"] if "groups of repeated structure" in n]
+    assert note.startswith("257 nodes in 9 groups of repeated structure drawn as one node each: ")
+    named = note.split(": ", 1)[1]
+    assert named.count("×") == 4  # the four largest, then how many more
+    assert named.endswith(" and 5 more")
+
+
+def test_a_cut_graph_note_says_how_many_kinds_it_leaves_unnamed():
+    """Cut at 20 nodes, the rest are of more than four backward kinds: the note says so."""
+    result = run("graph", MIXED, "--at", AT, "--max-nodes", "20", "--format", "json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    (note,) = [n for n in doc["notes"] if "more nodes not shown" in n]
+    kinds = note.split(": ", 1)[1]
+    assert kinds.count(" x") == 4
+    assert re.search(r" and \d+ more$", kinds)
+
+
+@needs_dot
+def test_wrote_counts_the_nodes_drawn_not_the_note(tmp_path):
+    target = tmp_path / "g.svg"
+    result = run("graph", MIXED, "--at", AT, "-o", str(target))
+    assert result.exit_code == 0
+    doc = json.loads(run("graph", MIXED, "--at", AT, "--format", "json").stdout)
+    drawn = sum(n["kind"] != "hidden" for n in doc["nodes"])
+    assert drawn == len(doc["nodes"]) - 1 == 120
+    assert result.stderr.strip().splitlines()[-1] == f"wrote {target} ({drawn} nodes)"
+    page = tmp_path / "g.html"
+    assert run("graph", MIXED, "--at", AT, "-o", str(page)).stderr.strip().endswith(f"({drawn} nodes)")
+    assert f"{drawn} nodes" in page.read_text(encoding="utf-8")  # the page's header says the same
