@@ -70,3 +70,34 @@ def test_wrote_counts_the_nodes_drawn_not_the_note(tmp_path):
     page = tmp_path / "g.html"
     assert run("graph", MIXED, "--at", AT, "-o", str(page)).stderr.strip().endswith(f"({drawn} nodes)")
     assert f"{drawn} nodes" in page.read_text(encoding="utf-8")  # the page's header says the same
+
+
+CASES = """
+[[case]]
+name = "sign error"
+expr = "sin(x)"
+at = { x = 1 }
+expect = { x = "-cos(x)" }
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_cases_shows_the_digits_asked_for(tmp_path, jobs):
+    """``check --cases --digits N`` was accepted and ignored: the table kept 10 digits, on stdout and in
+    the JUnit report. Without --digits it stays as the README shows it (10 digits)."""
+    cases = tmp_path / "c.toml"
+    cases.write_text(CASES, encoding="utf-8")
+    report = tmp_path / "r.xml"
+    result = run("check", "--cases", str(cases), "--digits", "17", "--jobs", jobs, "--junit", str(report))
+    assert result.exit_code == 1
+    row = next(line for line in result.stdout.splitlines() if line.strip().startswith("d/dx"))
+    autograd, sympy, differences, complex_step, expected = row.split()[1:6]
+    assert autograd == sympy == complex_step == "0.54030230586813977" and expected == "-0.54030230586813977"
+    assert len(differences) == 19 and differences.startswith("0.540302305868")  # 17 digits of its own estimate
+    assert "0.54030230586813977" in report.read_text(encoding="utf-8")
+    few = run("check", "--cases", str(cases), "--digits", "3", "--jobs", jobs)
+    row = next(line for line in few.stdout.splitlines() if line.strip().startswith("d/dx"))
+    assert row.split()[1:6] == ["0.54"] * 4 + ["-0.54"]
+    plain = run("check", "--cases", str(cases), "--jobs", jobs)
+    row = next(line for line in plain.stdout.splitlines() if line.strip().startswith("d/dx"))
+    assert row.split()[1:6] == ["0.5403023059"] * 4 + ["-0.5403023059"]
