@@ -101,3 +101,16 @@ def test_check_cases_shows_the_digits_asked_for(tmp_path, jobs):
     plain = run("check", "--cases", str(cases), "--jobs", jobs)
     row = next(line for line in plain.stdout.splitlines() if line.strip().startswith("d/dx"))
     assert row.split()[1:6] == ["0.5403023059"] * 4 + ["-0.5403023059"]
+
+
+def test_the_page_without_graphviz_names_the_page_not_svg(tmp_path, monkeypatch):
+    """``graph ... -o g.html`` without Graphviz said "SVG output needs Graphviz's dot program": the user
+    asked for a page, and the SVG inside it is gradcli's business."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot on it
+    target = tmp_path / "g.html"
+    result = run("graph", "x*2", "--at", "x=1", "-o", str(target))
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: HTML output needs Graphviz's dot program: install it")
+    assert not target.exists()
+    svg = run("graph", "x*2", "--at", "x=1", "--format", "svg")
+    assert svg.exit_code == 3 and svg.stderr.startswith("error: SVG output needs Graphviz's dot program")

@@ -36,7 +36,7 @@ def page(graph: Graph) -> str:
     from .views import picture
 
     graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
-    svg = _inline_svg(picture(graph, "svg", collapse=False).decode("utf-8"))
+    svg = _inline_svg(picture(graph, "svg", collapse=False, wanted="html").decode("utf-8"))
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
     data = json.dumps(model_json(graph), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
     return TEMPLATE.format(
