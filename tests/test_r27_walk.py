@@ -14,6 +14,7 @@ import re
 import shutil
 
 import pytest
+from terminal import gradcli_on_terminal
 from typer.testing import CliRunner
 
 from gradcli.cli import expression_after_dashes
@@ -114,3 +115,22 @@ def test_the_page_without_graphviz_names_the_page_not_svg(tmp_path, monkeypatch)
     assert not target.exists()
     svg = run("graph", "x*2", "--at", "x=1", "--format", "svg")
     assert svg.exit_code == 3 and svg.stderr.startswith("error: SVG output needs Graphviz's dot program")
+
+
+@pytest.mark.parametrize(("n", "columns"), [(30, 80), (13, 80), (30, 60), (30, 100)])
+def test_a_large_jacobian_on_a_terminal_fits_its_width(n, columns):
+    """The 30 x 30 Jacobian on an 80-column terminal showed 12 columns in 86 characters, every row
+    wrapped in two; 13 inputs (shown whole) did the same. The columns shown are as many as fit."""
+    vector = "[" + ",".join(str(k) for k in range(1, n + 1)) + "]"
+    code, text, _ = gradcli_on_terminal(["jacobian", "x*2", "--at", f"x={vector}"], columns)
+    assert code == 0, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert all(len(line) <= columns for line in lines), text
+    cells = [line.replace("│", " ").replace("┃", " ").split() for line in lines]  # a rich table or plain columns
+    table = [c for c in cells if c and (c[0].startswith("f[") or c[0] == "..." or c[0] == "x[0]")]
+    assert len(table) >= 1 + min(n, 13)
+    assert table[0][0] == "x[0]" and table[0][-1] == f"x[{n - 1}]"  # both corners still shown
+    row = next(c for c in table if c[0] == f"f[{n - 1}]")
+    assert row[-1] == "2" and row[1] == "0"  # the diagonal's last element in its place
+    if columns <= 80:
+        assert "..." in table[0] and f"of {n} columns" in text
