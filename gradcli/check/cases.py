@@ -221,8 +221,9 @@ def selector(pattern: str) -> Callable[[str], bool]:
 # --- running a case ------------------------------------------------------------------------------------------------
 
 
-def run_case(case: Case, sympy_timeout: float | None = None) -> CaseResult:
-    """Check one case; any problem with it (syntax, unknown name, missing file) is its ERROR."""
+def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -> CaseResult:
+    """Check one case; any problem with it (syntax, unknown name, missing file) is its ERROR. ``digits``:
+    the significant digits of its table (``--digits N``)."""
     import warnings
 
     started = time.perf_counter()
@@ -230,7 +231,7 @@ def run_case(case: Case, sympy_timeout: float | None = None) -> CaseResult:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            status, message, detail, document, said = _check_case_program(case, sympy_timeout)
+            status, message, detail, document, said = _check_case_program(case, sympy_timeout, digits)
     except GradcliError as exc:
         status, message, detail, document, said = "ERROR", exc.render().removeprefix("error: "), "", None, []
     except RecursionError:
@@ -246,7 +247,9 @@ def run_case(case: Case, sympy_timeout: float | None = None) -> CaseResult:
     return CaseResult(case.name, case.number, status, time.perf_counter() - started, message, detail, document, said)
 
 
-def _check_case_program(case: Case, sympy_timeout: float | None) -> tuple[str, str, str, dict | None, list[str]]:
+def _check_case_program(
+    case: Case, sympy_timeout: float | None, digits: int = 10
+) -> tuple[str, str, str, dict | None, list[str]]:
     from ..lang.program import unused_values
     from .run import check
 
@@ -261,14 +264,14 @@ def _check_case_program(case: Case, sympy_timeout: float | None) -> tuple[str, s
         program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), sympy_timeout=sympy_timeout
     )
     if "points" in f:
-        return _check_points(case, run, values, said)
+        return _check_points(case, run, values, said, digits)
     result = run(values)
     said += result.warnings
-    return _status(result), result.verdict(), result_text(result), result.to_dict(), said
+    return _status(result), result.verdict(), result_text(result, digits), result.to_dict(), said
 
 
 def _check_points(
-    case: Case, run: Callable[[dict[str, Any]], Any], values: dict[str, Any], said: list[str]
+    case: Case, run: Callable[[dict[str, Any]], Any], values: dict[str, Any], said: list[str], digits: int = 10
 ) -> tuple[str, str, str, dict | None, list[str]]:
     """Every row of the case's points file, each its own point (with ``at``'s values as parameters): the
     first failing row stands for the case (the last row when all pass). The one place points are read
@@ -304,7 +307,7 @@ def _check_points(
             )
     else:
         message = f"all {n} rows: {result.verdict()}"
-    return status, message, result_text(result), document, said
+    return status, message, result_text(result, digits), document, said
 
 
 def _status(result: Any) -> str:
@@ -371,7 +374,7 @@ def _value_text(value: Any) -> str:
     return number(a.item(), 10) if a.ndim == 0 else str(a.tolist())
 
 
-def result_text(result: Any) -> str:
+def result_text(result: Any, digits: int = 10) -> str:
     """The check's table (element | autograd | each method | abs err | rel err | ok) and its notes, as
     plain text: what a failing case shows under its line and in the JUnit report."""
     from ..text import number
@@ -381,8 +384,8 @@ def result_text(result: Any) -> str:
     header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", "ok"]
     body = []
     for row in table.rows:
-        cells = [f"d/d{row.label}", number(row.autograd, 10)]
-        cells += ["" if np.isnan(v) else number(v, 10) for v in row.values]
+        cells = [f"d/d{row.label}", number(row.autograd, digits)]
+        cells += ["" if np.isnan(v) else number(v, digits) for v in row.values]
         cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
         body.append([*cells, row.status])
     widths = [max(len(c) for c in column) for column in zip(header, *body)]
@@ -402,14 +405,14 @@ def result_text(result: Any) -> str:
 
 
 def run_cases(
-    cases: Sequence[Case], jobs: int = 1, fail_fast: bool = False, sympy_timeout: float | None = None
+    cases: Sequence[Case], jobs: int = 1, fail_fast: bool = False, sympy_timeout: float | None = None, digits: int = 10
 ) -> Iterator[CaseResult]:
     """Each case's result, in file order, as soon as it is known; ``jobs`` > 1 runs them in that many
     processes. With ``fail_fast`` nothing follows the first case that does not pass."""
     _import_sympy(cases)
     if jobs <= 1 or len(cases) <= 1:
         for case in cases:
-            done = run_case(case, sympy_timeout)
+            done = run_case(case, sympy_timeout, digits)
             yield done
             if fail_fast and not done.passed:
                 return
@@ -419,7 +422,7 @@ def run_cases(
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(cases)))
     try:
-        for done in pool.imap(_run_one, [(case, sympy_timeout) for case in cases]):
+        for done in pool.imap(_run_one, [(case, sympy_timeout, digits) for case in cases]):
             yield done
             if fail_fast and not done.passed:
                 return
@@ -440,7 +443,7 @@ def _import_sympy(cases: Sequence[Case]) -> None:
             return
 
 
-def _run_one(job: tuple[Case, float | None]) -> CaseResult:
+def _run_one(job: tuple[Case, float | None, int]) -> CaseResult:
     return run_case(*job)
 
 

@@ -54,7 +54,7 @@ def check_cases(
         started = time.perf_counter()
         width = min(40, max(len(c.name) for c in chosen))
         results = []
-        for result in run_cases(chosen, jobs, fail_fast, sympy_timeout):
+        for result in run_cases(chosen, jobs, fail_fast, sympy_timeout, 10 if digits is None else digits):
             results.append(result)
             if not as_json:
                 _print_case(result, width)

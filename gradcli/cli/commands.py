@@ -510,10 +510,11 @@ def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -
         if path is not None:
             from .progress import working
 
-            what = f"Graphviz is drawing {len(graph.nodes)} nodes"
+            drawn = sum(n.kind != "hidden" for n in graph.nodes)  # not the note counting the rest, as the page
+            what = f"Graphviz is drawing {drawn:,} nodes"
             with working(what, quiet=fmt not in (*BINARY, "html")):  # the pictures and the page are laid out by dot
                 write(graph, path, fmt)
-            sys.stderr.write(f"wrote {printable(str(path))} ({len(graph.nodes)} nodes)\n")
+            sys.stderr.write(f"wrote {printable(str(path))} ({drawn:,} nodes)\n")
         elif fmt in ("png", "pdf"):
             output.write_binary(render(graph, fmt), f"--format {fmt}")
         else:

@@ -260,14 +260,12 @@ def print_matrix(rows: Sequence[str], columns: Sequence[str], matrix: Any, title
     m = np.asarray(matrix)
     whole = not terminal()
     row_idx, col_idx = _window(m.shape[0], whole), _window(m.shape[1], whole)
-    places = digits()
-    header = ["", *("..." if j is None else columns[j] for j in col_idx)]
-    body = []
-    for i in row_idx:
-        if i is None:
-            body.append(["...", *("..." for _ in col_idx)])
-            continue
-        body.append([rows[i], *("" if j is None else number(m[i, j], places) for j in col_idx)])
+    header, body = _cells(rows, columns, m, row_idx, col_idx)
+    edge, width = min(MATRIX_EDGE, (m.shape[1] - 1) // 2), 0 if whole else console().width
+    while not whole and edge > 1 and len(_aligned(header, body).split("\n", 1)[0]) > width:
+        edge -= 1  # fewer columns at each end until a row fits the terminal's width
+        col_idx = [*range(edge), None, *range(m.shape[1] - edge, m.shape[1])]
+        header, body = _cells(rows, columns, m, row_idx, col_idx)
     note = None
     shown_rows, shown_columns = sum(i is not None for i in row_idx), sum(j is not None for j in col_idx)
     if shown_rows < m.shape[0] or shown_columns < m.shape[1]:
@@ -292,7 +290,25 @@ def print_matrix(rows: Sequence[str], columns: Sequence[str], matrix: Any, title
         if note:
             out.print(_cell(note, "dim"))
         return
-    sys.stdout.write(_aligned(header, body) + (note + "\n" if note else ""))
+    sys.stdout.write(_aligned(header, body))
+    if note:  # only on a terminal: wrapped between words at its width
+        sys.stdout.flush()
+        console().print(_cell(note, "dim"))
+
+
+def _cells(
+    rows: Sequence[str], columns: Sequence[str], m: Any, row_idx: list[int | None], col_idx: list[int | None]
+) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the part of ``m`` shown (None: the gap, ``...``)."""
+    places = digits()
+    header = ["", *("..." if j is None else columns[j] for j in col_idx)]
+    body = []
+    for i in row_idx:
+        if i is None:
+            body.append(["...", *("..." for _ in col_idx)])
+            continue
+        body.append([rows[i], *("" if j is None else number(m[i, j], places) for j in col_idx)])
+    return header, body
 
 
 def _aligned(header: list[str], body: list[list[str]]) -> str:

@@ -26,7 +26,7 @@ from ..autograd.tensor import Tensor, storage_root
 from ..errors import UsageError
 from ..ops import Meta
 from ..ops.operators import PREFIX, SHOWN
-from .model import Edge, Graph, GraphNode
+from .model import Edge, Graph, GraphNode, kinds
 
 DEFAULT_MAX_NODES = 200
 ALL_NODES = 0  # --max-nodes 0 (or all): every node, drawn as itself
@@ -110,10 +110,7 @@ def build(
     if hidden:
         graph.hidden = sum(hidden.values())
         graph.hidden_kinds = dict(hidden.most_common())
-        graph.notes.append(
-            f"{graph.hidden:,} more nodes not shown (--max-nodes {max_nodes}): "
-            + ", ".join(f"{name} x{count:,}" for name, count in hidden.most_common(4))
-        )
+        graph.notes.append(f"{graph.hidden:,} more nodes not shown (--max-nodes {max_nodes}): " + kinds(hidden))
     if not point:  # the values were stand-ins to trace the structure: show none
         for node in graph.nodes:
             if node.kind != "constant":

@@ -8,6 +8,7 @@ and scalar edges their local derivative, with its formula.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,3 +179,14 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return np.asarray(value).tolist()
+
+
+def first_four(items: list[str]) -> str:
+    """The first four of a list for a note, then how many it leaves unnamed (``a, b, c, d and 5 more``)."""
+    more = f" and {len(items) - 4:,} more" if len(items) > 4 else ""
+    return ", ".join(items[:4]) + more
+
+
+def kinds(counts: Counter) -> str:
+    """The nodes a note counts, by kind, most first: ``MulBackward0 x84, constant x32 and 3 more``."""
+    return first_four([f"{name} x{count:,}" for name, count in counts.most_common()])

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import printable
-from .model import Edge, Graph, GraphNode
+from .model import Edge, Graph, GraphNode, kinds
 from .summary import as_drawn
 
 PAGE_MAX_NODES = 600  # the most Graphviz lays out in a few seconds, and a browser redraws at once
@@ -36,7 +36,7 @@ def page(graph: Graph) -> str:
     from .views import picture
 
     graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
-    svg = _inline_svg(picture(graph, "svg", collapse=False).decode("utf-8"))
+    svg = _inline_svg(picture(graph, "svg", collapse=False, wanted="html").decode("utf-8"))
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
     data = json.dumps(model_json(graph), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
     return TEMPLATE.format(
@@ -155,14 +155,10 @@ def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
     edges += [Edge("hidden", target, -1) for target in kept if target in cut]
     hidden = sum(dropped.values())
     notes = [n for n in graph.notes if "more nodes not shown" not in n]
-    notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + _kinds(dropped))
+    notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + kinds(dropped))
     cut = Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
     cut.compact, cut.rankdir, cut.clusters = graph.compact, graph.rankdir, graph.clusters
     return cut
-
-
-def _kinds(counts: Counter) -> str:
-    return ", ".join(f"{name} x{count:,}" for name, count in counts.most_common(4))
 
 
 TEMPLATE = """<!DOCTYPE html>

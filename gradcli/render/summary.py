@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import Edge, Graph, GraphNode
+from .model import Edge, Graph, GraphNode, first_four, kinds
 
 GROUP_MIN = 4  # repeats before a shape becomes a group
 SUMMARY_NODES = 100  # pictures of more nodes than this are drawn with their groups collapsed
@@ -375,14 +375,11 @@ def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
     shown = [g for g in whole.groups if g["id"] in kept]
     notes = []
     if cut:
-        notes.append(
-            f"{cut:,} more nodes not shown (--max-nodes {limit}): "
-            + ", ".join(f"{name} x{count:,}" for name, count in beyond.most_common(4))
-        )
+        notes.append(f"{cut:,} more nodes not shown (--max-nodes {limit}): " + kinds(beyond))
     if shown:
         notes.append(
             f"{inside:,} nodes in {len(shown)} group{'s' if len(shown) > 1 else ''} of repeated structure drawn as one "
-            "node each: " + ", ".join(f"{g['label']} ×{g['count']:,}" for g in shown[:4])
+            "node each: " + first_four([f"{g['label']} ×{g['count']:,}" for g in shown])
         )
     graph = Graph(nodes, edges, list(whole.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
                   whole.has_point)  # fmt: skip

@@ -524,14 +524,14 @@ def _group_label(graph: Graph, node: GraphNode, esc: Any) -> str:
 FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
 
 
-def picture(graph: Graph, fmt: str, collapse: bool = True) -> bytes:
+def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = None) -> bytes:
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
     (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
-    ``collapse`` as for ``dot``."""
+    ``collapse`` as for ``dot``; ``wanted``: what the user asked for (the page's SVG is a step)."""
     from .layout import bitmap, current_limit, run_dot
 
     nodes = sum(n.kind != "hidden" for n in graph.nodes)
     source = dot(graph, collapse)
     if fmt == "png":
         return bitmap(source, fmt, current_limit(), nodes=nodes)
-    return run_dot(source, fmt, current_limit(), nodes=nodes)
+    return run_dot(source, fmt, current_limit(), nodes=nodes, wanted=wanted)
