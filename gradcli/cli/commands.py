@@ -874,6 +874,8 @@ def _write_check(
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
     text = ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
             for r in [header, *body]]  # fmt: skip
+    if output.too_wide(text):  # a terminal too narrow for the columns: a record per element
+        text = output.expanded(header, body)
     if note:
         text.append(f"({note})")
-    sys.stdout.write("\n".join(text + lines + [verdict]) + "\n")
+    sys.stdout.write("\n".join(text + output.wrapped([*lines, verdict])) + "\n")

@@ -182,8 +182,45 @@ def print_rows(
     sys.stdout.write("\n".join(out) + "\n")
 
 
+def too_wide(lines: Sequence[str]) -> bool:
+    """Whether a person reads these lines on a terminal narrower than the longest (it would fold them
+    mid-number): a pipe or a file takes every line whole."""
+    if not terminal():
+        return False
+    from rich.console import Console
+
+    return max((len(line) for line in lines), default=0) > Console().width
+
+
+def expanded(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Each row as a record, one ``name  value`` line a column under the row's first cell, as psql's
+    expanded display (``\\x``) shows a table too wide for the terminal: no number is folded."""
+    names = [str(h) or "ok" for h in header[1:]]
+    width = max((len(n) for n in names), default=0)
+    out: list[str] = []
+    for row in rows:
+        out.append(str(row[0]))
+        out += [f"  {n.ljust(width)}  {c}" for n, c in zip(names, row[1:]) if str(c)]
+    return out
+
+
+def wrapped(lines: Iterable[str]) -> list[str]:
+    """On a terminal, each line broken between words to its width (the rest indented); elsewhere as given."""
+    lines = list(lines)
+    if not terminal():
+        return lines
+    import textwrap
+
+    from rich.console import Console
+
+    width = Console().width
+    return [part for line in lines for part in (textwrap.wrap(
+        line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False) or [""])]  # fmt: skip
+
+
 def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
-    """A table with a header: rich on a terminal, aligned columns otherwise."""
+    """A table with a header: rich on a terminal, aligned columns otherwise (records, on a terminal
+    too narrow for the columns)."""
     rows = [list(r) for r in rows]
     if rich_wanted() and table_fits([header, *rows]):
         from rich.table import Table
@@ -199,10 +236,11 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
         out.print(table)
         return
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines = [title] if title else []
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    sys.stdout.write("\n".join(lines) + "\n")
+    if too_wide(lines):
+        lines = expanded(header, rows)
+    sys.stdout.write("\n".join(([title] if title else []) + lines) + "\n")
 
 
 MIN_WRAPPED = 24  # the narrowest the last, wrapped column of a sectioned table may be
