@@ -18,7 +18,8 @@ def test_progress_on_a_terminal_only(tmp_path, monkeypatch):
     code, shown, raw = gradcli_on_terminal(args, columns=100)
     assert code == 0
     assert "evaluating points: " in shown and " rows/s" in shown and " rows, " in shown, shown[-500:]
-    assert raw.rstrip("\n").endswith("\x1b[2K") or raw.endswith("\x1b[?25h")  # the line is erased
+    wrote = f"wrote {out} (20,000 rows)\n"  # said after the file is in place, as every -o says it (issue 27)
+    assert raw.endswith("\x1b[2K" + wrote) or raw.endswith("\x1b[?25h" + wrote)  # the progress line is erased
     assert out.read_text().count("\n") == 20_001
     piped = subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True, text=True)
-    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "", "")
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "", wrote)

@@ -185,6 +185,10 @@ def evaluate_points_file(
             sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
             raise
         sink.close()
+    if out is not None:  # as every other -o says what it wrote (on stderr: stdout stays the data's)
+        from ...errors import printable
+
+        sys.stderr.write(f"wrote {printable(str(out))} ({sink.rows:,} rows)\n")
 
 
 def _chunks(
