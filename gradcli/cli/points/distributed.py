@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import uuid
 from typing import Any
 
 import numpy as np
 
-from ...errors import MissingProgram, UsageError, install_hint
+from ...errors import MissingProgram, UsageError, install_hint, printable
 from ...files import atomic_folder, refuse_same
 from .sink import OUT_EXTENSIONS
 from .source import BEYOND, CSV, IPC, PARQUET, Chunk, Columns, chunks, inexact_integer, kind_of, resolve
@@ -72,6 +73,8 @@ def evaluate_on_dask(
         except (ValueError, TypeError) as exc:  # a cell pandas could not read as a number
             raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
         _first_warning(client, frame, job)
+    parts = sum(1 for name in os.listdir(out) if name.endswith(".parquet"))
+    sys.stderr.write(f"wrote {printable(out)} ({parts:,} Parquet part{'s' if parts != 1 else ''})\n")  # as -o says
 
 
 _PARTS = re.compile(r"part\.\d+\.parquet|_metadata|_common_metadata")  # what a --dask result folder holds
