@@ -140,7 +140,7 @@ def test_version_verbose_names_python_numpy_sympy_and_dot():
 def test_version_verbose_without_dot(tmp_path):
     result = gradcli("--version", "--verbose", env={"PATH": str(tmp_path)})
     assert result.returncode == 0
-    assert result.stdout.splitlines()[-1] == "Graphviz dot not found (needed for png, svg and pdf graphs)"
+    assert result.stdout.splitlines()[-1] == "Graphviz dot not found (needed for png, svg, pdf and html graphs)"
 
 
 def test_verbose_alone_is_an_error():

@@ -217,7 +217,7 @@ def _dot_version() -> str:
 
     dot = shutil.which("dot")
     if dot is None:
-        return "Graphviz dot not found (needed for png, svg and pdf graphs)"
+        return "Graphviz dot not found (needed for png, svg, pdf and html graphs)"
     try:
         said = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
