@@ -100,7 +100,7 @@ def test_large_pictures_are_summaries_drawn_fast(tmp_path, terms):
     start = time.monotonic()
     result = run("graph", expression, "--at", "x=0.5,y=2", "-o", str(out))  # (--max-nodes 2000 would draw all)
     elapsed = time.monotonic() - start
-    assert result.exit_code == 0 and result.stderr == f"wrote {out} (7 nodes)\n"  # summarised from the tape
+    assert result.exit_code == 0 and result.stderr == f"wrote {out} (6 nodes)\n"  # summarised from the tape (the note is no node)
     width, height = png_size(out)
     assert width <= 2000 and height <= 2000, (width, height)  # (was 24292x6560 at 300 nodes)
     assert elapsed < 10, elapsed  # about 1 s here
@@ -122,9 +122,9 @@ def test_a_hundred_thousand_nodes_give_their_summary_in_seconds(tmp_path):
         timeout=300,
     )
     elapsed = time.monotonic() - start
-    assert done.returncode == 0 and done.stderr == f"wrote {out} (7 nodes)\n", (
+    assert done.returncode == 0 and done.stderr == f"wrote {out} (6 nodes)\n", (
         done.stderr
-    )  # x, y, 2 groups, 2 sums, ...
+    )  # x, y, 2 groups, 2 sums (the note is no node)
     width, height = png_size(out)
     assert width <= 2000 and height <= 2000
     assert elapsed < 60, elapsed  # about 6.5 s here: the run and the cut, then a picture of 200 nodes summarised

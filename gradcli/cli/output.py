@@ -219,8 +219,7 @@ def wrapped(lines: Iterable[str]) -> list[str]:
 
 
 def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
-    """A table with a header: rich on a terminal, aligned columns otherwise (records, on a terminal
-    too narrow for the columns)."""
+    """A table with a header: rich on a terminal, aligned columns otherwise."""
     rows = [list(r) for r in rows]
     if rich_wanted() and table_fits([header, *rows]):
         from rich.table import Table
@@ -236,11 +235,10 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str
         out.print(table)
         return
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    if too_wide(lines):
-        lines = expanded(header, rows)
-    sys.stdout.write("\n".join(([title] if title else []) + lines) + "\n")
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 MIN_WRAPPED = 24  # the narrowest the last, wrapped column of a sectioned table may be
