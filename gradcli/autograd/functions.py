@@ -887,7 +887,8 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Tenso
                 f"dimension {d}), but got split_sizes={sizes}"
             )
     starts = np.cumsum([0, *sizes[:-1]])
-    return tuple(apply(ops.SPLIT, (x,), (d, int(s), n)) for s, n in zip(starts, sizes))
+    pieces = tuple(apply(ops.SPLIT, (x,), (d, int(s), n)) for s, n in zip(starts, sizes))
+    return multi_view(pieces, x, "Split" if isinstance(split_size_or_sections, (int, np.integer)) else "SplitWithSizes")
 
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:  # noqa: A002
