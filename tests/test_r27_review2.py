@@ -81,8 +81,8 @@ def test_diagonal_in_place_matches_torch():
     torch = pytest.importorskip("torch", reason=TORCH_REASON)
     v = np.arange(24.0).reshape(2, 3, 4) / 7
     results = []
-    for lib, make in ((torch, lambda: torch.tensor(v, requires_grad=True)), (gc, lambda: gc.tensor(v, requires_grad=True))):
-        a = make()
+    for make in (torch.tensor, gc.tensor):
+        a = make(v, requires_grad=True)
         b = a * 1
         b.diagonal(1, 0, 2).mul_(b[0, 0, 0] + 3)
         (b.sin() * b).sum().backward()
@@ -101,3 +101,63 @@ def test_hessian_keeps_float32_through_an_integer_power():
     np.testing.assert_array_equal(h.numpy(), np.diag([6.0, 12.0, 18.0]).astype(np.float32))
     h2 = gc.functional.hessian(lambda t: (2 * t**2 / 3).sum(), x)
     assert h2.dtype == np.float32
+
+
+# --- x[i] picking one element is a 0-d view, as in PyTorch: in place through it reaches x --------
+
+
+def test_one_element_view_in_place_reaches_base():
+    x = gc.tensor([1.0, 2.0])
+    x[0].add_(1)
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
+    assert x._version == 1
+    m = gc.tensor([[1.0, 2.0], [3.0, 4.0]])
+    m[1, 0].mul_(10)
+    np.testing.assert_array_equal(m.numpy(), [[1.0, 2.0], [30.0, 4.0]])
+
+
+def test_one_element_view_in_place_under_grad_rebases_the_history():
+    a = gc.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 1
+    b[1].mul_(3)
+    np.testing.assert_array_equal(b.detach().numpy(), [1.0, 6.0])
+    assert type(b.grad_fn).__name__ == "CopySlices"
+    (b * b).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 36.0])
+    assert gc.tensor([5.0, 6.0])[1].item() == 6.0  # still reads as a number
+
+
+def test_one_element_view_matches_torch():
+    torch = pytest.importorskip("torch", reason=TORCH_REASON)
+    grads = []
+    for make in (torch.tensor, gc.tensor):
+        a = make(np.array([[0.5, 1.5], [2.5, -1.0]]), requires_grad=True)
+        b = a * 2
+        b[0, 1].mul_(a[1, 1])
+        b[1][0].add_(b[0, 0] * 2)
+        (b * b.sin()).sum().backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+# --- torch.autograd.set_detect_anomaly(mode, check_nan) ------------------------------------------
+
+
+def test_set_detect_anomaly_turns_the_mode_on_and_off():
+    assert not gc.is_anomaly_enabled()
+    with gc.autograd.set_detect_anomaly(True):
+        assert gc.is_anomaly_enabled()
+        x = gc.tensor([1.0, 0.0, 4.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match=r"^Function 'SqrtBackward0' returned nan values"):
+            (gc.sqrt(x) * x).sum().backward()
+        with gc.autograd.set_detect_anomaly(False):
+            assert not gc.is_anomaly_enabled()
+            (gc.sqrt(x) * x).sum().backward()  # off: no error
+        assert gc.is_anomaly_enabled()
+    assert not gc.is_anomaly_enabled()
+    gc.autograd.set_detect_anomaly(True)  # as a plain call, from then on
+    try:
+        assert gc.is_anomaly_enabled()
+    finally:
+        gc.autograd.set_detect_anomaly(False)
+    assert not gc.is_anomaly_enabled()
