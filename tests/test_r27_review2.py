@@ -161,3 +161,34 @@ def test_set_detect_anomaly_turns_the_mode_on_and_off():
     finally:
         gc.autograd.set_detect_anomaly(False)
     assert not gc.is_anomaly_enabled()
+
+
+# --- unbind of a vector: its 0-d slices are views too ----------------------------------------------
+
+
+def test_unbind_of_a_vector_gives_views():
+    x = gc.tensor([1.0, 2.0])
+    first, second = x.unbind()
+    first.mul_(5)
+    np.testing.assert_array_equal(x.numpy(), [5.0, 2.0])
+    assert second._version == x._version == 1
+    y = gc.tensor([1.0, 2.0], requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being modified inplace"):
+        y.unbind()[0].mul_(2)
+
+
+# --- the Hessian family checks the outputs' types first (test_functional's *_err_check) -----------
+
+
+@pytest.mark.parametrize("name", ["hessian", "hvp", "vhp"])
+def test_hessian_family_refuses_a_non_tensor_output_with_a_type_error(name):
+    fn = getattr(gc.functional, name)
+    inp = gc.tensor([0.1, 0.2, 0.3, 0.4])
+    extra = () if name == "hessian" else (gc.ones(4),)
+    with pytest.raises(TypeError, match=f"^The outputs of the user-provided function given to {name} must be either "
+                       "a Tensor or a tuple of Tensors but the value at index 1 has type <class 'str'>"):  # fmt: skip
+        fn(lambda a: (3 * a.narrow(0, 0, 3).sum(), "bar"), inp, *extra)
+    with pytest.raises(RuntimeError, match=f"^The function given to {name} should return a single Tensor"):
+        fn(lambda a: (a.sum(), a.sum()), inp, *extra)
+    with pytest.raises(TypeError, match=f"^The outputs of the user-provided function given to {name} must be"):
+        fn(lambda a: "bar", inp, *extra)

@@ -378,7 +378,7 @@ class Unbind(Function):
         ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
         ctx.dim = d
         value = x._value
-        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
+        return tuple(wrap(value[(slice(None),) * d + (i, Ellipsis)]) for i in range(value.shape[d]))  # (0-d: views too)
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
