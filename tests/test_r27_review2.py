@@ -192,3 +192,20 @@ def test_hessian_family_refuses_a_non_tensor_output_with_a_type_error(name):
         fn(lambda a: (a.sum(), a.sum()), inp, *extra)
     with pytest.raises(TypeError, match=f"^The outputs of the user-provided function given to {name} must be"):
         fn(lambda a: "bar", inp, *extra)
+
+
+# --- a view of one of several views is refused alike (test_inplace_on_view_of_multiple_output_view)
+
+
+def test_a_view_of_a_multi_output_view_refuses_in_place():
+    a = gc.tensor(np.arange(10.0), requires_grad=True).clone()
+    c = a.unbind(0)[0].view_as(a[0])
+    with pytest.raises(RuntimeError, match="^Output 0 of View is a view and is being modified inplace. This view "
+                       "is the output of a function that returns multiple views."):  # fmt: skip
+        c.mul_(2)
+    b = gc.tensor(np.ones((3, 4)), requires_grad=True).clone()
+    with pytest.raises(RuntimeError, match="^Output 0 of Select is a view and is being modified inplace"):
+        b.split(1)[1][0].mul_(2)
+    x = gc.tensor([[1.0, 2.0], [3.0, 4.0]])  # without grad: written through
+    x.unbind()[0][1:].mul_(3)
+    np.testing.assert_array_equal(x.numpy(), [[1.0, 6.0], [3.0, 4.0]])

@@ -16,7 +16,7 @@ from ..ops import linalg as _linalg
 from ..ops import shape as _shape
 from . import tensor as _tensor_mod
 from .grad_mode import state as _state  # this thread's grad mode and tape: read on every operation
-from .node import next_seq, node_class
+from .node import edge_node, next_seq, node_class
 from .tensor import Tensor, storage_root, wrap
 
 _ndarray = np.ndarray
@@ -148,6 +148,10 @@ def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, 
             if not np.may_share_memory(value, root._value):
                 return  # a view of a copy NumPy made on the way (reshape of a transpose)
             result._base = root
+            if source._multi_view is not None:  # a view of one of several views (unbind's): refused alike
+                edge = result._edge
+                name = source._multi_view[0] if edge is None else edge_node(edge).name()
+                result._multi_view = (name.removesuffix("Backward0"), 0)
             if source._detached:
                 result._detached = True
             elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
