@@ -209,3 +209,24 @@ def test_a_view_of_a_multi_output_view_refuses_in_place():
     x = gc.tensor([[1.0, 2.0], [3.0, 4.0]])  # without grad: written through
     x.unbind()[0][1:].mul_(3)
     np.testing.assert_array_equal(x.numpy(), [[1.0, 6.0], [3.0, 4.0]])
+
+
+# --- int32 with float32 is float32 as in PyTorch, also for 0-d tensors (NumPy's scalars widen) -----
+
+
+def test_zero_dim_int32_with_float32_is_float32():
+    i, f = gc.tensor(3, dtype=gc.int32), gc.tensor(2.0, dtype=gc.float32)
+    assert (i * f).dtype == np.float32 and (i * f).item() == 6.0
+    assert (f - i).dtype == np.float32
+    y = i + gc.tensor(2.0, dtype=gc.float32, requires_grad=True)
+    assert y.dtype == np.float32
+    assert gc.where(gc.tensor(True), i, f).dtype == np.float32
+    assert gc.stack([i, f]).dtype == np.float32
+
+
+def test_zero_dim_int32_with_float32_matches_torch():
+    torch = pytest.importorskip("torch", reason=TORCH_REASON)
+    ti, tf = torch.tensor(3, dtype=torch.int32), torch.tensor(2.0, dtype=torch.float32)
+    gi, gf = gc.tensor(3, dtype=gc.int32), gc.tensor(2.0, dtype=gc.float32)
+    for op in (lambda a, b: a * b, lambda a, b: b / a, lambda a, b: a - b, lambda a, b: b**a):
+        assert str(op(gi, gf).dtype) == str(op(ti, tf).dtype).removeprefix("torch.")
