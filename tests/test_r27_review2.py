@@ -230,3 +230,21 @@ def test_zero_dim_int32_with_float32_matches_torch():
     gi, gf = gc.tensor(3, dtype=gc.int32), gc.tensor(2.0, dtype=gc.float32)
     for op in (lambda a, b: a * b, lambda a, b: b / a, lambda a, b: a - b, lambda a, b: b**a):
         assert str(op(gi, gf).dtype) == str(op(ti, tf).dtype).removeprefix("torch.")
+
+
+# --- var of one element: its gradient is nan, as PyTorch's (a ZeroDivisionError crashed backward) --
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_var_gradient_without_degrees_of_freedom_is_nan():
+    x = gc.tensor([1.0], requires_grad=True)
+    x.var().backward()
+    assert np.isnan(x.grad.numpy()).all()
+    m = gc.tensor([[1.0, 2.0]], dtype=gc.float32, requires_grad=True)
+    m.var(0).sum().backward()
+    assert m.grad.dtype == np.float32 and np.isnan(m.grad.numpy()).all()
+    _, tangent = gc.functional.jvp(lambda a: a.var(), gc.tensor([1.0]), gc.tensor([1.0]))
+    assert np.isnan(tangent.item())
+    y = gc.tensor([1.0, 4.0], requires_grad=True)
+    y.var().backward()  # two elements still: 2 / (n - 1) * (x - mean)
+    np.testing.assert_array_equal(y.grad.numpy(), [-3.0, 3.0])
