@@ -248,3 +248,50 @@ def test_var_gradient_without_degrees_of_freedom_is_nan():
     y = gc.tensor([1.0, 4.0], requires_grad=True)
     y.var().backward()  # two elements still: 2 / (n - 1) * (x - mean)
     np.testing.assert_array_equal(y.grad.numpy(), [-3.0, 3.0])
+
+
+# --- empty shapes: the extreme of nothing is PyTorch's error; split/chunk of an empty axis ----------
+
+
+@pytest.mark.parametrize(
+    ("call", "kind", "message"),
+    [
+        (lambda: gc.zeros(0, 3).amax(0), IndexError, "amax(): Expected reduction dim 0 to have non-zero size."),
+        (lambda: gc.zeros(3, 0).min(-1), IndexError, "min(): Expected reduction dim 1 to have non-zero size."),
+        (lambda: gc.zeros(0, 3).max(0), IndexError, "max(): Expected reduction dim 0 to have non-zero size."),
+        (
+            lambda: gc.amin(gc.zeros(0)),
+            RuntimeError,
+            "amin(): Expected reduction dim to be specified for input.numel() == 0.",
+        ),
+        (
+            lambda: gc.zeros(0).max(),
+            RuntimeError,
+            "max(): Expected reduction dim to be specified for input.numel() == 0.",
+        ),
+    ],
+)
+def test_extreme_of_nothing_is_refused_as_pytorch(call, kind, message):
+    with pytest.raises(kind) as info:
+        call()
+    assert str(info.value).startswith(message)
+
+
+def test_extreme_over_a_nonempty_axis_of_an_empty_tensor_is_empty():
+    assert gc.zeros(0, 3).amax(1).shape == (0,)
+    values, indices = gc.zeros(0, 3).max(1)
+    assert values.shape == indices.shape == (0,)
+
+
+def test_split_and_chunk_of_an_empty_axis():
+    x = gc.zeros(2, 0)
+    assert [t.shape for t in gc.split(x, 2, 1)] == [(2, 0)]
+    assert [t.shape for t in x.chunk(3, 1)] == [(2, 0)] * 3
+    assert [t.shape for t in gc.split(x, [0], 1)] == [(2, 0)]
+
+
+def test_split_and_chunk_of_an_empty_axis_match_torch():
+    torch = pytest.importorskip("torch", reason=TORCH_REASON)
+    for n in (1, 2, 5):
+        assert len(gc.split(gc.zeros(2, 0), n, 1)) == len(torch.split(torch.zeros(2, 0), n, 1))
+        assert len(gc.chunk(gc.zeros(2, 0), n, 1)) == len(torch.chunk(torch.zeros(2, 0), n, 1))
