@@ -4,6 +4,8 @@ where torch is installed, torch's own answer."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -295,3 +297,55 @@ def test_split_and_chunk_of_an_empty_axis_match_torch():
     for n in (1, 2, 5):
         assert len(gc.split(gc.zeros(2, 0), n, 1)) == len(torch.split(torch.zeros(2, 0), n, 1))
         assert len(gc.chunk(gc.zeros(2, 0), n, 1)) == len(torch.chunk(torch.zeros(2, 0), n, 1))
+
+
+# --- a custom Function's output that is a view of an input (or the input itself) is not changed in
+# place under grad, as PyTorch refuses it (test_inplace_not_requires_grad, test_custom_function_*view*)
+
+CUSTOM_VIEW_TAIL = re.escape("This view was created inside a custom Function (or because an input was returned as-is)")
+
+
+class _Slice(gc.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x[0:1]
+
+    @staticmethod
+    def backward(ctx, g):
+        return gc.cat([g, gc.zeros(1)])
+
+
+class _Same(gc.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_custom_function_view_output_refuses_in_place():
+    x = gc.tensor([1.0, 2.0], requires_grad=True).clone()
+    with pytest.raises(
+        RuntimeError, match=f"^Output 0 of _Slice is a view and is being modified inplace. {CUSTOM_VIEW_TAIL}"
+    ):
+        _Slice.apply(x).mul_(2)
+    with pytest.raises(
+        RuntimeError, match=f"^Output 0 of _Same is a view and is being modified inplace. {CUSTOM_VIEW_TAIL}"
+    ):
+        _Same.apply(x).mul_(2)
+    a, b = gc.tensor([0.5, 0.25]), gc.tensor([1.0], requires_grad=True)
+    view = _Slice.apply(a)  # (made while nothing required grad)
+    with pytest.raises(RuntimeError, match=f"^A view was created in no_grad mode .*{CUSTOM_VIEW_TAIL}"):
+        view += b
+
+
+def test_custom_function_view_output_still_differentiates_and_writes_without_grad():
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = x.clone()
+    (_Slice.apply(y) * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 0.0])
+    plain = gc.tensor([1.0, 2.0])
+    _Slice.apply(plain).mul_(5)  # nothing requires grad: written through, as in PyTorch
+    np.testing.assert_array_equal(plain.numpy(), [5.0, 2.0])

@@ -158,7 +158,7 @@ def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, 
             if source._multi_view is not None:  # a view of one of several views (unbind's): refused alike
                 edge = result._edge
                 name = source._multi_view[0] if edge is None else edge_node(edge).name()
-                result._multi_view = (name.removesuffix("Backward0"), 0)
+                result._multi_view = (name.removesuffix("Backward0"), 0, *source._multi_view[2:])
             if source._detached:
                 result._detached = True
             elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
