@@ -315,14 +315,10 @@ class _Slice(gc.autograd.Function):
         return gc.cat([g, gc.zeros(1)])
 
 
-class _Same(gc.autograd.Function):
+class _Same(_Slice):  # the input returned as-is (its backward is never run here)
     @staticmethod
     def forward(ctx, x):
         return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
 
 
 def test_custom_function_view_output_refuses_in_place():
