@@ -345,3 +345,19 @@ def test_custom_function_view_output_still_differentiates_and_writes_without_gra
     plain = gc.tensor([1.0, 2.0])
     _Slice.apply(plain).mul_(5)  # nothing requires grad: written through, as in PyTorch
     np.testing.assert_array_equal(plain.numpy(), [5.0, 2.0])
+
+
+# --- fill_ with a 0-d tensor is differentiable in the value (PyTorch's fill_(Tensor)) ---------------
+
+
+def test_fill_with_a_tensor_value_is_differentiable():
+    v = gc.tensor(2.0, requires_grad=True)
+    x = gc.zeros(3)
+    x[1:].fill_(v * 3)
+    np.testing.assert_array_equal(x.detach().numpy(), [0.0, 6.0, 6.0])
+    (x * x).sum().backward()
+    assert v.grad.item() == 72.0  # d/dv of 2 * (3v)^2
+    with pytest.raises(RuntimeError, match="^fill_ only supports 0-dimension value tensor but got tensor with 1 dim"):
+        gc.zeros(3).fill_(gc.tensor([1.0, 2.0]))
+    y = gc.zeros(2, dtype=gc.float32).fill_(gc.tensor(2.5))
+    assert y.dtype == np.float32 and y.numpy().tolist() == [2.5, 2.5]

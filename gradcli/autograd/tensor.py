@@ -621,6 +621,12 @@ class Tensor:
         return self._inplace(_ops.FILL, (), (0,))
 
     def fill_(self, value: Any) -> Tensor:
+        if isinstance(value, Tensor):  # differentiable in the value, as PyTorch's fill_(Tensor)
+            if value.ndim != 0:
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+                )
+            return self.copy_(value)
         return self._inplace(_ops.FILL, (), (value,))
 
     def copy_(self, src: Any) -> Tensor:
