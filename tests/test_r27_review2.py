@@ -361,3 +361,54 @@ def test_fill_with_a_tensor_value_is_differentiable():
         gc.zeros(3).fill_(gc.tensor([1.0, 2.0]))
     y = gc.zeros(2, dtype=gc.float32).fill_(gc.tensor(2.5))
     assert y.dtype == np.float32 and y.numpy().tolist() == [2.5, 2.5]
+
+
+# --- a NumPy number beside a tensor is weak, as PyTorch takes it: float32 stays float32 -------------
+
+
+def test_numpy_numbers_do_not_widen_a_float32_tensor():
+    x = gc.tensor([1.0, 2.0], dtype=gc.float32, requires_grad=True)
+    for y in (
+        x * np.float64(2.0),
+        np.float64(2.0) * x,
+        x + np.int64(3),
+        np.sqrt(np.float64(2)) / x,
+        x ** np.float64(2),
+    ):
+        assert y.dtype == np.float32
+    assert (x * np.complex128(1j)).dtype == np.complex64
+    assert (gc.tensor([1, 2], dtype=gc.int32) * np.int64(2)).dtype == np.int32
+    (g,) = gc.autograd.grad((x * np.float64(3.0)).sum(), x)
+    assert g.dtype == np.float32 and g.numpy().tolist() == [3.0, 3.0]
+
+
+def test_numpy_numbers_match_torch_dtypes():
+    torch = pytest.importorskip("torch", reason=TORCH_REASON)
+    for dtype in ("float32", "int32", "complex64"):
+        ours = gc.tensor([1, 2], dtype=getattr(gc, dtype))
+        theirs = torch.tensor([1, 2], dtype=getattr(torch, dtype))
+        for number in (np.float64(2.0), np.int64(2), np.float32(0.5)):
+            if dtype == "int32" and isinstance(number, np.floating):
+                continue  # (PyTorch's default float dtype is float32, gradcli's float64)
+            assert str((ours * number).dtype) == str((theirs * number).dtype).removeprefix("torch.")
+
+
+# --- flip is a copy, as PyTorch's: a later in-place change of x does not show through it -----------
+
+
+def test_flip_is_a_copy():
+    x = gc.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    y = x.flip(0)
+    x.add_(1)
+    np.testing.assert_array_equal(y.numpy(), [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]])
+    assert y._version == 0
+    z = gc.flip(x, (1,))
+    z.mul_(0)
+    np.testing.assert_array_equal(x.numpy(), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    a = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1
+    f = b.flip(0)
+    b.mul_(2)  # f does not see it; its gradient is that of the old b
+    (f * gc.tensor([1.0, 10.0, 100.0])).sum().backward()
+    np.testing.assert_array_equal(f.detach().numpy(), [3.0, 2.0, 1.0])
+    np.testing.assert_array_equal(a.grad.numpy(), [100.0, 10.0, 1.0])
