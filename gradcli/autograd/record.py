@@ -253,6 +253,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         av = a._value
         ea = a._edge
     else:
+        if isinstance(a, np.generic) and not isinstance(a, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            a = a.item()
         if not isinstance(a, _REAL_SCALARS):
             a = _constant_operand(a)
             if a is NotImplemented:
@@ -263,6 +265,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b._value
         eb = b._edge
     else:
+        if isinstance(b, np.generic) and not isinstance(b, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            b = b.item()
         if not isinstance(b, _REAL_SCALARS):
             b = _constant_operand(b)
             if b is NotImplemented:

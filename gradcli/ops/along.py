@@ -64,7 +64,8 @@ LOG_SOFTMAX = primitive(
 
 
 def _flip(x, axes):
-    return np.flip(x, axis=axes)
+    # a copy, as PyTorch's flip (NumPy's is a view: an in-place change of x would show through it)
+    return np.flip(x, axis=axes).copy()
 
 
 FLIP = primitive(
