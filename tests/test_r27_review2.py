@@ -412,3 +412,24 @@ def test_flip_is_a_copy():
     (f * gc.tensor([1.0, 10.0, 100.0])).sum().backward()
     np.testing.assert_array_equal(f.detach().numpy(), [3.0, 2.0, 1.0])
     np.testing.assert_array_equal(a.grad.numpy(), [100.0, 10.0, 1.0])
+
+
+# --- a view that retains its grad keeps doing so when its base changes in place ----------------------
+
+
+def test_retained_view_keeps_its_grad_after_the_base_changes_in_place():
+    a = gc.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = a * 2
+    v = b[0]
+    v.retain_grad()
+    b.mul_(2)
+    (v * v).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [8.0, 16.0])  # 2 v, v = 4 a[0] now
+    np.testing.assert_array_equal(a.grad.numpy(), [[32.0, 64.0], [0.0, 0.0]])
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    e = y[0]  # one element: a 0-d view
+    e.retain_grad()
+    y.mul_(2)
+    (e * 1).backward()
+    assert e.grad.item() == 1.0

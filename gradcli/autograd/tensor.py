@@ -224,7 +224,7 @@ def retake_views(root: Tensor, changed: Tensor) -> None:
         for ref in list(views):
             view = ref()
             if view is not None and view is not changed and view._base is root:
-                view._edge = _retake(root, view._view_fn)
+                view._move_edge(view._edge, _retake(root, view._view_fn))  # (retain_grad moves with it)
 
 
 def wrap(value: Any, edge: Any = None) -> Tensor:
