@@ -13,7 +13,7 @@ from .tensor import Tensor  # first: the modules below build on it
 # isort: on
 from .. import ops as _ops
 from . import methods as _methods  # noqa: F401  (binds the functions as Tensor methods)
-from .anomaly import detect_anomaly, is_anomaly_enabled
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .node import AccumulateGrad, Node
@@ -89,5 +89,6 @@ __all__ = [
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]

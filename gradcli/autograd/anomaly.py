@@ -130,6 +130,28 @@ def is_anomaly_enabled() -> bool:
     return _state.anomaly is not None
 
 
+class set_detect_anomaly:
+    """``torch.autograd.set_detect_anomaly(mode, check_nan)``: anomaly mode on or off from the call
+    on (as ``set_grad_enabled``), the previous mode back at the end of a ``with`` block."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        current, trace = _state.anomaly, _state.trace
+        self._previous = (current, trace)
+        if not mode:
+            _state.anomaly, _state.trace = None, trace.previous if isinstance(trace, _Witness) else trace
+        elif current is None or current.check_nan != check_nan:
+            with warnings.catch_warnings():  # (PyTorch's set_detect_anomaly does not warn)
+                warnings.simplefilter("ignore")
+                on = detect_anomaly(check_nan)
+            on.__enter__()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.anomaly, _state.trace = self._previous
+
+
 class _Witness:
     """Stands in for the thread's trace (``grad_mode.state.trace``) while anomaly mode is on (passing entries on to a trace
     already there): every recorded node's inputs, and the line that made it."""

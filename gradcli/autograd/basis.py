@@ -232,12 +232,15 @@ class Structured(_UfuncOperators):
     # what keeps the structure
     def _scaled(self, w: Any, op: Any) -> Any:
         """``op(self, w)`` for a value ``w`` that broadcasts along the values (``multiply``, ``true_divide``)."""
+        scalar = w if isinstance(w, (int, float)) else None  # kept: NumPy's weak Python scalar keeps float32
         w = np.asarray(w)
         if w.ndim > 1 or (w.ndim == 1 and w.shape[0] not in (1, self.m) and self.m != 1):
             return NotImplemented
         if w.dtype.kind not in "biuf" or not np.isfinite(w).all():
             return NotImplemented  # 0 * inf and NaNs spread as the dense array spreads them
         m = self.m if w.ndim == 0 else max(self.m, w.shape[0])
+        if scalar is not None:
+            w = scalar
         bands = self.bands
         if m != self.m:  # a one-element value spread over m values: bands become rank-1 terms
             if bands:

@@ -31,7 +31,7 @@ from ..ops import unbroadcast
 from . import grad_mode as _grad_mode
 from .grad_mode import no_grad
 from .node import BACKWARD_TWICE, FREED, AccumulateGrad, Node, OutputRef, inplace_error, next_seq
-from .tensor import Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
+from .tensor import CUSTOM_VIEW, Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
 
 
 class FunctionCtx:
@@ -233,6 +233,8 @@ class Function:
             for o in outs:
                 if id(o) in dirty:
                     o._bump_version()
+            if _grad_mode.state.enabled:
+                _mark_custom_views(cls, outs, args, dirty)
             return tuple(outs) if many else outs[0]
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         node = cls._node_type()(
@@ -243,7 +245,8 @@ class Function:
             tuple(args[i].shape for i in positions),
             [o.shape if isinstance(o, Tensor) else None for o in outs],
         )
-        results = _link_outputs(node, ctx, outs, many, {id(a) for a in args if isinstance(a, Tensor)})
+        results = _link_outputs(node, ctx, outs, many, [a for a in args if isinstance(a, Tensor)])
+        _mark_custom_views(cls, results, args, dirty)
         if _grad_mode.state.trace is not None:
             for result in results:
                 if isinstance(result, Tensor):
@@ -264,11 +267,34 @@ def _bound(forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any], separate
     return bound.args, bound.kwargs
 
 
-def _link_outputs(node: FunctionNode, ctx: FunctionCtx, outs: list[Any], many: bool, inputs: set[int]) -> list[Any]:
+def _mark_custom_views(cls: type, results: list[Any], args: tuple[Any, ...], dirty: Any) -> None:
+    """An output that is a view of an input (or the input returned as-is), not marked dirty: changing it
+    in place under grad is refused, as PyTorch refuses it (CopySlices would override the custom backward)."""
+    if cls is DelayedError:
+        return
+    roots = [storage_root(a) for a in args if isinstance(a, Tensor) and a._value.__class__ is np.ndarray]
+    for k, r in enumerate(results):
+        if (
+            not isinstance(r, Tensor)
+            or r._value.__class__ is not np.ndarray
+            or id(r) in dirty
+            or any(r is t for t in roots)
+        ):
+            continue
+        root = next((t for t in roots if np.may_share_memory(r._value, t._value)), None)
+        if root is not None:
+            r._base = root
+            r._multi_view = (cls.__name__, k, CUSTOM_VIEW)
+
+
+def _link_outputs(
+    node: FunctionNode, ctx: FunctionCtx, outs: list[Any], many: bool, tensors: list[Tensor]
+) -> list[Any]:
     """Forward's outputs as the node's outputs: the tensor forward made becomes the output itself, as in
     PyTorch (an output that forward saved is then linked into the graph: its double backward is right);
     an input marked dirty is rebased onto the node; an input returned is a new tensor; a tensor returned
     twice is one object (the later output)."""
+    inputs = {id(a) for a in tensors}
     results: list[Any] = []
     for k, o in enumerate(outs):
         if not isinstance(o, Tensor):
@@ -378,7 +404,7 @@ class Unbind(Function):
         ctx.axis = d - x.ndim  # counted from the end: batched gradients (a Jacobian's) keep their axes
         ctx.dim = d
         value = x._value
-        return tuple(wrap(value[(slice(None),) * d + (i,)]) for i in range(value.shape[d]))
+        return tuple(wrap(value[(slice(None),) * d + (i, Ellipsis)]) for i in range(value.shape[d]))  # (0-d: views too)
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:

@@ -513,8 +513,10 @@ def _finish(tensors: list[Tensor], many: bool, create_graph: bool) -> Any:
 
 def _single_output(result: Any, name: str) -> Tensor:
     if isinstance(result, (tuple, list)):
+        for i, item in enumerate(result):  # PyTorch checks the outputs' types first (its TypeError)
+            _output(item, i, True, name)
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
-    out = result if isinstance(result, Tensor) else Tensor(result)
+    out = _output(result, 0, False, name)
     if np.size(out._value) != 1:
         raise RuntimeError(
             f"The Tensor returned by the function given to {name} should contain a single element "

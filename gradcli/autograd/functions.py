@@ -81,19 +81,38 @@ def prod(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, ke
 
 
 def amax(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    x = as_tensor(x)
+    _check_nonempty("amax", x, axis if dim is None else dim)
     return _reduce(ops.AMAX, x, dim, keepdim, axis, keepdims)
 
 
 def amin(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    x = as_tensor(x)
+    _check_nonempty("amin", x, axis if dim is None else dim)
     return _reduce(ops.AMIN, x, dim, keepdim, axis, keepdims)
+
+
+def _check_nonempty(name: str, x: Tensor, dim: Any) -> None:
+    """PyTorch's refusals of a largest or smallest element of nothing (NumPy's ValueError otherwise)."""
+    if x.numel() != 0:
+        return
+    if dim is None:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+            "with the 'dim' argument."
+        )
+    for d in _dims(dim, x.ndim) or range(x.ndim):
+        if x.ndim and x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d % x.ndim} to have non-zero size.")
 
 
 def _extreme(prim: Any, pair: Any, arg: Any, x: Any, dim: Any, keepdim: bool) -> Any:
     if dim is not None and not isinstance(dim, (int, np.integer)):
         return binary(pair, x, dim)  # max(a, b): elementwise
+    x = as_tensor(x)
+    _check_nonempty("max" if prim is ops.AMAX else "min", x, dim)
     if dim is None:
         return _reduce(prim, x, None, False, None, None)
-    x = as_tensor(x)
     v = np.asarray(x._value)
     if v.ndim == 0 or v.size == 0 or v.dtype.kind == "c":
         values = _reduce(prim, x, dim, keepdim, None, None)
@@ -816,8 +835,8 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa:
     d = wrap_dim(dim, x.ndim)
     size = x.shape[d]
     step = -(-size // chunks) if size else 0
-    if step == 0:
-        return (apply(ops.SPLIT, (x,), (d, 0, size)),)
+    if step == 0:  # an empty axis: chunks empty pieces, as PyTorch's
+        return multi_view(tuple(apply(ops.SPLIT, (x,), (d, 0, 0)) for _ in range(chunks)), x, "Split")
     pieces = tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
     return multi_view(pieces, x, "Split")
 
@@ -878,7 +897,7 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Tenso
         step = int(split_size_or_sections)
         if step < 0 or (step == 0 and size):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        sizes = [_smaller(step, size - s) for s in range(0, size, step)] if step else [0]
+        sizes = [_smaller(step, size - s) for s in range(0, size, step)] if step and size else [0]
     else:
         sizes = [int(n) for n in split_size_or_sections]
         if any(n < 0 for n in sizes) or np.sum(sizes) != size:
@@ -887,7 +906,8 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Tenso
                 f"dimension {d}), but got split_sizes={sizes}"
             )
     starts = np.cumsum([0, *sizes[:-1]])
-    return tuple(apply(ops.SPLIT, (x,), (d, int(s), n)) for s, n in zip(starts, sizes))
+    pieces = tuple(apply(ops.SPLIT, (x,), (d, int(s), n)) for s, n in zip(starts, sizes))
+    return multi_view(pieces, x, "Split" if isinstance(split_size_or_sections, (int, np.integer)) else "SplitWithSizes")
 
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:  # noqa: A002

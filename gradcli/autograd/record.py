@@ -16,7 +16,7 @@ from ..ops import linalg as _linalg
 from ..ops import shape as _shape
 from . import tensor as _tensor_mod
 from .grad_mode import state as _state  # this thread's grad mode and tape: read on every operation
-from .node import next_seq, node_class
+from .node import edge_node, next_seq, node_class
 from .tensor import Tensor, storage_root, wrap
 
 _ndarray = np.ndarray
@@ -79,6 +79,13 @@ def _floats_over_ints(values: Any) -> list[Any] | None:
         return None
     target = np.result_type(*floats)
     return [v.astype(target) if is_int else v for v, is_int in zip(values, ints)]
+
+
+def _may_have_widened(out: Any, values: Any) -> bool:
+    """Whether NumPy may have widened an integer beside a float (``_floats_over_ints``): not when
+    a float64 number came of values all of one class (the common case, kept fast); int32 and float32
+    numbers give float64 too."""
+    return out.__class__ is not _F64_SCALAR or any(v.__class__ is not values[0].__class__ for v in values)
 
 
 def _as_float(value: Any) -> Any:
@@ -148,6 +155,10 @@ def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, 
             if not np.may_share_memory(value, root._value):
                 return  # a view of a copy NumPy made on the way (reshape of a transpose)
             result._base = root
+            if source._multi_view is not None:  # a view of one of several views (unbind's): refused alike
+                edge = result._edge
+                name = source._multi_view[0] if edge is None else edge_node(edge).name()
+                result._multi_view = (name.removesuffix("Backward0"), 0, *source._multi_view[2:])
             if source._detached:
                 result._detached = True
             elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
@@ -177,7 +188,7 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
     if _from_bools(out, values):
         values = [_as_float(v) for v in values]  # NumPy computes on booleans in float16; PyTorch in float
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
-    elif out.__class__ is not _F64_SCALAR and (cast := _floats_over_ints(values)) is not None:
+    elif _may_have_widened(out, values) and (cast := _floats_over_ints(values)) is not None:
         inputs = [c if c is not v else x for x, v, c in zip(inputs, values, cast)]  # the integers: constants
         values = cast
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
@@ -242,6 +253,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         av = a._value
         ea = a._edge
     else:
+        if isinstance(a, np.generic) and not isinstance(a, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            a = a.item()
         if not isinstance(a, _REAL_SCALARS):
             a = _constant_operand(a)
             if a is NotImplemented:
@@ -252,6 +265,8 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b._value
         eb = b._edge
     else:
+        if isinstance(b, np.generic) and not isinstance(b, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            b = b.item()
         if not isinstance(b, _REAL_SCALARS):
             b = _constant_operand(b)
             if b is NotImplemented:
@@ -259,7 +274,9 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b
         eb = None
     out = prim.forward(av, bv)
-    if out.__class__ is not _F64_SCALAR and (cast := _floats_over_ints((av, bv))) is not None:
+    if (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__) and (
+        cast := _floats_over_ints((av, bv))
+    ) is not None:
         if cast[0] is not av:  # an integer tensor becomes a floating constant
             a = av = cast[0]
         if cast[1] is not bv:

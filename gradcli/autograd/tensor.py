@@ -141,6 +141,11 @@ OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
 )
+CUSTOM_VIEW = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic "
+    "to handle view+inplace would override the custom backward associated with the custom Function, leading to "
+    "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function."
+)
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 MULTI_VIEW = (
     "This view is the output of a function that returns multiple views. Such functions do not allow the output "
@@ -163,11 +168,12 @@ def check_inplace(t: Tensor, edge: Any, recording: bool) -> None:
         return
     multi = t._multi_view
     if multi is not None:
+        why = multi[2] if len(multi) > 2 else MULTI_VIEW  # (a custom Function's view says so)
         if edge is None:
             raise RuntimeError(
-                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. " + MULTI_VIEW
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. " + why
             )
-        raise RuntimeError(f"Output {multi[1]} of {multi[0]} is a view and is being modified inplace. {MULTI_VIEW}")
+        raise RuntimeError(f"Output {multi[1]} of {multi[0]} is a view and is being modified inplace. {why}")
     if t._view_fn is None:
         raise RuntimeError(
             "gradcli does not record in-place operations on this view of a tensor that requires grad; "
@@ -218,7 +224,7 @@ def retake_views(root: Tensor, changed: Tensor) -> None:
         for ref in list(views):
             view = ref()
             if view is not None and view is not changed and view._base is root:
-                view._edge = _retake(root, view._view_fn)
+                view._move_edge(view._edge, _retake(root, view._view_fn))  # (retain_grad moves with it)
 
 
 def wrap(value: Any, edge: Any = None) -> Tensor:
@@ -255,7 +261,9 @@ class Tensor:
     _versions: int = 0  # the storage's version counter, kept on the storage root (read ``_version``)
     _base: Tensor | None = None
     _view_fn: Any = None  # a view's ((primitive, params), ...) from its base: how to take it again
-    _multi_view: Any = None  # (name, k): output k of a function returning several views (unbind)
+    _multi_view: Any = (
+        None  # (name, k[, why]): output k of a function returning several views (unbind), or a custom one's
+    )
     _views: Any = None  # weak references to a base's views that have a _view_fn: retaken when it changes
     _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     _detached_in_place: bool = False  # cut from the graph by detach_(): a node that saved it must not use it
@@ -613,6 +621,12 @@ class Tensor:
         return self._inplace(_ops.FILL, (), (0,))
 
     def fill_(self, value: Any) -> Tensor:
+        if isinstance(value, Tensor):  # differentiable in the value, as PyTorch's fill_(Tensor)
+            if value.ndim != 0:
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+                )
+            return self.copy_(value)
         return self._inplace(_ops.FILL, (), (value,))
 
     def copy_(self, src: Any) -> Tensor:

@@ -64,7 +64,8 @@ LOG_SOFTMAX = primitive(
 
 
 def _flip(x, axes):
-    return np.flip(x, axis=axes)
+    # a copy, as PyTorch's flip (NumPy's is a view: an in-place change of x would show through it)
+    return np.flip(x, axis=axes).copy()
 
 
 FLIP = primitive(
@@ -166,14 +167,23 @@ def _var(x, axis, keepdims, correction):
         return np.var(x, axis=axis, keepdims=keepdims, ddof=correction)
 
 
+def _two_over_dof(x, axis, correction):
+    """2 / (n - correction), a Python float (float32 stays float32): inf for no degree of freedom
+    (a single element), as PyTorch's C++ division gives (its gradient is then 0 * inf = nan)."""
+    dof = _n(x, axis) - correction
+    return 2.0 / dof if dof else float("inf")
+
+
 def _var_rule(g, out, x, axis, keepdims, correction):
     # PyTorch's var_backward: (2 / (n - correction)) * grad * (x - mean(x))
     nb = np.ndim(g) - np.ndim(out)
-    return (2.0 / (_n(x, axis) - correction)) * _kept(g, x, axis, keepdims, nb) * _centred(x, axis)
+    with np.errstate(invalid="ignore"):
+        return _two_over_dof(x, axis, correction) * _kept(g, x, axis, keepdims, nb) * _centred(x, axis)
 
 
 def _var_weight(out, x, axis, keepdims, correction):
-    return (2.0 / (_n(x, axis) - correction)) * _centred(x, axis)
+    with np.errstate(invalid="ignore"):
+        return _two_over_dof(x, axis, correction) * _centred(x, axis)
 
 
 def _var_jvp(tangents, out, x, axis, keepdims, correction):

@@ -225,8 +225,17 @@ TRIU = _triangle("triu", np.triu, "on and above the diagonal")
 
 
 def _diagonal(x, offset, dim1, dim2):
-    # (a copy: NumPy's diagonal is a read-only view); the diagonal is the last axis, as in PyTorch
-    return np.diagonal(x, offset, dim1, dim2).copy()
+    """A view of ``x`` (writable when ``x`` is, as PyTorch's: an in-place change of it reaches ``x``;
+    NumPy's own diagonal is read-only), the diagonal as the last axis, as in PyTorch."""
+    x = np.asarray(x)
+    moved = np.moveaxis(x, (dim1, dim2), (-2, -1))
+    rows, cols = diagonal_positions(moved.shape[-2], moved.shape[-1], offset)
+    if len(rows) == 0:
+        return np.diagonal(x, offset, dim1, dim2).copy()
+    strides = moved.strides[:-2] + (moved.strides[-2] + moved.strides[-1],)
+    # (from the first element of the diagonal on, one row and one column down at each step)
+    corner = moved[..., rows[0] :, cols[0] :]
+    return np.lib.stride_tricks.as_strided(corner, moved.shape[:-2] + (len(rows),), strides)
 
 
 def diagonal_positions(n1: int, n2: int, offset: int) -> tuple[np.ndarray, np.ndarray]:

@@ -199,10 +199,19 @@ def _getitem_rule(g, out, x, index):
     return SCATTER(g, index, x.shape, batch_ndim(g, out))
 
 
+def _getitem(x, index):
+    out = x[index]
+    if out.__class__ is not np.ndarray and x.__class__ is np.ndarray and x.flags.writeable:
+        # one element picked by integers: a 0-d view of x (NumPy gives a copy), as PyTorch's, so that
+        # x[0].add_(1) changes x
+        return x[(*index, Ellipsis)]
+    return out
+
+
 GETITEM = primitive(
     "getitem",
     1,
-    lambda x, index: x[index],
+    _getitem,
     (_getitem_rule,),
     saves="meta",
     nparams=1,
