@@ -92,3 +92,21 @@ def test_plot_widest_range_that_fits_gives_finite_samples():
     assert result.returncode == 0, result.stderr
     xs = json.loads(result.stdout)["x"]
     assert xs[0] == -8e307 and xs[-1] == 8e307 and all(isinstance(v, float) for v in xs)
+
+
+@pytest.mark.parametrize(("cell", "shown"), [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")])
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_a_non_finite_cell_of_a_binary_file_is_named_as_a_number_not_a_numpy_repr(tmp_path, cell, shown, suffix):
+    pa = pytest.importorskip("pyarrow", reason="Parquet and Arrow need pyarrow (the scale extra)")
+    table = pa.table({"x": [1.0, 2.0, 3.0], "w": [1.0, cell, 2.0]})
+    path = tmp_path / f"data{suffix}"
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow").write_table(table, str(path))
+    else:
+        pytest.importorskip("pyarrow.feather", reason="Arrow IPC needs pyarrow").write_feather(table, str(path))
+    result = _cli("eval", "x*w", "--points", str(path))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"error: --points {path}: data row 2, column 'w': {shown} is not a finite float64 number "
+        "(nan, an infinity, or too large)\n"
+    )
