@@ -110,3 +110,34 @@ def test_a_non_finite_cell_of_a_binary_file_is_named_as_a_number_not_a_numpy_rep
         f"error: --points {path}: data row 2, column 'w': {shown} is not a finite float64 number "
         "(nan, an infinity, or too large)\n"
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "x", "--at", "x=1"],
+        ["eval", "v", "--at", "v=[1,2]"],
+        ["check", "v", "--at", "v=[1,2]"],
+        ["graph", "v", "--at", "v=[1,2]"],
+        ["eval", "v*x", "--at", "v=[1,2]", "--points", "POINTS"],
+        ["check", "v*x", "--at", "v=[1,2]", "--points", "POINTS"],
+    ],
+)
+@pytest.mark.parametrize("seed", ["1e400", "-1e309", "1/0", "[1e400,1]", "[1,-1e999]"])
+def test_a_seed_that_is_not_finite_is_refused_as_at_values_are(tmp_path, args, seed):
+    """--seed 1e400 gave d/dx = inf with exit 0 (and [1e400,1] inf in the gradient) where
+    --at x=1e400 is refused: every road reads --seed through one parser, which now refuses it."""
+    points = tmp_path / "p.csv"
+    points.write_text("x\n1\n3\n")
+    args = [str(points) if a == "POINTS" else a for a in args]
+    if seed.startswith("[") and args[1] == "x":
+        pytest.skip("a vector seed needs a vector output")
+    result = _cli(*args, "--seed", seed)
+    assert result.returncode == 2 and result.stdout == "", result.stdout
+    assert result.stderr == f"error: --seed: {seed!r} is not a finite float64 number (too large, or 1/0)\n"
+
+
+def test_the_largest_finite_seed_is_still_taken():
+    result = _cli("eval", "v", "--at", "v=[1,2]", "--seed", "[1e308,1]", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["gradient"]["v"] == [1e308, 1.0]
