@@ -141,3 +141,29 @@ def test_the_largest_finite_seed_is_still_taken():
     result = _cli("eval", "v", "--at", "v=[1,2]", "--seed", "[1e308,1]", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["gradient"]["v"] == [1e308, 1.0]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", "-"])
+def test_check_points_expect_reads_a_column_the_expression_does_not_use(tmp_path, suffix):
+    """check --at x=1,w=2,z=5 --expect x="w+z-5" is OK; at the same rows through --points the formula's
+    z (a column of the data) was an "unknown name ... give it with --at z=", and --at z= is refused
+    beside a column of that name: a dead end. The formula now reads its columns from the row."""
+    rows = [(1.0, 2.0, 5.0), (3.0, 4.0, 6.0), (-2.0, 0.5, 5.0)]
+    path = tmp_path / "data.csv"
+    path.write_text("x,w,z\n" + "".join(f"{x!r},{w!r},{z!r}\n" for x, w, z in rows))
+    if suffix == ".parquet":
+        pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the scale extra)")
+        pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs pyarrow (the scale extra)")
+        path = tmp_path / "data.parquet"
+        pq.write_table(pa.table({k: [r[i] for r in rows] for i, k in enumerate("xwz")}), str(path))
+    spec, stdin = ("-", (tmp_path / "data.csv").read_text()) if suffix == "-" else (str(path), None)
+    agree = _cli("check", "x*w", "--points", spec, "--expect", "x=w*z/z", "--json", input=stdin)
+    assert agree.returncode == 0, agree.stderr
+    assert json.loads(agree.stdout)["ok"] is True
+    off = _cli("check", "x*w", "--points", spec, "--expect", "x=w+z-5", "--json", input=stdin)
+    assert off.returncode == 1, off.stderr
+    found = json.loads(off.stdout)
+    assert found["failed"] == 1 and found["disagreeing"] == ["expect"]  # only the row with z = 6
+    for x, w, z in rows:  # the same verdict as check --at at each row
+        one = _cli("check", "x*w", "--at", f"x={x!r},w={w!r},z={z!r}", "--expect", "x=w+z-5")
+        assert one.returncode == (1 if z != 5.0 else 0), one.stdout
