@@ -167,3 +167,30 @@ def test_check_points_expect_reads_a_column_the_expression_does_not_use(tmp_path
     for x, w, z in rows:  # the same verdict as check --at at each row
         one = _cli("check", "x*w", "--at", f"x={x!r},w={w!r},z={z!r}", "--expect", "x=w+z-5")
         assert one.returncode == (1 if z != 5.0 else 0), one.stdout
+
+
+@pytest.mark.parametrize(
+    ("expr", "x", "y"),
+    [("floor(x)*y + x", -1.0, 1e-9), ("trunc(x)*y + x*x", 3.0, 1e-7), ("round(x + 0.5)*y - x", 2.0, -1e-6)],
+)
+def test_a_small_step_under_the_slope_is_a_step_on_both_roads(tmp_path, expr, x, y):
+    """floor(x)*1e-9 + x at x = -1: f(x+h) - f(x-h) = 1e-9 + 2h, so the step was not seen (it was
+    looked for only where it outweighs 2 f' h) and the straddling central difference, 1 + 3e-7, was a
+    MISMATCH through --points (exit 1) where check --at said OK (SymPy arbitrated). The part of
+    f(x+h) - f(x-h) not linear in h, the same at every level, is now the step on every road."""
+    points = tmp_path / "p.csv"
+    points.write_text(f"x,y\n{x!r},{y!r}\n0.25,0.5\n")
+    through_points = _cli("check", expr, "--points", str(points), "--json")
+    assert through_points.returncode == 0, through_points.stdout
+    found = json.loads(through_points.stdout)
+    assert found["ok"] is True and found["not_differentiable_points"] == 1
+    for method in ("fd", "sympy,fd,complex"):
+        at = _cli("check", expr, "--at", f"x={x!r},y={y!r}", "--method", method)
+        assert at.returncode == 0, at.stdout
+        assert "x: not differentiable here: the function steps by" in at.stdout
+
+
+def test_a_smooth_function_with_no_third_derivative_is_no_step():
+    """The steady part of f(x+h) - f(x-h) is 0 for x^2 + 3x (no h^3 term): no step is claimed."""
+    result = _cli("check", "x*x + 3*x + y", "--at", "x=-1,y=1e-9", "--method", "fd")
+    assert result.returncode == 0 and "not differentiable" not in result.stdout, result.stdout
