@@ -112,6 +112,8 @@ def _span(item: str, text: str) -> tuple[float, float]:
         ends.append(float(value))
     if not ends[0] < ends[1]:
         raise UsageError(f"--range {item}: the start must be below the end")
+    if not np.isfinite(ends[1] - ends[0]):  # the samples would be inf and nan
+        raise UsageError(f"--range {item}: too wide, the end minus the start is beyond float64's range")
     return ends[0], ends[1]
 
 

@@ -109,6 +109,8 @@ def seed_vector(text: str, shape: tuple[int, ...]) -> np.ndarray:
     if text.strip() == "ones":
         return np.ones(shape)
     seed = constant(text, "--seed")
+    if not np.isfinite(seed).all():  # an inf or nan seed makes every gradient inf or nan
+        raise UsageError(f"--seed: {text.strip()!r} is not a finite float64 number (too large, or 1/0)")
     if seed.shape != shape:
         if seed.ndim == 0:
             return np.full(shape, float(seed))

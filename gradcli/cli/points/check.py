@@ -101,16 +101,20 @@ class PointsCheck:
         self.rtol, self.atol = rtol, atol
         self.formulas = expect
         self.expect = {name: load(formula) for name, formula in expect.items()}
+        # the data's columns an --expect formula names and the expression does not: read for it alone
+        mentioned = {v for formula in self.expect.values() for v in formula.variables}
+        self.extra = sorted(mentioned - set(program.variables) - set(values))
         if not self.methods and not self.expect:
             raise UsageError("check --points compares with fd, complex or --expect: SymPy works on one point at a time")
         self.tally = Tally()
         self.names: list[str] = []
 
     def chunk(self, chunk: Chunk) -> None:
-        road, decision = self.decided(chunk)
+        extra = {k: chunk.numbers.pop(k) for k in self.extra if k in chunk.numbers}
+        road, decision = self.decided(chunk, extra)
         self._tally(chunk, road, decision)
 
-    def decided(self, chunk: Chunk) -> tuple[Road, Decision]:
+    def decided(self, chunk: Chunk, extra: dict[str, np.ndarray] | None = None) -> tuple[Road, Decision]:
         """Every point of the chunk decided, as check --at decides one point."""
         from ...lang.points import evaluate_points
 
@@ -124,10 +128,12 @@ class PointsCheck:
         self.names = names
         road = _ChunkRoad(self, chunk, names, result).road()
         rtol, atol = tolerances(np.dtype(np.float64), self.rtol, self.atol, road)
-        given = {"expect": self._expected(chunk, road, names, result)} if self.expect else {}
+        given = {"expect": self._expected(chunk, road, names, result, extra or {})} if self.expect else {}
         return road, decide(road, self.methods, rtol, atol, given)
 
-    def _expected(self, chunk: Chunk, road: Road, names: list[str], result: Any) -> Reference:
+    def _expected(
+        self, chunk: Chunk, road: Road, names: list[str], result: Any, extra: dict[str, np.ndarray]
+    ) -> Reference:
         """The user's formulas at every point, each broadcast to its variable's shape."""
         from ...lang.points import point_values
 
@@ -138,7 +144,7 @@ class PointsCheck:
             k = names.index(name)
             shape = result.gradient[name].shape[1:]
             with np.errstate(all="ignore"):
-                value = np.asarray(point_values(program, chunk.numbers, self.values), dtype=np.float64)
+                value = np.asarray(point_values(program, {**chunk.numbers, **extra}, self.values), dtype=np.float64)
             own = value.shape[1:]
             try:
                 block = np.broadcast_to(value.reshape((n,) + (1,) * (len(shape) - len(own)) + own), (n, *shape))
@@ -331,7 +337,8 @@ def check_points_file(
 
     checker = PointsCheck(program, values, wrt, seed, methods, rtol, atol, expect)
     columns: list[Columns] = []
-    for chunk in chunks(spec, set(program.variables), False, check_chunk_rows(chunk_rows), columns, values):
+    used = set(program.variables) | set(checker.extra)
+    for chunk in chunks(spec, used, False, check_chunk_rows(chunk_rows), columns, values):
         checker.chunk(chunk)
     tally = checker.tally
     if not tally.points:

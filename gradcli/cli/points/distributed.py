@@ -15,6 +15,7 @@ as an event, and this process prints the data set's first one, numbered as one p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -118,9 +119,11 @@ class _client:
         self.distributed, self.address, self.workers = distributed, address, workers
         self.cluster: Any = None
         self.client: Any = None
+        self.quiet = contextlib.ExitStack()
 
     def __enter__(self) -> Any:
         d = self.distributed
+        self.quiet.enter_context(_quiet_logs())  # until the cluster is closed: its last words are not ours
         if self.workers is not None:
             self.cluster = d.LocalCluster(
                 n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None,
@@ -131,14 +134,32 @@ class _client:
             try:
                 self.client = d.Client(self.address, timeout=10)
             except (OSError, TimeoutError, ValueError) as exc:
+                self.quiet.close()
                 raise UsageError(f"--dask {self.address}: cannot reach the scheduler ({exc})") from None
         return self.client
 
     def __exit__(self, *exc: Any) -> None:
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        with self.quiet:
+            if self.client is not None:
+                self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+@contextlib.contextmanager
+def _quiet_logs() -> Any:
+    """Dask's and asyncio's log lines silenced while the client lives: a comm closed while the
+    cluster shuts down (``CommClosedError``) or a gather cut by Ctrl-C (``AllExit``, "Task exception
+    was never retrieved") would print a traceback on stderr; gradcli says what went wrong itself."""
+    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio", "tornado")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _probe(

@@ -374,7 +374,7 @@ def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
         kind = (
             "is missing (null)"
             if column.null_count and not column.is_valid()[i].as_py()
-            else (f"{values[i]!r} is not a finite float64 number (nan, an infinity, or too large)")
+            else (f"{float(values[i])!r} is not a finite float64 number (nan, an infinity, or too large)")
         )
         raise UsageError(f"{what}: data row {done + i + 1}, column {name!r}: {kind}")
     return values
