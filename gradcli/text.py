@@ -107,3 +107,8 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "_value"):  # a gradcli tensor
         return jsonable(np.asarray(value._value))
     return value
+
+
+def in_message(value: Any) -> str:
+    """A number inside a sentence of a message (a check's notes and verdicts): 10 significant digits."""
+    return number(value, 10)

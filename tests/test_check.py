@@ -457,11 +457,11 @@ REPLAYED = [
 
 @pytest.mark.parametrize("expression, point", REPLAYED, ids=[e for e, _ in REPLAYED])
 def test_replay_evaluates_a_batch_as_each_point_would(expression, point):
-    from gradcli.check.run import _Recorded
+    from gradcli.check.run import Recorded
 
     program = load(expression)
     values = {k: np.asarray(v) for k, v in point.items()}
-    recorded = _Recorded(program, values, list(values), None)
+    recorded = Recorded(program, values, list(values), None)
     rng = np.random.default_rng(1)
     points = recorded.x0 + 0.01 * rng.standard_normal((5, recorded.x0.size))
     batched = recorded.evaluate(points)

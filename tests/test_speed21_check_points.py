@@ -10,7 +10,7 @@ import gradcli as gc
 from gradcli.autograd.forward import key
 from gradcli.autograd.replay import replay
 from gradcli.check import check
-from gradcli.check.run import _Recorded
+from gradcli.check.run import Recorded
 from gradcli.lang.program import load
 
 NAMES = "abcdfghjkm"
@@ -40,7 +40,7 @@ def _replayed(recorded, points):
 def test_points_on_the_flat_road_are_the_replays_bits(seed, kind, monkeypatch):
     program = load(_long_text(seed))
     assert program.flat is not None
-    recorded = _Recorded(program, _values(), list(NAMES), None)
+    recorded = Recorded(program, _values(), list(NAMES), None)
     rng = np.random.default_rng(seed)
     points = recorded.x0 + rng.normal(size=(40, len(NAMES))) * 0.3
     if kind == "complex":

@@ -21,9 +21,9 @@ from ..ops.shape import lift
 from . import tensor as _tensor_mod
 from .basis import ScaledIdentity, Structured, structured_tangent
 from .function import FunctionNode
-from .node import OpNode, _is_complex
+from .node import OpNode
 from .still import settle, settle_linear
-from .tensor import Tensor, wrap
+from .tensor import Tensor, is_complex, wrap
 
 
 class NoForwardRule(RuntimeError):
@@ -53,7 +53,7 @@ def primitive_tangent(
     if all(t is None for t in tangents):
         return None
     values = [x._value if isinstance(x, Tensor) else x for x in inputs]
-    if _tensor_mod.complex_seen and prim.arity >= 0 and any(_is_complex(v) for v in (out, *values)):
+    if _tensor_mod.complex_seen and prim.arity >= 0 and any(is_complex(v) for v in (out, *values)):
         if prim.complex_jvp is not None:
             return prim.complex_jvp(tuple(tangents), out, *values, *params)
         if not prim.analytic:

@@ -20,7 +20,7 @@ from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
 from .still import quiet
-from .tensor import Tensor, storage_root
+from .tensor import Tensor, is_complex, storage_root
 
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -421,10 +421,6 @@ def _binary_apply(prim: Primitive) -> Any:
     return apply
 
 
-def _is_complex(v: Any) -> bool:
-    return v.__class__ is complex or getattr(getattr(v, "dtype", None), "kind", "") == "c"
-
-
 def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool) -> Any:
     """A node's gradients once complex values exist (PyTorch's conjugate Wirtinger convention).
 
@@ -438,8 +434,8 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
     if saved is FREED:
         raise RuntimeError(BACKWARD_TWICE)
     out = node.out
-    values_complex = (out is not None and _is_complex(out)) or (
-        saved is not None and any(v is not None and _is_complex(v) for v in saved)
+    values_complex = (out is not None and is_complex(out)) or (
+        saved is not None and any(v is not None and is_complex(v) for v in saved)
     )
     if not values_complex:
         return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)

@@ -18,7 +18,7 @@ from ..ops import PRIMITIVES
 from . import functions as F
 from . import grad_mode as _grad_mode
 from .record import apply, binary, matmul, unary
-from .tensor import Tensor, _unwrap, wrap
+from .tensor import Tensor, unwrap, wrap
 
 UFUNCS = {ufunc: prim for prim in PRIMITIVES.values() for ufunc in prim.numpy}
 _EXTRA_UFUNCS = {
@@ -63,11 +63,9 @@ def _on_values(fn: Any, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
     if "out" in kwargs:
         kwargs = dict(
             kwargs,
-            out=tuple(_unwrap(o) for o in kwargs["out"])
-            if isinstance(kwargs["out"], tuple)
-            else _unwrap(kwargs["out"]),
+            out=tuple(unwrap(o) for o in kwargs["out"]) if isinstance(kwargs["out"], tuple) else unwrap(kwargs["out"]),
         )
-    result = fn(*_unwrap(list(args)), **kwargs)
+    result = fn(*unwrap(list(args)), **kwargs)
     if "out" in kwargs:
         return result
     if _grad_mode.state.enabled and _requires_grad(args) and np.result_type(result).kind in "fc":
@@ -113,7 +111,7 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
 
 def _constant_like(fill: Any) -> Any:
     def handler(a: Any, dtype: Any = None, order: Any = "K", subok: bool = True, shape: Any = None, **_: Any) -> Any:
-        value = np.asarray(_unwrap(a))
+        value = np.asarray(unwrap(a))
         return wrap(fill(value if shape is None else np.empty(shape, value.dtype), dtype))
 
     return handler
@@ -139,7 +137,7 @@ HANDLERS: dict[Any, Any] = {
     np.stack: lambda arrays, axis=0, **_: F.stack(arrays, axis),
     np.concatenate: lambda arrays, axis=0, **_: F.cat(arrays, axis),
     np.dot: lambda a, b, out=None: (
-        F.matmul(a, b) if np.ndim(_unwrap(a)) and np.ndim(_unwrap(b)) else binary(PRIMITIVES["mul"], a, b)
+        F.matmul(a, b) if np.ndim(unwrap(a)) and np.ndim(unwrap(b)) else binary(PRIMITIVES["mul"], a, b)
     ),
     np.clip: lambda a, a_min=None, a_max=None, **kw: F.clamp(a, kw.get("min", a_min), kw.get("max", a_max)),
     np.zeros_like: _constant_like(lambda v, dtype: np.zeros_like(v, dtype=dtype)),

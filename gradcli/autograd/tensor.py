@@ -31,10 +31,15 @@ inplace_seen = False
 complex_seen = False
 
 
+def is_complex(value: Any) -> bool:
+    """Whether ``value`` (a number or an array) is complex."""
+    return value.__class__ is complex or getattr(getattr(value, "dtype", None), "kind", "") == "c"
+
+
 def mark_complex(value: Any) -> None:
     """Note that ``value`` is complex, if it is (called where values enter the graph)."""
     global complex_seen
-    if not complex_seen and (value.__class__ is complex or getattr(value, "dtype", _REAL).kind == "c"):
+    if not complex_seen and is_complex(value):
         complex_seen = True
 
 
@@ -72,7 +77,7 @@ def as_value(data: Any, dtype: Any = None) -> Any:
     if isinstance(data, Tensor):
         data = data._value
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
-        data = _unwrap(data)
+        data = unwrap(data)
     try:
         value = np.array(data, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -99,11 +104,12 @@ def _flatten(items: Any) -> list[Any]:
     return out
 
 
-def _unwrap(obj: Any) -> Any:
+def unwrap(obj: Any) -> Any:
+    """The values of the tensors in ``obj`` (a tensor, or lists and tuples of them, nested)."""
     if isinstance(obj, Tensor):
         return obj._value
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_unwrap(o) for o in obj)
+        return type(obj)(unwrap(o) for o in obj)
     return obj
 
 
@@ -557,7 +563,7 @@ class Tensor:
             result = _record.apply(prim, (old, *args), params)
             new_value, new_edge = result._value, result._edge
         else:
-            new_value = prim.forward(self._value, *(_unwrap(a) for a in args), *params)
+            new_value = prim.forward(self._value, *(unwrap(a) for a in args), *params)
             new_edge = edge
         self._store(new_value)
         self._bump_version()

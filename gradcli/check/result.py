@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..text import in_message
+
 METHOD_NAMES = {
     "sympy": "sympy",
     "finite_difference": "finite differences",
@@ -73,13 +75,13 @@ class Kink:
     def text(self) -> str:
         if self.jump is not None:
             return (
-                f"{self.element}: not differentiable here: the function steps by {_n(self.jump)}; autograd gives "
-                f"{_n(self.autograd)} (as PyTorch does at a step), not judged"
+                f"{self.element}: not differentiable here: the function steps by {in_message(self.jump)}; autograd gives "
+                f"{in_message(self.autograd)} (as PyTorch does at a step), not judged"
             )
         verdict = "autograd's value lies between them" if self.subgradient else "autograd's value is outside them"
         return (
-            f"{self.element}: not differentiable here: one-sided derivatives {_n(self.left)} (left) and "
-            f"{_n(self.right)} (right); autograd gives {_n(self.autograd)}, {verdict}"
+            f"{self.element}: not differentiable here: one-sided derivatives {in_message(self.left)} (left) and "
+            f"{in_message(self.right)} (right); autograd gives {in_message(self.autograd)}, {verdict}"
         )
 
 
@@ -99,7 +101,7 @@ class Blame:
     def text(self) -> str:
         return (
             f"{self.grad_fn} ({self.label}) computes a wrong derivative: for random directions, "
-            f"its backward gives {_n(self.autograd)} where finite differences of its forward give {_n(self.numeric)} "
+            f"its backward gives {in_message(self.autograd)} where finite differences of its forward give {in_message(self.numeric)} "
             f"(at input{'s' if ',' in self.inputs else ''} {self.inputs})"
         )
 
@@ -273,9 +275,3 @@ class CheckResult:
                 "autograd": self.blame.autograd, "finite_difference": self.blame.numeric, "inputs": self.blame.inputs,
             }  # fmt: skip
         return document
-
-
-def _n(value: float) -> str:
-    from ..text import number
-
-    return number(value, 10)

@@ -32,9 +32,10 @@ from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
+from ..text import in_message
 from .decide import AGREE, EXACT, LOOSE, Compared, Decision, Reference, Road, decide, tolerances
 from .numeric import Estimate, machine_epsilon, tolerance_problem
-from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, _n, check_table
+from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
 
 METHODS = ("sympy", "finite_difference", "complex_step")
 ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "finite_difference",
@@ -68,7 +69,7 @@ def method_names(text: Sequence[str] | None) -> list[str]:
     return chosen
 
 
-class _Recorded:
+class Recorded:
     """The program run once, recorded: its scalar output, gradient and a batched evaluator."""
 
     def __init__(self, program: Program, values: Mapping[str, Any], names: list[str], seed: str | None) -> None:
@@ -209,7 +210,7 @@ def check(
     road takes (gradcli/check/decide.py), at this one point; here it is put into words."""
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
-    recorded = _Recorded(program, values, names, seed)
+    recorded = Recorded(program, values, names, seed)
     road = recorded.road()
     rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)
@@ -256,7 +257,7 @@ def _check_values(values: Mapping[str, Any], rtol: float | None, atol: float | N
             )
 
 
-def _escaped(recorded: _Recorded, checks: dict[str, MethodCheck]) -> None:
+def _escaped(recorded: Recorded, checks: dict[str, MethodCheck]) -> None:
     """A Python function that did something autograd cannot see, where the numbers show it: said."""
     program = recorded.program
     numeric = [n for n in ("finite_difference", "complex_step") if n in checks and checks[n].ok is False]
@@ -268,7 +269,7 @@ def _escaped(recorded: _Recorded, checks: dict[str, MethodCheck]) -> None:
             checks[n] = replace(checks[n], worst_detail=f"{checks[n].worst_detail}; {why}")
 
 
-def _notes(recorded: _Recorded, fd: Estimate | None, rtol: float, atol: float) -> list[str]:
+def _notes(recorded: Recorded, fd: Estimate | None, rtol: float, atol: float) -> list[str]:
     """What a reader should know: autograd's rounding error where it is loud, one-sided differences."""
     notes = []
     g = _flat(recorded.gradient, recorded.names)
@@ -290,7 +291,7 @@ def _notes(recorded: _Recorded, fd: Estimate | None, rtol: float, atol: float) -
     return notes
 
 
-def _blame(recorded: _Recorded, locate: Any = None) -> tuple[Blame | None, int]:
+def _blame(recorded: Recorded, locate: Any = None) -> tuple[Blame | None, int]:
     """The first node whose own derivative is wrong, and how many were checked. ``locate``, when
     given, names the node as a graph shows it (render's graph lies above check: the caller passes it)."""
     from .blame import blame_nodes
@@ -316,12 +317,12 @@ def _flat(per_name: Mapping[str, np.ndarray], names: Sequence[str]) -> np.ndarra
     )
 
 
-def _unflat(flat: np.ndarray, recorded: _Recorded) -> dict[str, np.ndarray]:
+def _unflat(flat: np.ndarray, recorded: Recorded) -> dict[str, np.ndarray]:
     offsets = np.cumsum([0, *recorded.sizes])
     return {n: flat[offsets[i] : offsets[i + 1]].reshape(recorded.shapes[i]) for i, n in enumerate(recorded.names)}
 
 
-def _method_check(c: Compared, recorded: _Recorded, decision: Decision) -> MethodCheck:
+def _method_check(c: Compared, recorded: Recorded, decision: Decision) -> MethodCheck:
     """One method's verdict at the point, in words: what it gives, how far from autograd, and why
     it did not judge where it did not."""
     ref = c.ref
@@ -359,7 +360,7 @@ def _method_check(c: Compared, recorded: _Recorded, decision: Decision) -> Metho
     return check
 
 
-def _inconclusive(c: Compared, recorded: _Recorded) -> str | None:
+def _inconclusive(c: Compared, recorded: Recorded) -> str | None:
     """Where the estimate's own error, or autograd's rounding, is a sizeable part of the value."""
     loose = c.loose[0]
     if not loose.any():
@@ -372,11 +373,11 @@ def _inconclusive(c: Compared, recorded: _Recorded) -> str | None:
     more = f" and {int(loose.sum()) - 3} more" if loose.sum() > 3 else ""
     return (
         f"inconclusive at {where}{more}: {whose} is about {max(estimated[k], noise[k]):.2g} "
-        f"against a value of {_n(reference[k])}"
+        f"against a value of {in_message(reference[k])}"
     )
 
 
-def _measured(check: MethodCheck, c: Compared, recorded: _Recorded) -> None:
+def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
     """The compared elements' errors, the worst of them, and the verdict they give."""
     mask, badness, abs_error, rel_error = c.mask[0], c.badness[0], c.abs_error[0], c.rel_error[0]
     reference, ag = c.ref.reference[0], _flat(recorded.gradient, recorded.names)
@@ -390,12 +391,12 @@ def _measured(check: MethodCheck, c: Compared, recorded: _Recorded) -> None:
     check.element_ok = np.where(mask, badness <= 1.0, True)
     check.element_error = np.where(mask, abs_error, np.nan)
     check.worst_detail = (
-        f"d/d{recorded.labels[worst]}: autograd {_n(ag[worst])} but {c.ref.label} {_n(reference[worst])} "
+        f"d/d{recorded.labels[worst]}: autograd {in_message(ag[worst])} but {c.ref.label} {in_message(reference[worst])} "
         f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {c.tolerance[0][worst]:.3g})"
     )
 
 
-def _sympy_check(recorded: _Recorded, timeout: float | None) -> Reference:
+def _sympy_check(recorded: Recorded, timeout: float | None) -> Reference:
     from .symbolic import Skipped, sympy_gradient
 
     n = recorded.x0.size
@@ -418,7 +419,7 @@ def _sympy_check(recorded: _Recorded, timeout: float | None) -> Reference:
     return Reference("sympy", reference, estimated, np.isnan(reference), "SymPy", [None])
 
 
-def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> Reference:
+def _expect_check(recorded: Recorded, expect: Mapping[str, str]) -> Reference:
     """The user's hand-derived derivatives, read by the same safe parser, at the point."""
     from ..lang.evaluate import evaluate
     from ..lang.parser import parse
@@ -450,7 +451,7 @@ def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> Reference:
                      only=list(expect))  # fmt: skip
 
 
-def _nonfinite(recorded: _Recorded) -> str | None:
+def _nonfinite(recorded: Recorded) -> str | None:
     if not np.isfinite(recorded.f0).all():
         where = recorded.evaluation.nonfinite
         return f"the value is {recorded.f0[0]}" + (f" ({where})" if where else "")

@@ -253,6 +253,12 @@ class StreamProblem(Exception):
     """A standard stream that cannot be used (closed, full, or an encoding that cannot show the
     result): the user's setup, said in one ``error:`` line with exit code 2."""
 
+    @classmethod
+    def writing(cls, exc: BaseException) -> StreamProblem:
+        """Writing the result to stdout failed with ``exc`` (a full disk, a closed descriptor)."""
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        return cls(f"cannot write the result to standard output ({reason})")
+
 
 class ReaderLeft(StreamProblem):
     """The reader of stdout went away (``gradcli ... | head -c1``): not an error, nothing to say.
@@ -279,7 +285,7 @@ class _CheckedOutput:
         except BrokenPipeError:
             raise ReaderLeft() from None
         except (OSError, ValueError) as exc:  # ValueError: "I/O operation on closed file"
-            raise StreamProblem(_write_failure(exc)) from None
+            raise StreamProblem.writing(exc) from None
 
     def flush(self) -> None:
         try:
@@ -287,7 +293,7 @@ class _CheckedOutput:
         except BrokenPipeError:
             raise ReaderLeft() from None
         except (OSError, ValueError) as exc:
-            raise StreamProblem(_write_failure(exc)) from None
+            raise StreamProblem.writing(exc) from None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
@@ -349,11 +355,6 @@ class _QuietErrors:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
-
-
-def _write_failure(exc: BaseException) -> str:
-    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return f"cannot write the result to standard output ({reason})"
 
 
 def _guard_streams() -> None:

@@ -28,7 +28,7 @@ def check_cases(
         from ..check.cases import read_cases, run_cases, selector, summarize
         from ..errors import UsageError
         from ..files import refuse_same
-        from .commands import _check_sympy_timeout
+        from .options import checked_number
 
         if path is None:
             raise UsageError("--junit, -k, --jobs, --fail-fast and --update go with --cases FILE.toml")
@@ -39,7 +39,7 @@ def check_cases(
             )
         if jobs < 1:
             raise UsageError(f"--jobs must be at least 1, got {jobs}")
-        _check_sympy_timeout(sympy_timeout)
+        checked_number("--sympy-timeout", sympy_timeout)
         output.use_digits(digits)
         cases, text = read_cases(path)
         refuse_same(junit, [path], "--junit")

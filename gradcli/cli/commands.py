@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import output, reported, warn_later
+from .options import checked_number
 
 #: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
 #: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
@@ -202,7 +203,7 @@ def differentiate(
         from ..lang.values import assignments, names_list
         from .progress import working
 
-        _check_sympy_timeout(timeout)
+        checked_number("--sympy-timeout", timeout)
         if latex and sympy_form:
             raise UsageError("give --latex or --sympy, not both")
         form = "latex" if latex else "sympy" if sympy_form else "language"
@@ -357,15 +358,8 @@ def _derivation(
 
         if sympy_form:
             raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
-        _check_sympy_timeout(timeout)
+        checked_number("--sympy-timeout", timeout)
         show(expression, file, at, wrt, as_json, latex, timeout)
-
-
-def _check_sympy_timeout(seconds: float) -> None:
-    """``--sympy-timeout`` is a finite number of seconds > 0 (the same words from every command)."""
-    from .options import checked_number
-
-    checked_number("--sympy-timeout", seconds)
 
 
 def list_functions(name: str | None, as_json: bool) -> None:
@@ -757,7 +751,7 @@ def check(
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
-        _check_sympy_timeout(sympy_timeout)
+        checked_number("--sympy-timeout", sympy_timeout)
         for name, value in (("--rtol", rtol), ("--atol", atol)):
             if value is not None and not (value >= 0 and np.isfinite(value)):
                 raise UsageError(f"{name} must be a finite number >= 0, got {value}")

@@ -114,7 +114,7 @@ def print_json(document: Any) -> None:
 def write_binary(data: bytes, what: str) -> None:
     """Bytes (a .npy, a PNG) to stdout, which must not be a terminal: there they would be noise."""
     from ..errors import UsageError
-    from . import ReaderLeft, StreamProblem, _write_failure
+    from . import ReaderLeft, StreamProblem
 
     if terminal():
         raise UsageError(f"{what} is binary: write it with -o FILE, or send stdout to a file or a pipe")
@@ -128,7 +128,7 @@ def write_binary(data: bytes, what: str) -> None:
     except BrokenPipeError:
         raise ReaderLeft() from None
     except (OSError, ValueError) as exc:
-        raise StreamProblem(_write_failure(exc)) from None
+        raise StreamProblem.writing(exc) from None
 
 
 # --- human output ------------------------------------------------------------------------------------

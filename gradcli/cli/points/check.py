@@ -227,9 +227,9 @@ class _ChunkRoad:
         self.each: list[Any] = [] if self.recorded is not None else self._each()
 
     def _each(self) -> list[Any]:
-        from ...check.run import _Recorded
+        from ...check.run import Recorded
 
-        return [_Recorded(self.check.program, point, self.names, self.check.seed) for point in self._points()]
+        return [Recorded(self.check.program, point, self.names, self.check.seed) for point in self._points()]
 
     def _points(self) -> list[dict[str, Any]]:
         numbers = self.chunk.numbers

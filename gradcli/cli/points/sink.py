@@ -100,7 +100,7 @@ class Sink:
         if self.path is not None:
             self.stream.write(data)
             return
-        from .. import ReaderLeft, StreamProblem, _write_failure
+        from .. import ReaderLeft, StreamProblem
 
         try:
             self.stream.write(data)
@@ -108,7 +108,7 @@ class Sink:
         except BrokenPipeError:
             raise ReaderLeft() from None
         except (OSError, ValueError) as exc:
-            raise StreamProblem(_write_failure(exc)) from None
+            raise StreamProblem.writing(exc) from None
 
     def write(self, chunk: Chunk, results: list[np.ndarray], json_lines: list[str] | None = None) -> None:
         """``results``: one float64 column per output name (the value's elements, then each gradient's)."""
