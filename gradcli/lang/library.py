@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from ..autograd import Tensor, backward, enable_grad, factory, functions, grad, no_grad, set_grad_enabled
+from ..autograd import Tensor, arrays, backward, enable_grad, factory, functions, grad, no_grad, set_grad_enabled
 
 
 def _defined_in(module: Any) -> dict[str, Any]:
@@ -23,6 +23,7 @@ def _defined_in(module: Any) -> dict[str, Any]:
 gc = SimpleNamespace(
     **{
         **_defined_in(factory),
+        **_defined_in(arrays),
         **_defined_in(functions),
         **functions.GENERATED,
         "concatenate": functions.concatenate,
