@@ -37,8 +37,6 @@ def check_cases(
                 f"--cases takes each case's program and options from the file, not {', '.join(conflicting)} "
                 "(a [defaults] table gives options to every case)"
             )
-        if jobs < 1:
-            raise UsageError(f"--jobs must be at least 1, got {jobs}")
         _check_sympy_timeout(sympy_timeout)
         output.use_digits(digits)
         cases, text = read_cases(path)

@@ -202,7 +202,6 @@ def differentiate(
         from ..lang.values import assignments, names_list
         from .progress import working
 
-        _check_sympy_timeout(timeout)
         if latex and sympy_form:
             raise UsageError("give --latex or --sympy, not both")
         form = "latex" if latex else "sympy" if sympy_form else "language"
@@ -357,7 +356,6 @@ def _derivation(
 
         if sympy_form:
             raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
-        _check_sympy_timeout(timeout)
         show(expression, file, at, wrt, as_json, latex, timeout)
 
 
@@ -435,12 +433,11 @@ def draw(
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, checked_max_nodes, recording
-        from ..render.layout import checked_limit, checked_rankdir
+        from ..render.layout import checked_rankdir
         from ..render.output import format_for
 
         output.use_digits(digits)
         max_nodes = checked_max_nodes(max_nodes)
-        checked_limit(layout_timeout)
         rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)
         refuse_same(out, [program.source])
@@ -752,15 +749,10 @@ def check(
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
         from ..check import check as run_check
-        from ..errors import UsageError
         from ..lang.program import load
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
-        _check_sympy_timeout(sympy_timeout)
-        for name, value in (("--rtol", rtol), ("--atol", atol)):
-            if value is not None and not (value >= 0 and np.isfinite(value)):
-                raise UsageError(f"{name} must be a finite number >= 0, got {value}")
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)

@@ -25,10 +25,7 @@ _digits: int | None = None  # the running command's --digits N
 def use_digits(digits: int | None) -> None:
     """The ``--digits N`` of the command being run (None: the default of where the output goes)."""
     global _digits
-    from ..text import check_digits
-
-    check_digits(digits)
-    _digits = digits
+    _digits = digits  # in range: --digits' callback (cli/options.py) checked it
 
 
 def terminal() -> bool:

@@ -30,8 +30,6 @@ def plot(
         from ..lang.values import assignments, names_list
         from ..render import plot as drawing
 
-        if order not in (1, 2):
-            raise UsageError(f"--order {order}: give 1 (f and f′) or 2 (f, f′ and f″)")
         fmt = drawing.format_of(out) if out is not None else None
         if fmt is None and not as_json and not output.terminal():
             raise UsageError(

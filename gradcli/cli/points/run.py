@@ -22,9 +22,7 @@ CHUNK_ROWS = (
 
 
 def check_chunk_rows(rows: int | None) -> int:
-    from ..options import checked_number
-
-    checked_number("--chunk-rows", rows)
+    """The rows a chunk: ``--chunk-rows N`` (in range: its callback, cli/options.py), else ``CHUNK_ROWS``."""
     return CHUNK_ROWS if rows is None else rows
 
 
