@@ -88,11 +88,10 @@ def _write_junit(path: str, results: list[Any], summary: Any, cases_path: str) -
     from pathlib import Path
 
     from ..check.cases import junit_xml
-    from ..errors import printable
     from ..files import write_atomic
 
     write_atomic(path, junit_xml(results, summary, Path(cases_path).name, cases_path))
-    sys.stderr.write(f"wrote {printable(path)} (JUnit XML, {len(results)} test cases)\n")
+    output.wrote(path, f"JUnit XML, {len(results)} test cases")
 
 
 def _update(path: str, text: str, cases: list[Any], chosen: list[Any], sympy_timeout: float) -> tuple[list, list]:

@@ -499,7 +499,6 @@ def _say_blame(graph: Any, found: Any) -> None:
 def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -> None:
     """The graph to ``path`` (with a spinner while Graphviz lays out a picture or page), bytes to a
     stdout that is not a terminal, or text to stdout."""
-    from ..errors import printable
     from ..render.layout import time_limit
     from ..render.output import BINARY, render, show, write
 
@@ -511,7 +510,7 @@ def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -
             what = f"Graphviz is drawing {drawn:,} nodes"
             with working(what, quiet=fmt not in (*BINARY, "html")):  # the pictures and the page are laid out by dot
                 write(graph, path, fmt)
-            sys.stderr.write(f"wrote {printable(str(path))} ({drawn:,} nodes)\n")
+            output.wrote(path, f"{drawn:,} nodes")
         elif fmt in ("png", "pdf"):
             output.write_binary(render(graph, fmt), f"--format {fmt}")
         else:
@@ -693,12 +692,11 @@ def _print_matrix_result(
         if explain:
             data += result.plan.explain() + "\n"
     if out is not None:
-        from ..errors import printable
         from ..files import write_atomic
 
         write_atomic(out, data)
         shape = np.shape(result.matrix)
-        sys.stderr.write(f"wrote {printable(out)} ({shape[0]} x {shape[1]})\n")
+        output.wrote(out, f"{shape[0]} x {shape[1]}")
         if explain and kind in ("csv", "npy"):
             sys.stderr.write(result.plan.explain() + "\n")
         return

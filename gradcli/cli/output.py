@@ -270,6 +270,14 @@ def print_sections(header: Sequence[str], sections: Sequence[tuple[str, Sequence
     )
 
 
+def wrote(path: Any, detail: str | None = None) -> None:
+    """``wrote PATH (detail)`` on stderr, the one line every ``-o`` (and ``--junit``) says once its file
+    is in place: stdout stays the data's."""
+    from ..errors import printable
+
+    sys.stderr.write(f"wrote {printable(str(path))}{f' ({detail})' if detail else ''}\n")
+
+
 def warn(message: str) -> None:
     """``warning: ...`` on stderr, always one line (a matrix in the message is written on it)."""
     from . import one_line

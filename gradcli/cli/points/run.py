@@ -183,10 +183,10 @@ def evaluate_points_file(
             sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
             raise
         sink.close()
-    if out is not None:  # as every other -o says what it wrote (on stderr: stdout stays the data's)
-        from ...errors import printable
+    if out is not None:
+        from .. import output
 
-        sys.stderr.write(f"wrote {printable(str(out))} ({sink.rows:,} rows)\n")
+        output.wrote(out, f"{sink.rows:,} rows")
 
 
 def _chunks(
