@@ -506,7 +506,7 @@ def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -
         if path is not None:
             from .progress import working
 
-            drawn = sum(n.kind != "hidden" for n in graph.nodes)  # not the note counting the rest, as the page
+            drawn = graph.drawn_nodes  # the count dot's time limit names too (views.picture)
             what = f"Graphviz is drawing {drawn:,} nodes"
             with working(what, quiet=fmt not in (*BINARY, "html")):  # the pictures and the page are laid out by dot
                 write(graph, path, fmt)
