@@ -24,14 +24,6 @@ def digits_for(digits: int | None, terminal: bool) -> int | None:
     return TERMINAL_DIGITS if terminal else None
 
 
-def check_digits(digits: int | None) -> None:
-    """``--digits N``: 1 to 17 significant digits (17 always reads back to the same double)."""
-    if digits is not None and not 1 <= digits <= 17:
-        from .errors import UsageError
-
-        raise UsageError(f"--digits must be between 1 and 17, not {digits}")
-
-
 def number(value: Any, digits: int | None = None) -> str:
     """Shortest round-trip text of a number; integral floats without '.0'; ``digits`` rounds (for people)."""
     v = value.item() if hasattr(value, "item") else value

@@ -28,7 +28,6 @@ def check_cases(
         from ..check.cases import read_cases, run_cases, selector, summarize
         from ..errors import UsageError
         from ..files import refuse_same
-        from .options import checked_number
 
         if path is None:
             raise UsageError("--junit, -k, --jobs, --fail-fast and --update go with --cases FILE.toml")
@@ -37,9 +36,6 @@ def check_cases(
                 f"--cases takes each case's program and options from the file, not {', '.join(conflicting)} "
                 "(a [defaults] table gives options to every case)"
             )
-        if jobs < 1:
-            raise UsageError(f"--jobs must be at least 1, got {jobs}")
-        checked_number("--sympy-timeout", sympy_timeout)
         output.use_digits(digits)
         cases, text = read_cases(path)
         refuse_same(junit, [path], "--junit")
@@ -90,11 +86,10 @@ def _write_junit(path: str, results: list[Any], summary: Any, cases_path: str) -
     from pathlib import Path
 
     from ..check.cases import junit_xml
-    from ..errors import printable
     from ..files import write_atomic
 
     write_atomic(path, junit_xml(results, summary, Path(cases_path).name, cases_path))
-    sys.stderr.write(f"wrote {printable(path)} (JUnit XML, {len(results)} test cases)\n")
+    output.wrote(path, f"JUnit XML, {len(results)} test cases")
 
 
 def _update(path: str, text: str, cases: list[Any], chosen: list[Any], sympy_timeout: float) -> tuple[list, list]:

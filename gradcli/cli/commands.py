@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from . import output, reported, warn_later
-from .options import checked_number
 
 #: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
 #: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
@@ -203,7 +202,6 @@ def differentiate(
         from ..lang.values import assignments, names_list
         from .progress import working
 
-        checked_number("--sympy-timeout", timeout)
         if latex and sympy_form:
             raise UsageError("give --latex or --sympy, not both")
         form = "latex" if latex else "sympy" if sympy_form else "language"
@@ -358,7 +356,6 @@ def _derivation(
 
         if sympy_form:
             raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
-        checked_number("--sympy-timeout", timeout)
         show(expression, file, at, wrt, as_json, latex, timeout)
 
 
@@ -429,12 +426,11 @@ def draw(
         from ..lang.program import load, resolve_wrt
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, checked_max_nodes, recording
-        from ..render.layout import checked_limit, checked_rankdir
+        from ..render.layout import checked_rankdir
         from ..render.output import format_for
 
         output.use_digits(digits)
         max_nodes = checked_max_nodes(max_nodes)
-        checked_limit(layout_timeout)
         rankdir = checked_rankdir(rankdir)
         program = load(expression, file, python)
         refuse_same(out, [program.source])
@@ -496,7 +492,6 @@ def _say_blame(graph: Any, found: Any) -> None:
 def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -> None:
     """The graph to ``path`` (with a spinner while Graphviz lays out a picture or page), bytes to a
     stdout that is not a terminal, or text to stdout."""
-    from ..errors import printable
     from ..render.layout import time_limit
     from ..render.output import BINARY, render, show, write
 
@@ -504,11 +499,11 @@ def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -
         if path is not None:
             from .progress import working
 
-            drawn = sum(n.kind != "hidden" for n in graph.nodes)  # not the note counting the rest, as the page
+            drawn = graph.drawn_nodes  # the count dot's time limit names too (views.picture)
             what = f"Graphviz is drawing {drawn:,} nodes"
             with working(what, quiet=fmt not in (*BINARY, "html")):  # the pictures and the page are laid out by dot
                 write(graph, path, fmt)
-            sys.stderr.write(f"wrote {printable(str(path))} ({drawn:,} nodes)\n")
+            output.wrote(path, f"{drawn:,} nodes")
         elif fmt in ("png", "pdf"):
             output.write_binary(render(graph, fmt), f"--format {fmt}")
         else:
@@ -690,12 +685,11 @@ def _print_matrix_result(
         if explain:
             data += result.plan.explain() + "\n"
     if out is not None:
-        from ..errors import printable
         from ..files import write_atomic
 
         write_atomic(out, data)
         shape = np.shape(result.matrix)
-        sys.stderr.write(f"wrote {printable(out)} ({shape[0]} x {shape[1]})\n")
+        output.wrote(out, f"{shape[0]} x {shape[1]}")
         if explain and kind in ("csv", "npy"):
             sys.stderr.write(result.plan.explain() + "\n")
         return
@@ -746,15 +740,10 @@ def check(
     """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
     with reported():
         from ..check import check as run_check
-        from ..errors import UsageError
         from ..lang.program import load
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
-        checked_number("--sympy-timeout", sympy_timeout)
-        for name, value in (("--rtol", rtol), ("--atol", atol)):
-            if value is not None and not (value >= 0 and np.isfinite(value)):
-                raise UsageError(f"{name} must be a finite number >= 0, got {value}")
         program = load(expression, file, python)
         values = assignments(at)
         _warn_unused(program, values)

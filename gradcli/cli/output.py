@@ -25,10 +25,7 @@ _digits: int | None = None  # the running command's --digits N
 def use_digits(digits: int | None) -> None:
     """The ``--digits N`` of the command being run (None: the default of where the output goes)."""
     global _digits
-    from ..text import check_digits
-
-    check_digits(digits)
-    _digits = digits
+    _digits = digits  # in range: --digits' callback (cli/options.py) checked it
 
 
 def terminal() -> bool:
@@ -271,6 +268,14 @@ def print_sections(header: Sequence[str], sections: Sequence[tuple[str, Sequence
     print_table(
         [header[0], "group", *header[1:]], [[row[0], title, *row[1:]] for title, rows in sections for row in rows]
     )
+
+
+def wrote(path: Any, detail: str | None = None) -> None:
+    """``wrote PATH (detail)`` on stderr, the one line every ``-o`` (and ``--junit``) says once its file
+    is in place: stdout stays the data's."""
+    from ..errors import printable
+
+    sys.stderr.write(f"wrote {printable(str(path))}{f' ({detail})' if detail else ''}\n")
 
 
 def warn(message: str) -> None:

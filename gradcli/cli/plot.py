@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -24,14 +23,12 @@ def plot(
     as_json: bool = False,
 ) -> None:
     with reported():
-        from ..errors import UsageError, printable
+        from ..errors import UsageError
         from ..files import refuse_same, write_atomic
         from ..lang.program import load, unused_values
         from ..lang.values import assignments, names_list
         from ..render import plot as drawing
 
-        if order not in (1, 2):
-            raise UsageError(f"--order {order}: give 1 (f and f′) or 2 (f, f′ and f″)")
         fmt = drawing.format_of(out) if out is not None else None
         if fmt is None and not as_json and not output.terminal():
             raise UsageError(
@@ -63,7 +60,7 @@ def plot(
         note = ", ".join(f"{k} = {output.array(v, summarize=True, digits=4)}" for k, v in fixed.items())
         if fmt is not None:
             write_atomic(out, drawing.picture(data, title, fmt, note))  # whole or nothing
-            sys.stderr.write(f"wrote {printable(str(out))}\n")
+            output.wrote(out)
         if as_json:
             output.print_json(drawing.document(data))
         elif fmt is None:

@@ -102,6 +102,11 @@ class Graph:
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
 
+    @property
+    def drawn_nodes(self) -> int:
+        """The nodes a picture draws: not the note counting those left out (``... N more nodes``)."""
+        return sum(n.kind != "hidden" for n in self.nodes)
+
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
         self._indexed = -1  # len(edges) when the indexes below were built

@@ -530,7 +530,7 @@ def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = 
     ``collapse`` as for ``dot``; ``wanted``: what the user asked for (the page's SVG is a step)."""
     from .layout import bitmap, current_limit, run_dot
 
-    nodes = sum(n.kind != "hidden" for n in graph.nodes)
+    nodes = graph.drawn_nodes
     source = dot(graph, collapse)
     if fmt == "png":
         return bitmap(source, fmt, current_limit(), nodes=nodes)

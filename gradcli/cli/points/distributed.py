@@ -19,13 +19,12 @@ import contextlib
 import logging
 import os
 import re
-import sys
 import uuid
 from typing import Any
 
 import numpy as np
 
-from ...errors import MissingProgram, UsageError, install_hint, printable
+from ...errors import MissingProgram, UsageError, install_hint
 from ...files import atomic_folder, refuse_same
 from .sink import OUT_EXTENSIONS
 from .source import BEYOND, CSV, IPC, PARQUET, Chunk, Columns, chunks, inexact_integer, kind_of, resolve
@@ -75,7 +74,9 @@ def evaluate_on_dask(
             raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
         _first_warning(client, frame, job)
     parts = sum(1 for name in os.listdir(out) if name.endswith(".parquet"))
-    sys.stderr.write(f"wrote {printable(out)} ({parts:,} Parquet part{'s' if parts != 1 else ''})\n")  # as -o says
+    from .. import output
+
+    output.wrote(out, f"{parts:,} Parquet part{'s' if parts != 1 else ''}")
 
 
 _PARTS = re.compile(r"part\.\d+\.parquet|_metadata|_common_metadata")  # what a --dask result folder holds

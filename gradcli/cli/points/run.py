@@ -22,9 +22,7 @@ CHUNK_ROWS = (
 
 
 def check_chunk_rows(rows: int | None) -> int:
-    from ..options import checked_number
-
-    checked_number("--chunk-rows", rows)
+    """The rows a chunk: ``--chunk-rows N`` (in range: its callback, cli/options.py), else ``CHUNK_ROWS``."""
     return CHUNK_ROWS if rows is None else rows
 
 
@@ -185,10 +183,10 @@ def evaluate_points_file(
             sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
             raise
         sink.close()
-    if out is not None:  # as every other -o says what it wrote (on stderr: stdout stays the data's)
-        from ...errors import printable
+    if out is not None:
+        from .. import output
 
-        sys.stderr.write(f"wrote {printable(str(out))} ({sink.rows:,} rows)\n")
+        output.wrote(out, f"{sink.rows:,} rows")
 
 
 def _chunks(
