@@ -182,10 +182,7 @@ def push(tape: Iterable[tuple[Any, Tensor, tuple[Any, ...]]], seeds: dict[Any, A
 
 def _settled_linear(node: OpNode, ts: list[Any], out: Any, inputs: tuple[Any, ...], t: Any) -> Any:
     """A rule's NaN from ``0 * inf`` inside a linear map (a sum, a dot) counted 0 (``still.settle_linear``)."""
-    settled = settle_linear(lambda given: primitive_tangent(node.prim, given, out, list(inputs), node.params), ts)
-    if settled is None or np.shape(settled) != np.shape(t):
-        return t
-    return np.where(np.isnan(np.asarray(t)), settled, t)
+    return settle_linear(lambda given: primitive_tangent(node.prim, given, out, list(inputs), node.params), ts, t)
 
 
 def _function_tangent(node: FunctionNode, tangents: list[Any], result: Tensor, nbatch: int) -> Any:

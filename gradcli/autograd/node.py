@@ -511,7 +511,7 @@ class CopySlices(SingleOutput, Node):
     out in the base's shape: the gradient outside them goes to the old base, inside them to the view.
     """
 
-    __slots__ = ("next", "positions", "shape", "_retain", "_hooks", "seq", "__weakref__")
+    __slots__ = ("next", "positions", "_retain", "_hooks", "seq", "__weakref__")
     prim = _NodeOp("copy_slices")
 
     def __init__(self, base_edge: Any, view_edge: Any, chain: tuple[Any, ...], base_value: Any) -> None:
@@ -521,7 +521,6 @@ class CopySlices(SingleOutput, Node):
         for prim, params in chain:
             positions = prim.forward(positions, *params)
         self.positions = np.array(positions, copy=True)
-        self.shape = shape
         self._retain = None
         self._hooks = None
         self.seq = next_seq()

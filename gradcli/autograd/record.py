@@ -73,19 +73,20 @@ def _floats_over_ints(values: Any) -> list[Any] | None:
     is float32), NumPy in one wide enough for both (float64): the integer values cast to the
     floating dtype, or None when no value is an integer array beside a floating one."""
     dtypes = [getattr(v, "dtype", None) for v in values]
+    first = None
+    for d in dtypes:  # (the common case, kept fast: every value of one dtype, or a Python number)
+        if d is not None and d is not first:
+            if first is not None:
+                break
+            first = d
+    else:
+        return None
     ints = [d is not None and d.kind in "iu" for d in dtypes]
     floats = [d for d in dtypes if d is not None and d.kind in "fc"]
     if not floats or not any(ints):
         return None
     target = np.result_type(*floats)
     return [v.astype(target) if is_int else v for v, is_int in zip(values, ints)]
-
-
-def _may_have_widened(out: Any, values: Any) -> bool:
-    """Whether NumPy may have widened an integer beside a float (``_floats_over_ints``): not when
-    a float64 number came of values all of one class (the common case, kept fast); int32 and float32
-    numbers give float64 too."""
-    return out.__class__ is not _F64_SCALAR or any(v.__class__ is not values[0].__class__ for v in values)
 
 
 def _as_float(value: Any) -> Any:
@@ -188,7 +189,7 @@ def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:
     if _from_bools(out, values):
         values = [_as_float(v) for v in values]  # NumPy computes on booleans in float16; PyTorch in float
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
-    elif _may_have_widened(out, values) and (cast := _floats_over_ints(values)) is not None:
+    elif (cast := _floats_over_ints(values)) is not None:
         inputs = [c if c is not v else x for x, v, c in zip(inputs, values, cast)]  # the integers: constants
         values = cast
         out = prim.forward(values, *params) if prim.arity < 0 else prim.forward(*values, *params)
@@ -274,9 +275,11 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         bv = b
         eb = None
     out = prim.forward(av, bv)
-    if (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__) and (
-        cast := _floats_over_ints((av, bv))
-    ) is not None:
+    if (
+        (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__)
+        and getattr(av, "dtype", None) is not getattr(bv, "dtype", None)  # (one dtype: nothing widened)
+        and (cast := _floats_over_ints((av, bv))) is not None
+    ):
         if cast[0] is not av:  # an integer tensor becomes a floating constant
             a = av = cast[0]
         if cast[1] is not bv:

@@ -80,16 +80,22 @@ def quiet(grad: Any, g: Any, elementwise: bool, nbatch: int, derivative: Callabl
     grad = quiet_rows(grad, g, nbatch)
     if no_nan(grad) or g.__class__ not in (np.ndarray, ScaledIdentity):
         return grad
-    settled = settle_linear(lambda given: derivative(given[0]), [np.asarray(g)])  # an infinite cotangent meeting 0
-    if settled is None or np.shape(settled) != np.shape(grad):
-        return grad
-    return np.where(np.isnan(grad), settled, grad)
+    return settle_linear(lambda given: derivative(given[0]), [np.asarray(g)], grad)  # an infinite cotangent meeting 0
 
 
-def settle_linear(apply: Callable[[list[Any]], Any], tangents: list[Any]) -> Any:
-    """A forward rule (linear in the tangents: ``apply``) at tangents with NaN or infinite entries,
-    with ``0 * inf`` and ``0 * nan`` counted 0: the finite entries go through as they are, the others
-    as indicators whose images say where an infinity (or NaN) lands; +inf meeting -inf is NaN."""
+def settle_linear(apply: Callable[[list[Any]], Any], tangents: list[Any], part: Any) -> Any:
+    """``part = apply(tangents)`` (a rule linear in the tangents) with its NaN entries recomputed with
+    ``0 * inf`` and ``0 * nan`` counted 0 (``part`` as it is when no tangent is infinite or NaN)."""
+    settled = _settled_entries(apply, tangents)
+    if settled is None or np.shape(settled) != np.shape(part):
+        return part
+    return np.where(np.isnan(np.asarray(part)), settled, part)
+
+
+def _settled_entries(apply: Callable[[list[Any]], Any], tangents: list[Any]) -> Any:
+    """``apply`` at tangents with NaN or infinite entries, with ``0 * inf`` and ``0 * nan`` counted 0:
+    the finite entries go through as they are, the others as indicators whose images say where an
+    infinity (or NaN) lands; +inf meeting -inf is NaN."""
     dense = [None if t is None else np.asarray(t) for t in tangents]
     if not any(t is not None and t.dtype.kind == "f" and not np.isfinite(t).all() for t in dense):
         return None

@@ -978,9 +978,7 @@ DEG2RAD = unary(
 
 
 def _logsigmoid(x):
-    if np.iscomplexobj(x):  # the analytic continuation: no overflow to avoid at a tiny imaginary part
-        return -np.log1p(np.exp(-x))
-    return -np.logaddexp(0.0, -x)  # -softplus(-x): no overflow in either tail
+    return -_softplus(-x, 1.0, math.inf)  # no overflow in either tail; complex x: the analytic continuation
 
 
 LOGSIGMOID = unary(
@@ -1009,10 +1007,6 @@ SOFTSIGN = unary(
 )
 
 
-def _plain_softplus(x):
-    return np.log1p(np.exp(x)) if np.iscomplexobj(x) else np.logaddexp(0.0, x)
-
-
 def _mish_rule(g, out, x):
     # PyTorch's mish_backward: tanh(softplus(x)) + x sigmoid(x) (1 - tanh(softplus(x))^2)
     t = np.tanh(SOFTPLUS(x, 1.0, math.inf))
@@ -1021,7 +1015,7 @@ def _mish_rule(g, out, x):
 
 MISH = unary(
     "mish",
-    lambda x: x * np.tanh(_plain_softplus(x)),
+    lambda x: x * np.tanh(_softplus(x, 1.0, math.inf)),  # (no threshold: as _mish_rule's)
     _mish_rule,
     "tanh(softplus({0})) + {0}*sigmoid({0})*(1-tanh(softplus({0}))^2)",
     lambda sp, x: x * sp.tanh(sp.log(1 + sp.exp(x))),
