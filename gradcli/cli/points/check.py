@@ -21,8 +21,6 @@ from ...check.result import METHOD_NAMES
 from ...errors import UsageError
 from .source import Chunk, Columns, chunks
 
-ALIASES = {"fd": "finite_difference", "finite_difference": "finite_difference", "complex": "complex_step",
-           "complex_step": "complex_step", "cs": "complex_step", "sympy": "sympy"}  # fmt: skip
 WORST = 5  # points shown
 REPLAYED = 4_000_000  # input elements a replay of the chunk's record takes at once
 # why a point fails when no method disagrees there, in the order a single point's verdict says it
@@ -74,14 +72,11 @@ class Tally:
 
 
 def chosen_methods(methods: list[str]) -> list[str]:
-    names = [m.strip().lower() for item in methods for m in item.split(",") if m.strip()]
-    out = []
-    for name in names or ["fd", "complex"]:
-        if name not in ALIASES:
-            raise UsageError(f"--method {name}: choose from sympy, fd, complex")
-        if ALIASES[name] not in ("sympy", *out):
-            out.append(ALIASES[name])
-    return out
+    """--method read as check --at reads it (the same names, the same refusal); by default finite
+    differences and the complex step, SymPy left out (it works on one point at a time)."""
+    from ...check.run import method_names
+
+    return [name for name in method_names(methods or ["fd", "complex"]) if name != "sympy"]
 
 
 class PointsCheck:
@@ -89,13 +84,10 @@ class PointsCheck:
 
     def __init__(self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None, methods: list[str],
                  rtol: float | None, atol: float | None, expect: dict[str, str]) -> None:  # fmt: skip
-        from ...check.numeric import tolerance_problem
+        from ...check.numeric import check_tolerances
         from ...lang.program import load
 
-        for name, value in (("rtol", rtol), ("atol", atol)):
-            problem = tolerance_problem(name, value)
-            if problem:
-                raise UsageError(problem)
+        check_tolerances(rtol, atol)
         self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
         self.methods = chosen_methods(methods)
         self.rtol, self.atol = rtol, atol
