@@ -25,6 +25,7 @@ from .numeric import (
     complex_step_at,
     default_tolerances,
     finite_differences_at,
+    within_sides,
 )
 
 NONE, MISMATCH, AGREE = -1, 0, 1  # a method's verdict at a point: did not judge, disagrees, agrees
@@ -153,10 +154,7 @@ def decide(
     nonfinite = ~finite | ~np.isfinite(road.gradient).all(axis=1)
     subgradient = np.ones((points, n), dtype=bool)
     if fd is not None and kinked.any():
-        lo, hi = np.fmin(fd.left[0], fd.right[0]), np.fmax(fd.left[0], fd.right[0])
-        slack = 1e-6 * np.maximum(1.0, np.fmax(np.abs(lo), np.abs(hi)))
-        within = (lo - slack <= road.gradient) & (road.gradient <= hi + slack)
-        subgradient = ~kinked | within | np.isfinite(fd.jump[0])  # at a step no value is wrong: not judged
+        subgradient = ~kinked | within_sides(fd.left[0], fd.right[0], road.gradient, fd.jump[0])
     verdicts = np.array([c.ok for c in checks.values()]).reshape(len(checks), points)
     confirmed = (verdicts == AGREE).any(axis=0) | kinked.any(axis=1)
     ok = ~nonfinite & confirmed & ~(verdicts == MISMATCH).any(axis=0) & subgradient.all(axis=1)

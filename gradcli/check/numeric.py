@@ -59,6 +59,15 @@ def check_tolerances(rtol: float | None, atol: float | None) -> None:
             raise UsageError(problem)
 
 
+def within_sides(left: np.ndarray, right: np.ndarray, autograd: np.ndarray, jump: np.ndarray) -> np.ndarray:
+    """At a kink, whether autograd's value is a valid one: between the one-sided derivatives (to 1e-6
+    relative), or anything at a step (``jump`` finite: no derivative there to be wrong about)."""
+    with np.errstate(all="ignore"):
+        lo, hi = np.fmin(left, right), np.fmax(left, right)
+        slack = 1e-6 * np.maximum(1.0, np.fmax(np.abs(lo), np.abs(hi)))
+        return ((lo - slack <= autograd) & (autograd <= hi + slack)) | np.isfinite(jump)
+
+
 def atol_scale(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> float:
     """What atol is relative to: the value, or the largest change the Jacobian predicts for a
     change of the inputs' own size (so 1e-20 x^2 is checked as closely as x^2). One point's
