@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UsageError
-
 LEVELS = 4
 STEP_FRACTION = 2.0**-6  # the first step, as a fraction of the input's scale
 ROUNDS = 7  # rounds of ever smaller steps for estimates that have not converged
@@ -49,14 +47,6 @@ def tolerance_problem(name: str, value: float | None) -> str | None:
     if value is not None and not (np.isfinite(value) and value >= 0):
         return f"{name} must be a finite number >= 0, not {value!r}"
     return None
-
-
-def check_tolerances(rtol: float | None, atol: float | None) -> None:
-    """A UsageError for the first of ``rtol``, ``atol`` that cannot be used (every road asks this)."""
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        problem = tolerance_problem(name, value)
-        if problem:
-            raise UsageError(problem)
 
 
 def within_sides(left: np.ndarray, right: np.ndarray, autograd: np.ndarray, jump: np.ndarray) -> np.ndarray:

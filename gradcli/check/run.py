@@ -33,7 +33,7 @@ from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
 from .decide import AGREE, EXACT, LOOSE, Compared, Decision, Reference, Road, decide, tolerances
-from .numeric import Estimate, check_tolerances, machine_epsilon
+from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, _n, check_table
 
 METHODS = ("sympy", "finite_difference", "complex_step")
@@ -242,7 +242,10 @@ def check(
 
 
 def _check_values(values: Mapping[str, Any], rtol: float | None, atol: float | None) -> None:
-    check_tolerances(rtol, atol)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        problem = tolerance_problem(name, value)
+        if problem:
+            raise UsageError(problem)
     for name, value in values.items():
         kind = np.asarray(getattr(value, "_value", value)).dtype.kind
         if kind not in "iuf":

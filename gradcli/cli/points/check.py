@@ -84,10 +84,13 @@ class PointsCheck:
 
     def __init__(self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None, methods: list[str],
                  rtol: float | None, atol: float | None, expect: dict[str, str]) -> None:  # fmt: skip
-        from ...check.numeric import check_tolerances
+        from ...check.numeric import tolerance_problem
         from ...lang.program import load
 
-        check_tolerances(rtol, atol)
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            problem = tolerance_problem(name, value)
+            if problem:
+                raise UsageError(problem)
         self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
         self.methods = chosen_methods(methods)
         self.rtol, self.atol = rtol, atol
