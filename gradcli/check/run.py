@@ -32,7 +32,19 @@ from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
-from .decide import AGREE, EXACT, LOOSE, Compared, Decision, Reference, Road, decide, tolerances
+from .decide import (
+    AGREE,
+    EXACT,
+    LOOSE,
+    Compared,
+    Decision,
+    Reference,
+    Road,
+    decide,
+    expected,
+    expected_names,
+    tolerances,
+)
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, _n, check_table
 
@@ -418,31 +430,16 @@ def _expect_check(recorded: _Recorded, expect: Mapping[str, str]) -> Reference:
     from ..lang.evaluate import evaluate
     from ..lang.parser import parse
 
-    reference = _flat(recorded.gradient, recorded.names).copy()
-    covered = np.zeros(reference.shape, dtype=bool)
-    offsets = np.cumsum([0, *recorded.sizes])
+    expected_names(expect, recorded.names)
+    values = {}
     for name, formula in expect.items():
-        if name not in recorded.names:
-            raise UsageError(
-                f"--expect {name}: '{name}' is not one of the variables checked ({', '.join(recorded.names)})"
-            )
         program = parse(formula, f"--expect {name}")
         with np.errstate(all="ignore"):
             outputs = evaluate(program, recorded.values).outputs
         if len(outputs) != 1:
             raise UsageError(f"--expect {name}: the formula must give one value, not {len(outputs)}")
-        (value,) = outputs
-        i = recorded.names.index(name)
-        try:
-            block = np.broadcast_to(np.asarray(value.array, dtype=np.float64), recorded.shapes[i])
-        except ValueError:
-            raise UsageError(
-                f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"
-            ) from None
-        reference[offsets[i] : offsets[i + 1]] = block.reshape(-1)
-        covered[offsets[i] : offsets[i + 1]] = True
-    return Reference("expect", reference[None, :], None, ~covered[None, :], "the expected formula gives", [None],
-                     only=list(expect))  # fmt: skip
+        values[name] = np.asarray(outputs[0].array, dtype=np.float64)[None]
+    return expected(_flat(recorded.gradient, recorded.names)[None, :], recorded.names, recorded.shapes, values)
 
 
 def _nonfinite(recorded: _Recorded) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, tolerances
+from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, expected, expected_names, tolerances
 from ...check.result import METHOD_NAMES
 from ...errors import UsageError
 from .source import Chunk, Columns, chunks
@@ -117,9 +117,7 @@ class PointsCheck:
         names, result = evaluate_points(
             self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first, unused=True
         )
-        unexpected = [name for name in self.expect if name not in names]
-        if unexpected:
-            raise UsageError(f"--expect {unexpected[0]}: {unexpected[0]!r} is not differentiated (--wrt)")
+        expected_names(list(self.expect), names)
         self.names = names
         road = _ChunkRoad(self, chunk, names, result).road()
         rtol, atol = tolerances(np.dtype(np.float64), self.rtol, self.atol, road)
@@ -129,28 +127,16 @@ class PointsCheck:
     def _expected(
         self, chunk: Chunk, road: Road, names: list[str], result: Any, extra: dict[str, np.ndarray]
     ) -> Reference:
-        """The user's formulas at every point, each broadcast to its variable's shape."""
+        """The user's formulas at every point, each broadcast to its variable's shape (as check --at's)."""
         from ...lang.points import point_values
 
-        n = chunk.n
-        reference, covered = road.gradient.copy(), np.zeros(road.gradient.shape, dtype=bool)
-        offsets = np.cumsum([0, *(int(np.prod(result.gradient[m].shape[1:], dtype=int)) for m in names)])
+        values = {}
         for name, program in self.expect.items():
-            k = names.index(name)
-            shape = result.gradient[name].shape[1:]
             with np.errstate(all="ignore"):
-                value = np.asarray(point_values(program, {**chunk.numbers, **extra}, self.values), dtype=np.float64)
-            own = value.shape[1:]
-            try:
-                block = np.broadcast_to(value.reshape((n,) + (1,) * (len(shape) - len(own)) + own), (n, *shape))
-            except ValueError:
-                raise UsageError(
-                    f"--expect {name}: the formula gives shape {own}, but {name} has shape {shape}"
-                ) from None
-            reference[:, offsets[k] : offsets[k + 1]] = block.reshape(n, -1)
-            covered[:, offsets[k] : offsets[k + 1]] = True
-        return Reference("expect", reference, None, ~covered, "the expected formula gives", [None] * n,
-                         only=list(self.expect))  # fmt: skip
+                values[name] = np.asarray(
+                    point_values(program, {**chunk.numbers, **extra}, self.values), dtype=np.float64
+                )
+        return expected(road.gradient, names, [result.gradient[m].shape[1:] for m in names], values)
 
     def _tally(self, chunk: Chunk, road: Road, decision: Decision) -> None:
         tally, n = self.tally, chunk.n
