@@ -25,6 +25,7 @@ from .numeric import (
     complex_step_at,
     default_tolerances,
     finite_differences_at,
+    within_sides,
 )
 
 NONE, MISMATCH, AGREE = -1, 0, 1  # a method's verdict at a point: did not judge, disagrees, agrees
@@ -103,6 +104,33 @@ class Decision:
         return [name for name, c in self.checks.items() if np.any(np.atleast_1d(c.ok[point]) == MISMATCH)]
 
 
+def expected_names(expect: Sequence[str], names: Sequence[str]) -> None:
+    """A UsageError for an ``--expect`` name that is not differentiated (before its formula runs)."""
+    for name in expect:
+        if name not in names:
+            raise UsageError(f"--expect {name}: '{name}' is not one of the variables checked ({', '.join(names)})")
+
+
+def expected(
+    gradient: np.ndarray, names: Sequence[str], shapes: Sequence[tuple[int, ...]], values: Mapping[str, np.ndarray]
+) -> Reference:
+    """The user's formulas as a reference at P points: ``values[name]`` (P, ...) each broadcast to its
+    variable's shape; ``gradient`` (P, N) autograd's, in the elements no formula covers."""
+    points = gradient.shape[0]
+    reference, covered = np.array(gradient, dtype=np.float64), np.zeros(gradient.shape, dtype=bool)
+    offsets = np.cumsum([0, *(int(np.prod(shape, dtype=int)) for shape in shapes)])
+    for name, value in values.items():
+        k, shape, own = names.index(name), tuple(shapes[names.index(name)]), value.shape[1:]
+        try:
+            block = np.broadcast_to(value.reshape((points,) + (1,) * (len(shape) - len(own)) + own), (points, *shape))
+        except ValueError:
+            raise UsageError(f"--expect {name}: the formula gives shape {own}, but {name} has shape {shape}") from None
+        reference[:, offsets[k] : offsets[k + 1]] = block.reshape(points, -1)
+        covered[:, offsets[k] : offsets[k + 1]] = True
+    return Reference("expect", reference, None, ~covered, "the expected formula gives", [None] * points,
+                     only=list(values))  # fmt: skip
+
+
 def tolerances(dtype: np.dtype, rtol: float | None, atol: float | None, road: Road) -> tuple[float, np.ndarray]:
     """rtol, and atol at each point (relative to the point's own scale unless given)."""
     default_rtol, default_atol = default_tolerances(dtype)
@@ -153,10 +181,7 @@ def decide(
     nonfinite = ~finite | ~np.isfinite(road.gradient).all(axis=1)
     subgradient = np.ones((points, n), dtype=bool)
     if fd is not None and kinked.any():
-        lo, hi = np.fmin(fd.left[0], fd.right[0]), np.fmax(fd.left[0], fd.right[0])
-        slack = 1e-6 * np.maximum(1.0, np.fmax(np.abs(lo), np.abs(hi)))
-        within = (lo - slack <= road.gradient) & (road.gradient <= hi + slack)
-        subgradient = ~kinked | within | np.isfinite(fd.jump[0])  # at a step no value is wrong: not judged
+        subgradient = ~kinked | within_sides(fd.left[0], fd.right[0], road.gradient, fd.jump[0])
     verdicts = np.array([c.ok for c in checks.values()]).reshape(len(checks), points)
     confirmed = (verdicts == AGREE).any(axis=0) | kinked.any(axis=1)
     ok = ~nonfinite & confirmed & ~(verdicts == MISMATCH).any(axis=0) & subgradient.all(axis=1)

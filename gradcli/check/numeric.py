@@ -49,18 +49,27 @@ def tolerance_problem(name: str, value: float | None) -> str | None:
     return None
 
 
+def within_sides(left: np.ndarray, right: np.ndarray, autograd: np.ndarray, jump: np.ndarray) -> np.ndarray:
+    """At a kink, whether autograd's value is a valid one: between the one-sided derivatives (to 1e-6
+    relative), or anything at a step (``jump`` finite: no derivative there to be wrong about)."""
+    with np.errstate(all="ignore"):
+        lo, hi = np.fmin(left, right), np.fmax(left, right)
+        slack = 1e-6 * np.maximum(1.0, np.fmax(np.abs(lo), np.abs(hi)))
+        return ((lo - slack <= autograd) & (autograd <= hi + slack)) | np.isfinite(jump)
+
+
 def atol_scale(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> float:
     """What atol is relative to: the value, or the largest change the Jacobian predicts for a
-    change of the inputs' own size (so 1e-20 x^2 is checked as closely as x^2)."""
-    with np.errstate(all="ignore"):
-        change = np.abs(jacobian) * np.maximum(np.abs(x0), 1.0)
-        scale = max(float(np.nanmax(np.abs(f0), initial=0.0)), float(np.nanmax(change, initial=0.0)))
-    return scale if np.isfinite(scale) and scale > 0 else 1.0
+    change of the inputs' own size (so 1e-20 x^2 is checked as closely as x^2). One point's
+    ``atol_scales``: the one rule, whichever road asks."""
+    jacobian, x = np.broadcast_arrays(np.asarray(jacobian, dtype=np.float64), np.asarray(x0, dtype=np.float64))
+    f0 = np.asarray(f0, dtype=np.float64).reshape(1, -1)
+    return float(atol_scales(f0, jacobian.reshape(1, -1), x.reshape(1, -1))[0])
 
 
 def atol_scales(f0: np.ndarray, jacobian: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """``atol_scale`` of each row: the value(s) ``f0`` (P, M), the gradient (P, N) at the point ``x0`` (P, N)
-    (tests/test_r27_check.py holds the two equal)."""
+    """What atol is relative to at each row: the value(s) ``f0`` (P, M), the gradient (P, N) at the
+    point ``x0`` (P, N) (``atol_scale`` is one row of it)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a row of nothing but nan
         change = np.abs(jacobian) * np.maximum(np.abs(x0), 1.0)

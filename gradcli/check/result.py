@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..text import in_message
+from .numeric import within_sides
 
 METHOD_NAMES = {
     "sympy": "sympy",
@@ -66,11 +67,9 @@ class Kink:
 
     @property
     def subgradient(self) -> bool:
-        if self.jump is not None:  # a step: no derivative, and no value of autograd's is wrong
-            return True
-        lo, hi = sorted((self.left, self.right))
-        slack = 1e-6 * max(1.0, abs(lo), abs(hi))
-        return lo - slack <= self.autograd <= hi + slack
+        """As the verdict decides it (numeric.within_sides): the words and the verdict cannot part."""
+        jump = np.nan if self.jump is None else self.jump  # a step: no value of autograd's is wrong
+        return bool(within_sides(self.left, self.right, self.autograd, jump))
 
     def text(self) -> str:
         if self.jump is not None:

@@ -33,7 +33,19 @@ from ..lang.library import gc
 from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
 from ..lang.values import seed_vector
 from ..text import in_message
-from .decide import AGREE, EXACT, LOOSE, Compared, Decision, Reference, Road, decide, tolerances
+from .decide import (
+    AGREE,
+    EXACT,
+    LOOSE,
+    Compared,
+    Decision,
+    Reference,
+    Road,
+    decide,
+    expected,
+    expected_names,
+    tolerances,
+)
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
 
@@ -92,7 +104,6 @@ class Recorded:
         self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
         self.f0 = np.asarray(scalar.array, dtype=np.float64).reshape(1)
         self.dtype = np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.dtype(np.float64)
-        self.noise = np.zeros(self.x0.size)  # autograd's own rounding error (see rounding_noise)
 
     def _run(self, values: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
         """Run the program at ``values``: its evaluation, scalar output and gradient."""
@@ -224,7 +235,6 @@ def check(
     if expect:
         given["expect"] = _expect_check(recorded, expect)
     decision = decide(road, chosen, rtol, atols, given)
-    recorded.noise = decision.noise[0]
     checks = {name: _method_check(c, recorded, decision) for name, c in decision.checks.items()}
     _escaped(recorded, checks)
     fd = None if decision.fd is None else decision.fd.at(0)
@@ -239,7 +249,7 @@ def check(
     return CheckResult(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
-        notes=_notes(recorded, fd, rtol, atol), warnings=said,
+        notes=_notes(recorded, fd, decision.noise[0], rtol, atol), warnings=said,
         table=check_table(recorded.gradient, checks, kinks, recorded.labels),
     )  # fmt: skip
 
@@ -269,21 +279,18 @@ def _escaped(recorded: Recorded, checks: dict[str, MethodCheck]) -> None:
             checks[n] = replace(checks[n], worst_detail=f"{checks[n].worst_detail}; {why}")
 
 
-def _notes(recorded: Recorded, fd: Estimate | None, rtol: float, atol: float) -> list[str]:
-    """What a reader should know: autograd's rounding error where it is loud, one-sided differences."""
+def _notes(recorded: Recorded, fd: Estimate | None, noise: np.ndarray, rtol: float, atol: float) -> list[str]:
+    """What a reader should know: autograd's rounding error (``noise``, the decision's) where it is
+    loud, one-sided differences."""
     notes = []
     g = _flat(recorded.gradient, recorded.names)
-    loud = recorded.noise > rtol * np.abs(g) + atol
+    loud = noise > rtol * np.abs(g) + atol
     if loud.any():
-        k = int(np.argmax(np.where(loud, recorded.noise / np.maximum(np.abs(g), np.finfo(float).tiny), 0.0)))
+        k = int(np.argmax(np.where(loud, noise / np.maximum(np.abs(g), np.finfo(float).tiny), 0.0)))
         notes.append(
-            f"d/d{recorded.labels[k]}: autograd's own rounding error is about {recorded.noise[k]:.2g} here "
+            f"d/d{recorded.labels[k]}: autograd's own rounding error is about {noise[k]:.2g} here "
             "(the expression is ill-conditioned here and loses digits to rounding); "
-            + (
-                "no method can check it more closely"
-                if recorded.noise[k] > LOOSE * abs(g[k])
-                else "tolerances allow for it"
-            )
+            + ("no method can check it more closely" if noise[k] > LOOSE * abs(g[k]) else "tolerances allow for it")
         )
     if fd is not None and fd.one_sided is not None and fd.one_sided[0].any():
         sides = ", ".join(recorded.labels[k] for k in np.flatnonzero(fd.one_sided[0]))
@@ -334,7 +341,7 @@ def _method_check(c: Compared, recorded: Recorded, decision: Decision) -> Method
     if ref.skip[0].all():
         check.ok, check.reason = None, "skipped: every input is at a kink (see the one-sided derivatives)"
     else:
-        check.reason = _inconclusive(c, recorded)
+        check.reason = _inconclusive(c, recorded, decision.noise[0])
         if c.mask[0].any():
             _measured(check, c, recorded)
         else:
@@ -360,13 +367,13 @@ def _method_check(c: Compared, recorded: Recorded, decision: Decision) -> Method
     return check
 
 
-def _inconclusive(c: Compared, recorded: Recorded) -> str | None:
-    """Where the estimate's own error, or autograd's rounding, is a sizeable part of the value."""
+def _inconclusive(c: Compared, recorded: Recorded, noise: np.ndarray) -> str | None:
+    """Where the estimate's own error, or autograd's rounding (``noise``), is a sizeable part of the value."""
     loose = c.loose[0]
     if not loose.any():
         return None
     estimated = np.zeros(loose.shape) if c.ref.estimated is None else np.asarray(c.ref.estimated[0])
-    noise, reference = recorded.noise, c.ref.reference[0]
+    reference = c.ref.reference[0]
     k = int(np.argmax(np.where(loose, np.maximum(estimated, noise), -np.inf)))
     whose = "autograd's own rounding" if noise[k] >= estimated[k] else "the estimate's own error"
     where = ", ".join(f"d/d{recorded.labels[j]}" for j in np.flatnonzero(loose)[:3])
@@ -424,31 +431,16 @@ def _expect_check(recorded: Recorded, expect: Mapping[str, str]) -> Reference:
     from ..lang.evaluate import evaluate
     from ..lang.parser import parse
 
-    reference = _flat(recorded.gradient, recorded.names).copy()
-    covered = np.zeros(reference.shape, dtype=bool)
-    offsets = np.cumsum([0, *recorded.sizes])
+    expected_names(expect, recorded.names)
+    values = {}
     for name, formula in expect.items():
-        if name not in recorded.names:
-            raise UsageError(
-                f"--expect {name}: '{name}' is not one of the variables checked ({', '.join(recorded.names)})"
-            )
         program = parse(formula, f"--expect {name}")
         with np.errstate(all="ignore"):
             outputs = evaluate(program, recorded.values).outputs
         if len(outputs) != 1:
             raise UsageError(f"--expect {name}: the formula must give one value, not {len(outputs)}")
-        (value,) = outputs
-        i = recorded.names.index(name)
-        try:
-            block = np.broadcast_to(np.asarray(value.array, dtype=np.float64), recorded.shapes[i])
-        except ValueError:
-            raise UsageError(
-                f"--expect {name}: the formula gives shape {value.shape}, but {name} has shape {recorded.shapes[i]}"
-            ) from None
-        reference[offsets[i] : offsets[i + 1]] = block.reshape(-1)
-        covered[offsets[i] : offsets[i + 1]] = True
-    return Reference("expect", reference[None, :], None, ~covered[None, :], "the expected formula gives", [None],
-                     only=list(expect))  # fmt: skip
+        values[name] = np.asarray(outputs[0].array, dtype=np.float64)[None]
+    return expected(_flat(recorded.gradient, recorded.names)[None, :], recorded.names, recorded.shapes, values)
 
 
 def _nonfinite(recorded: Recorded) -> str | None:

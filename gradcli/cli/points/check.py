@@ -16,13 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, tolerances
+from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, expected, expected_names, tolerances
 from ...check.result import METHOD_NAMES
 from ...errors import UsageError
 from .source import Chunk, Columns, chunks
 
-ALIASES = {"fd": "finite_difference", "finite_difference": "finite_difference", "complex": "complex_step",
-           "complex_step": "complex_step", "cs": "complex_step", "sympy": "sympy"}  # fmt: skip
 WORST = 5  # points shown
 REPLAYED = 4_000_000  # input elements a replay of the chunk's record takes at once
 # why a point fails when no method disagrees there, in the order a single point's verdict says it
@@ -74,14 +72,11 @@ class Tally:
 
 
 def chosen_methods(methods: list[str]) -> list[str]:
-    names = [m.strip().lower() for item in methods for m in item.split(",") if m.strip()]
-    out = []
-    for name in names or ["fd", "complex"]:
-        if name not in ALIASES:
-            raise UsageError(f"--method {name}: choose from sympy, fd, complex")
-        if ALIASES[name] not in ("sympy", *out):
-            out.append(ALIASES[name])
-    return out
+    """--method read as check --at reads it (the same names, the same refusal); by default finite
+    differences and the complex step, SymPy left out (it works on one point at a time)."""
+    from ...check.run import method_names
+
+    return [name for name in method_names(methods or ["fd", "complex"]) if name != "sympy"]
 
 
 class PointsCheck:
@@ -122,9 +117,7 @@ class PointsCheck:
         names, result = evaluate_points(
             self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first, unused=True
         )
-        unexpected = [name for name in self.expect if name not in names]
-        if unexpected:
-            raise UsageError(f"--expect {unexpected[0]}: {unexpected[0]!r} is not differentiated (--wrt)")
+        expected_names(list(self.expect), names)
         self.names = names
         road = _ChunkRoad(self, chunk, names, result).road()
         rtol, atol = tolerances(np.dtype(np.float64), self.rtol, self.atol, road)
@@ -134,28 +127,16 @@ class PointsCheck:
     def _expected(
         self, chunk: Chunk, road: Road, names: list[str], result: Any, extra: dict[str, np.ndarray]
     ) -> Reference:
-        """The user's formulas at every point, each broadcast to its variable's shape."""
+        """The user's formulas at every point, each broadcast to its variable's shape (as check --at's)."""
         from ...lang.points import point_values
 
-        n = chunk.n
-        reference, covered = road.gradient.copy(), np.zeros(road.gradient.shape, dtype=bool)
-        offsets = np.cumsum([0, *(int(np.prod(result.gradient[m].shape[1:], dtype=int)) for m in names)])
+        values = {}
         for name, program in self.expect.items():
-            k = names.index(name)
-            shape = result.gradient[name].shape[1:]
             with np.errstate(all="ignore"):
-                value = np.asarray(point_values(program, {**chunk.numbers, **extra}, self.values), dtype=np.float64)
-            own = value.shape[1:]
-            try:
-                block = np.broadcast_to(value.reshape((n,) + (1,) * (len(shape) - len(own)) + own), (n, *shape))
-            except ValueError:
-                raise UsageError(
-                    f"--expect {name}: the formula gives shape {own}, but {name} has shape {shape}"
-                ) from None
-            reference[:, offsets[k] : offsets[k + 1]] = block.reshape(n, -1)
-            covered[:, offsets[k] : offsets[k + 1]] = True
-        return Reference("expect", reference, None, ~covered, "the expected formula gives", [None] * n,
-                         only=list(self.expect))  # fmt: skip
+                values[name] = np.asarray(
+                    point_values(program, {**chunk.numbers, **extra}, self.values), dtype=np.float64
+                )
+        return expected(road.gradient, names, [result.gradient[m].shape[1:] for m in names], values)
 
     def _tally(self, chunk: Chunk, road: Road, decision: Decision) -> None:
         tally, n = self.tally, chunk.n
