@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .labels import INFIX, expression, wrap
 from .model import Edge, Graph, GraphNode, first_four, kinds
 
 GROUP_MIN = 4  # repeats before a shape becomes a group
@@ -183,8 +184,6 @@ def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], con
 def _step_text(graph: Graph, step: list[str], period: int) -> str:
     """``add chain`` for a step of one operation, else the step as an expression of ``h``, the
     previous step's result: ``h * x + k``."""
-    from .build import INFIX, _expression
-
     if period == 1:
         return f"{graph.node(step[0]).op} chain"
     text = "h"
@@ -197,12 +196,12 @@ def _step_text(graph: Graph, step: list[str], period: int) -> str:
             if (link is not None and e.source == link) or (link is None and source is not None and source.kind == "op"
                                                            and graph.consumers_of(e.source)[0].target == node_id
                                                            and len(graph.consumers_of(e.source)) == 1):  # fmt: skip
-                args.append(_wrap(text) if graph.node(node_id).op in INFIX else text)
+                args.append(wrap(text) if graph.node(node_id).op in INFIX else text)
             elif source is None:
                 args.append("...")
             else:
                 args.append("k" if source.kind == "constant" else source.ref)
-        text = _expression(graph.node(node_id).op, args)
+        text = expression(graph.node(node_id).op, args)
     return f"{text} chain"
 
 
@@ -213,7 +212,6 @@ def _order(graph: Graph) -> Any:
 
 def _shape(graph: Graph, root: str, private: dict[str, list[str]]) -> str:
     """The tree's expression with its constants as ``k``: ``sin(x * k) * y``."""
-    from .build import INFIX, _expression
 
     def text(node_id: str, depth: int) -> str:
         args = []
@@ -225,22 +223,12 @@ def _shape(graph: Graph, root: str, private: dict[str, list[str]]) -> str:
                 args.append("k")
             elif e.source in private[node_id]:
                 inner = text(e.source, depth + 1) if depth < 6 else "…"
-                args.append(_wrap(inner) if graph.node(node_id).op in INFIX else inner)
+                args.append(wrap(inner) if graph.node(node_id).op in INFIX else inner)
             else:
                 args.append(source.ref)
-        return _expression(graph.node(node_id).op, args)
+        return expression(graph.node(node_id).op, args)
 
     return text(root, 0)
-
-
-def _wrap(text: str) -> str:
-    """Parentheses around an operand with an operator outside any parentheses (``x * k``)."""
-    depth = 0
-    for ch in text:
-        depth += ch in "([" and 1 or (-1 if ch in ")]" else 0)
-        if depth == 0 and ch == " ":
-            return f"({text})"
-    return text
 
 
 def _total(graph: Graph, roots: list[str]) -> Any:
@@ -385,3 +373,33 @@ def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
                   whole.has_point)  # fmt: skip
     graph.compact, graph.rankdir, graph.clusters = whole.compact, whole.rankdir, whole.clusters
     return graph
+
+
+def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
+    """``graph`` if it has at most ``limit`` nodes, else the ``limit`` nearest its outputs (going
+    from each node to its inputs) and one summary node counting the rest by backward name (``MulBackward0``), as ``--max-nodes`` does."""
+    if len(graph.nodes) <= limit:
+        return graph
+    kept = dict.fromkeys(graph.outputs)
+    queue = deque(graph.outputs)
+    while queue and len(kept) < limit:
+        for edge in graph.inputs_of(queue.popleft()):
+            if edge.source not in kept and edge.source != "hidden" and len(kept) < limit:
+                kept[edge.source] = None
+                queue.append(edge.source)
+    nodes = [n for n in graph.nodes if n.id in kept]
+    dropped = Counter(
+        n.grad_fn or n.op for n in graph.nodes if n.id not in kept and n.kind != "hidden"
+    )  # as build counts
+    dropped.update(graph.hidden_kinds)
+    edges = [e for e in graph.edges if e.source in kept and e.target in kept]
+    cut = {e.target for e in graph.edges if e.source not in kept and e.target in kept}
+    nodes.append(GraphNode("hidden", "hidden", "hidden", f"... {sum(dropped.values()):,} more nodes"))
+    nodes, edges = as_drawn(nodes, edges, graph, {})
+    edges += [Edge("hidden", target, -1) for target in kept if target in cut]
+    hidden = sum(dropped.values())
+    notes = [n for n in graph.notes if "more nodes not shown" not in n]
+    notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + kinds(dropped))
+    cut = Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
+    cut.compact, cut.rankdir, cut.clusters = graph.compact, graph.rankdir, graph.clusters
+    return cut
