@@ -152,17 +152,7 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
     with totals), the gradients from one backward pass; then the ``max_nodes`` nearest the output,
     a group counting as one, get their texts and local derivatives; the rest is counted. None
     when nothing repeats (the plain cut is then the summary)."""
-    builder = _Builder(traced, {}, None)  # the structure alone: no text
-    builder.structure = True
-    for node in _evaluation_order(everything, traced, roots):
-        builder.add(node)
-    out_ids = [builder.output_node(t) for t in outputs]
-    skeleton = Graph(builder.nodes, builder.edges, out_ids)
-    _name_outputs(skeleton, out_ids)
-    if not point:
-        for node in skeleton.nodes:
-            if node.kind != "constant":
-                node.value = None
+    builder, skeleton = _skeleton(everything, roots, outputs, traced, point)
     groups = find_groups(skeleton)
     if not groups:
         return None
@@ -175,6 +165,39 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
     for g in groups:
         g["collapsed"] = True
     graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
+    _label_drawn(graph, skeleton, groups, builder, texts)
+    if point:
+        shown = {n.id for n in graph.nodes}
+        part = _Builder(traced, texts)
+        part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}
+        part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
+        _local_derivatives(graph, part)
+        if fresh:
+            _gradient_parts(graph)
+    return graph, builder.ids
+
+
+def _skeleton(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor], traced: dict[int, Any],
+              point: bool) -> tuple[_Builder, Graph]:  # fmt: skip
+    """The structure of every node, without program text (a summary's labels come afterwards)."""
+    builder = _Builder(traced, {}, None)  # the structure alone: no text
+    builder.structure = True
+    for node in _evaluation_order(everything, traced, roots):
+        builder.add(node)
+    out_ids = [builder.output_node(t) for t in outputs]
+    skeleton = Graph(builder.nodes, builder.edges, out_ids)
+    _name_outputs(skeleton, out_ids)
+    if not point:
+        for node in skeleton.nodes:
+            if node.kind != "constant":
+                node.value = None
+    return builder, skeleton
+
+
+def _label_drawn(graph: Graph, skeleton: Graph, groups: list[dict[str, Any]], builder: _Builder,
+                 texts: Mapping[int, str]) -> None:  # fmt: skip
+    """The operations a summary draws get their program text, else an expression of their inputs
+    as the picture shows them: a group by its id (``f = g1 + g0``), a node not drawn as ``...``."""
     shown = {n.id for n in graph.nodes}
     drawn_as = {m: g["id"] for g in groups for m in g["members"] if g["id"] in shown}  # a group drawn in its place
     drawn_as.update((n.id, n.key) for n in skeleton.nodes if n.id in shown)  # (else "...": not drawn)
@@ -186,14 +209,6 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
             refs = [drawn_as.get(e.source, "...") for e in skeleton.inputs_of(node.id)]
             node.label = expression(node.op, refs)
-    if point:
-        part = _Builder(traced, texts)
-        part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}
-        part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
-        _local_derivatives(graph, part)
-        if fresh:
-            _gradient_parts(graph)
-    return graph, builder.ids
 
 
 # --- which nodes ---------------------------------------------------------------------------------
@@ -544,31 +559,37 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         inputs = builder.inputs[node_id]
         if np.size(model.value) != 1:
             continue
-        prim = node.prim
         values = [x.array if isinstance(x, Tensor) else x for x in inputs]
         if any(np.size(v) != 1 for v in values):
             continue
-        args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
-        out = Meta.of(model.value) if prim.saves == "meta" else model.value[()]
-        one = np.ones_like(model.value)[()]
-        edges = {e.input: e for e in graph.inputs_of(node_id)}
-        refs = [
-            graph.node(edges[i].source).ref
-            if i in edges and edges[i].source != "hidden" and edges[i].source not in groups
-            else "…"
-            for i in range(len(inputs))
-        ]
-        for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
-            edge = edges.get(i)
-            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden", "group"):
-                continue
-            try:
-                with np.errstate(all="ignore"):
-                    edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
-            except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
-                continue
-            if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
-                edge.formula = formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
+        _scalar_local_derivatives(graph, node, model, values, groups)
+
+
+def _scalar_local_derivatives(graph: Graph, node: OpNode, model: GraphNode, values: list[Any], groups: set[str]) -> None:  # fmt: skip
+    """Each differentiable edge into ``model`` (a scalar node of scalar inputs ``values``) labelled
+    with its local derivative, and its formula when every input is drawn as itself."""
+    prim = node.prim
+    args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
+    out = Meta.of(model.value) if prim.saves == "meta" else model.value[()]
+    one = np.ones_like(model.value)[()]
+    edges = {e.input: e for e in graph.inputs_of(model.id)}
+    refs = [
+        graph.node(edges[i].source).ref
+        if i in edges and edges[i].source != "hidden" and edges[i].source not in groups
+        else "…"
+        for i in range(len(values))
+    ]
+    for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
+        edge = edges.get(i)
+        if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden", "group"):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
+        except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
+            continue
+        if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
+            edge.formula = formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 
 def _gradient_parts(graph: Graph) -> None:

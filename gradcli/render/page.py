@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import printable
-from .model import Edge, Graph
+from .model import Edge, Graph, GraphNode
 from .summary import find_groups, summarised
 from .views import HUMAN, compact_text, grad_text, number, partial, picture, title
 
@@ -71,16 +71,7 @@ def model_json(graph: Graph) -> dict[str, Any]:
     other views show (values, gradients, ``∂y/∂a = b = 2``) and each edge's share of its source's gradient."""
     data = graph.to_dict()
     for node, entry in zip(graph.nodes, data["nodes"]):
-        entry["title"] = printable(title(node)) if node.kind != "hidden" else node.label
-        entry["value_text"] = None if node.value is None or not graph.has_point else compact_text(node.value)
-        entry["grad_text"] = None if node.grad is None else compact_text(node.grad)
-        entry["grad_label"] = None if node.grad is None else printable(grad_text(node))
-        for key in ("value", "grad"):
-            if np.size(getattr(node, key)) > RAW_LIMIT:
-                entry[key] = None
-        entry.pop("grad_parts", None)
-        if node.grad_parts and len(node.grad_parts) <= RAW_LIMIT:
-            entry["grad_parts"] = [float(np.asarray(p)) for p in node.grad_parts]
+        _node_texts(graph, node, entry)
     for edge, entry in zip(graph.edges, data["edges"]):
         known = edge.source != "hidden" and edge.target != "hidden"
         entry["partial"] = printable(partial(graph, edge)) if known and edge.local_grad is not None else None
@@ -92,17 +83,37 @@ def model_json(graph: Graph) -> dict[str, Any]:
         for g in groups
         if all(m in known for m in g["members"])
     ]
-    if graph.clusters:  # the statements' and calls' boxes: each with the nodes inside it, nested ones too
-        inside: dict[str, list[str]] = {c["id"]: [] for c in graph.clusters}
-        parent = {c["id"]: c["parent"] for c in graph.clusters}
-        for node in graph.nodes:
-            box = node.cluster
-            while box is not None and box in inside:
-                inside[box].append(node.id)
-                box = parent[box]
-        data["clusters"] = [dict(c, members=inside[c["id"]]) for c in graph.clusters]
+    if graph.clusters:
+        data["clusters"] = _clusters_with_members(graph)
     data["has_point"] = graph.has_point
     return _finite(data)
+
+
+def _node_texts(graph: Graph, node: GraphNode, entry: dict[str, Any]) -> None:
+    """A node's entry with its title, value and gradient as text; values too large for the page
+    (over ``RAW_LIMIT`` elements) as text alone."""
+    entry["title"] = printable(title(node)) if node.kind != "hidden" else node.label
+    entry["value_text"] = None if node.value is None or not graph.has_point else compact_text(node.value)
+    entry["grad_text"] = None if node.grad is None else compact_text(node.grad)
+    entry["grad_label"] = None if node.grad is None else printable(grad_text(node))
+    for key in ("value", "grad"):
+        if np.size(getattr(node, key)) > RAW_LIMIT:
+            entry[key] = None
+    entry.pop("grad_parts", None)
+    if node.grad_parts and len(node.grad_parts) <= RAW_LIMIT:
+        entry["grad_parts"] = [float(np.asarray(p)) for p in node.grad_parts]
+
+
+def _clusters_with_members(graph: Graph) -> list[dict[str, Any]]:
+    """The statements' and calls' boxes: each with the nodes inside it, nested ones too."""
+    inside: dict[str, list[str]] = {c["id"]: [] for c in graph.clusters}
+    parent = {c["id"]: c["parent"] for c in graph.clusters}
+    for node in graph.nodes:
+        box = node.cluster
+        while box is not None and box in inside:
+            inside[box].append(node.id)
+            box = parent[box]
+    return [dict(c, members=inside[c["id"]]) for c in graph.clusters]
 
 
 def _part(graph: Graph, edge: Edge, number: Any, digits: int) -> str | None:
