@@ -10,7 +10,9 @@ Two kinds of group, both found in one pass over the nodes (linear in the graph):
   one group ``add ×59``.
 
 A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the page's ``groups``);
-``collapsed(graph)`` is the graph with each group drawn as one node.
+``collapsed(graph)`` is the graph with each group drawn as one node. What still does not fit is
+cut to the nodes nearest the outputs, the rest counted in one summary node: ``cut_to`` for
+``--max-nodes`` (a group counting as one), ``summarised`` for the page and the pictures.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import numpy as np
@@ -428,8 +429,6 @@ def rankdir(graph: Graph) -> str:
 
 def _label_size(graph: Graph, node: GraphNode) -> tuple[float, float]:
     """Roughly the pixels a node's label takes (11 pt Helvetica, ~6.5 px a character)."""
-    import re
-
     lines = [re.sub(r"<[^>]+>", "", line) for line in _dot_label(graph, node)[1:-1].split("<br/>")]
     width = max((len(html.unescape(line)) for line in lines), default=1) * 6.5 + 20
     if node.kind == "variable":
