@@ -20,7 +20,8 @@ import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
 from gradcli.render import graph, recording
-from gradcli.render.page import model_json, summarised
+from gradcli.render.page import model_json
+from gradcli.render.summary import summarised
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 runner = CliRunner()

@@ -26,7 +26,7 @@ import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
 from gradcli.render import graph, recording
-from gradcli.render.page import summarised
+from gradcli.render.summary import summarised
 from gradcli.render.views import dot
 
 sys.path.insert(0, str(Path(__file__).parent))

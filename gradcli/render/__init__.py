@@ -20,10 +20,13 @@ of intermediate nodes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..autograd.tensor import Tensor
+from ..errors import MissingProgram
 from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
@@ -45,17 +48,17 @@ class View:
         return self.model.edges
 
     def text(self) -> str:
-        from .views import text
+        from .views import text  # lazy: start-up, plot and check --blame draw no graph
 
         return text(self.model)
 
     def tree(self) -> str:
-        from .views import tree_plain
+        from .views import tree_plain  # lazy: start-up, plot and check --blame draw no graph
 
         return tree_plain(self.model)
 
     def dot(self) -> str:
-        from .views import dot
+        from .views import dot  # lazy: start-up, plot and check --blame draw no graph
 
         return dot(self.model)
 
@@ -64,29 +67,28 @@ class View:
 
     def html(self) -> str:
         """The interactive page: one self-contained HTML file (``.save("g.html")`` writes it)."""
-        from .page import page
+        from .page import page  # lazy: start-up, plot and check --blame draw no graph
 
         return page(self.model)
 
     def save(self, path: str | Path, fmt: str | None = None, layout_timeout: float | None = 30.0) -> Path:
         """Write the graph to ``path``; the format follows the extension (.png .svg .pdf .html .dot .json .txt).
         Graphviz gets ``layout_timeout`` seconds to draw a picture (None: no limit)."""
-        from .layout import time_limit
-        from .output import write
+        from .layout import time_limit  # lazy: start-up, plot and check --blame lay out no graph
+        from .output import write  # lazy: start-up, plot and check --blame write no graph
 
         with time_limit(layout_timeout):
             return write(self.model, Path(path), fmt)
 
     def _repr_svg_(self) -> str:  # pictures in Jupyter
-        from .views import picture
+        from .views import picture  # lazy: start-up, plot and check --blame draw no graph
 
         return picture(self.model, "svg").decode()
 
     def _repr_html_(self) -> str | None:
         """The interactive page in Jupyter, in a frame of its own (its script and ids apart from the
         notebook's); None without Graphviz, so Jupyter shows the text instead."""
-        from ..errors import MissingProgram
-        from .page import framed
+        from .page import framed  # lazy: start-up, plot and check --blame draw no graph
 
         try:
             return framed(self.model)
@@ -112,9 +114,7 @@ def graph(
     graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
     without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
     from the graph's shape."""
-    import sys
-
-    from .layout import checked_rankdir
+    from .layout import checked_rankdir  # lazy: start-up, plot and check --blame lay out no graph
 
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
     held = _held(sys._getframe(1))
@@ -126,8 +126,6 @@ def graph(
 def _held(frame: Any) -> list[tuple[str, Any]]:
     """The tensors the caller's variables hold (its locals, then its module's globals, as a
     notebook cell keeps them), by name; names starting with ``_`` (IPython's ``_``, ``_3``) left out."""
-    from ..autograd.tensor import Tensor
-
     found: list[tuple[str, Any]] = []
     for scope in (frame.f_locals, frame.f_globals):
         found += [(name, v) for name, v in list(scope.items()) if isinstance(v, Tensor) and not name.startswith("_")]

@@ -10,7 +10,6 @@ rule (the table, not a second copy of the calculus).
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -25,8 +24,10 @@ from ..autograd.tape import recording as recording  # the tape is autograd's; gc
 from ..autograd.tensor import Tensor, storage_root
 from ..errors import UsageError
 from ..ops import Meta
-from ..ops.operators import PREFIX, SHOWN
+from .clusters import place
+from .labels import expression, formula, value_text
 from .model import Edge, Graph, GraphNode, kinds
+from .summary import collapsed, cut_to, find_groups
 
 DEFAULT_MAX_NODES = 200
 ALL_NODES = 0  # --max-nodes 0 (or all): every node, drawn as itself
@@ -49,10 +50,6 @@ def checked_max_nodes(value: int | str | None) -> int | None:
             f"invalid value for '--max-nodes': {str(value)!r} is not a count of nodes (N, or 0 or all: every node)"
         )
     return count
-
-
-_SIGNS = {row.primitive.name: row.symbol for row in PREFIX.values() if row.primitive is not None}  # "neg" -> "-"
-INFIX = SHOWN  # primitive name -> its operator's symbol ("mul" -> "*"), from the operator table
 
 
 def build(
@@ -124,11 +121,7 @@ def build(
         _unknown_values(graph)
     _marks(graph, highlight, blamed, builder.ids)
     if clusters:
-        from .clusters import place
-
         place(graph, builder.autograd, traced, clusters)
-    from .summary import find_groups
-
     graph.groups = find_groups(graph)
     return graph
 
@@ -159,8 +152,34 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
     with totals), the gradients from one backward pass; then the ``max_nodes`` nearest the output,
     a group counting as one, get their texts and local derivatives; the rest is counted. None
     when nothing repeats (the plain cut is then the summary)."""
-    from .summary import collapsed, cut_to, find_groups
+    builder, skeleton = _skeleton(everything, roots, outputs, traced, point)
+    groups = find_groups(skeleton)
+    if not groups:
+        return None
+    fresh = False
+    if point:
+        skeleton.has_point = True
+        fresh = _gradients(skeleton, builder, outputs, seed, free)
+    if clusters:
+        place(skeleton, builder.autograd, traced, clusters)
+    for g in groups:
+        g["collapsed"] = True
+    graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
+    _label_drawn(graph, skeleton, groups, builder, texts)
+    if point:
+        shown = {n.id for n in graph.nodes}
+        part = _Builder(traced, texts)
+        part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}
+        part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
+        _local_derivatives(graph, part)
+        if fresh:
+            _gradient_parts(graph)
+    return graph, builder.ids
 
+
+def _skeleton(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor], traced: dict[int, Any],
+              point: bool) -> tuple[_Builder, Graph]:  # fmt: skip
+    """The structure of every node, without program text (a summary's labels come afterwards)."""
     builder = _Builder(traced, {}, None)  # the structure alone: no text
     builder.structure = True
     for node in _evaluation_order(everything, traced, roots):
@@ -172,20 +191,13 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         for node in skeleton.nodes:
             if node.kind != "constant":
                 node.value = None
-    groups = find_groups(skeleton)
-    if not groups:
-        return None
-    fresh = False
-    if point:
-        skeleton.has_point = True
-        fresh = _gradients(skeleton, builder, outputs, seed, free)
-    if clusters:
-        from .clusters import place
+    return builder, skeleton
 
-        place(skeleton, builder.autograd, traced, clusters)
-    for g in groups:
-        g["collapsed"] = True
-    graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
+
+def _label_drawn(graph: Graph, skeleton: Graph, groups: list[dict[str, Any]], builder: _Builder,
+                 texts: Mapping[int, str]) -> None:  # fmt: skip
+    """The operations a summary draws get their program text, else an expression of their inputs
+    as the picture shows them: a group by its id (``f = g1 + g0``), a node not drawn as ``...``."""
     shown = {n.id for n in graph.nodes}
     drawn_as = {m: g["id"] for g in groups for m in g["members"] if g["id"] in shown}  # a group drawn in its place
     drawn_as.update((n.id, n.key) for n in skeleton.nodes if n.id in shown)  # (else "...": not drawn)
@@ -196,15 +208,7 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
             node.label, node.generated = text, False
         elif node.kind == "op":  # its inputs as the picture shows them: a group by its id (f = g1 + g0)
             refs = [drawn_as.get(e.source, "...") for e in skeleton.inputs_of(node.id)]
-            node.label = _expression(node.op, refs)
-    if point:
-        part = _Builder(traced, texts)
-        part.autograd = {i: n for i, n in builder.autograd.items() if i in shown}
-        part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
-        _local_derivatives(graph, part)
-        if fresh:
-            _gradient_parts(graph)
-    return graph, builder.ids
+            node.label = expression(node.op, refs)
 
 
 # --- which nodes ---------------------------------------------------------------------------------
@@ -393,7 +397,7 @@ class _Builder:
             model.generated = True
             return
         text = self.texts.get(id(result)) if result is not None else None
-        model.label = text or _expression(op, refs)
+        model.label = text or expression(op, refs)
         model.generated = text is None
 
     def _append(self, node: Any, model: GraphNode) -> None:
@@ -427,7 +431,7 @@ class _Builder:
         raw = value.array if isinstance(value, Tensor) else value
         text = self.texts.get(id(value)) if isinstance(value, Tensor) else None
         if text is None:
-            text = _value_text(raw)
+            text = value_text(raw)
         model = GraphNode(self.new_id(), "constant", "constant", text, shape=np.shape(raw), value=np.asarray(raw))
         if isinstance(value, Tensor) and value.name:
             model.name = value.name
@@ -485,26 +489,6 @@ def _unknown_values(graph: Graph) -> None:
         graph.notes.append(
             f"no value kept for {names}: build the graph inside gc.render.recording() to see every value"
         )
-
-
-def _value_text(raw: Any) -> str:
-    from ..text import array, number
-
-    a = np.asarray(raw)
-    if a.ndim == 0:
-        return number(a)
-    return array(a) if a.size <= 6 else f"[{a.size} values]"
-
-
-def _expression(op: str, refs: list[str]) -> str:
-    """Text for a node the program did not name: ``x * 2``, ``sin(n3)``."""
-    symbol = INFIX.get(op)
-    if symbol and len(refs) == 2:
-        return f"{refs[0]} {symbol} {refs[1]}"
-    sign = _SIGNS.get(op)
-    if sign and len(refs) == 1:
-        return f"{sign}{refs[0]}"
-    return f"{op}({', '.join(refs)})"
 
 
 # --- values, gradients, local derivatives -----------------------------------------------------------
@@ -575,62 +559,37 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
         inputs = builder.inputs[node_id]
         if np.size(model.value) != 1:
             continue
-        prim = node.prim
         values = [x.array if isinstance(x, Tensor) else x for x in inputs]
         if any(np.size(v) != 1 for v in values):
             continue
-        args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
-        out = Meta.of(model.value) if prim.saves == "meta" else model.value[()]
-        one = np.ones_like(model.value)[()]
-        edges = {e.input: e for e in graph.inputs_of(node_id)}
-        refs = [
-            graph.node(edges[i].source).ref
-            if i in edges and edges[i].source != "hidden" and edges[i].source not in groups
-            else "…"
-            for i in range(len(inputs))
-        ]
-        for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
-            edge = edges.get(i)
-            if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden", "group"):
-                continue
-            try:
-                with np.errstate(all="ignore"):
-                    edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
-            except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
-                continue
-            if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
-                edge.formula = _formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
+        _scalar_local_derivatives(graph, node, model, values, groups)
 
 
-def _formula(template: str, refs: list[str], out: str, unary: str | None = None) -> str:
-    """A rule's formula with the inputs' names: ``{1}`` of ``a * b`` is ``b``; a unary
-    operation's own value by its name: ``sigmoid({0})*(1-sigmoid({0}))`` of ``f = sigmoid(n3)``
-    is ``f*(1-f)``."""
-    if unary is not None:
-        template = template.replace(f"{unary}({{0}})", "{out}")
-    whole = template.strip("{}")
-    if template == "{" + whole + "}" and whole.isdigit() and int(whole) < len(refs):
-        ref = refs[int(whole)]
-        return ref[1:-1] if ref.startswith("(") and ref.endswith(")") else ref  # no parentheses alone
-    text = template.replace("{out}", out)
-    for i, ref in enumerate(refs):
-        bare = ref[1:-1] if ref.startswith("(") and ref.endswith(")") else ref
-        text = text.replace("({" + str(i) + "})", f"({bare})")  # exp({0}): one pair of parentheses
-        text = text.replace("{" + str(i) + "}", ref)
-    return _tidy(text)
-
-
-_POWER_MINUS_ONE = re.compile(r"\^\((-?\d+(?:\.\d+)?)-1\)")
-_POWER_ONE = re.compile(r"\^1(?![\d.])")
-
-
-def _tidy(text: str) -> str:
-    """Arithmetic on numbers in a formula: ``2*x^(2-1)`` reads ``2*x``."""
-    from ..text import number
-
-    text = _POWER_MINUS_ONE.sub(lambda m: "^" + number(float(m.group(1)) - 1), text)
-    text = _POWER_ONE.sub("", text)
-    return text
+def _scalar_local_derivatives(graph: Graph, node: OpNode, model: GraphNode, values: list[Any], groups: set[str]) -> None:  # fmt: skip
+    """Each differentiable edge into ``model`` (a scalar node of scalar inputs ``values``) labelled
+    with its local derivative, and its formula when every input is drawn as itself."""
+    prim = node.prim
+    args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
+    out = Meta.of(model.value) if prim.saves == "meta" else model.value[()]
+    one = np.ones_like(model.value)[()]
+    edges = {e.input: e for e in graph.inputs_of(model.id)}
+    refs = [
+        graph.node(edges[i].source).ref
+        if i in edges and edges[i].source != "hidden" and edges[i].source not in groups
+        else "…"
+        for i in range(len(values))
+    ]
+    for i, rule in enumerate(prim.vjp if prim.arity >= 0 else ()):
+        edge = edges.get(i)
+        if rule is None or edge is None or graph.node(edge.source).kind in ("constant", "hidden", "group"):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                edge.local_grad = np.asarray(rule(one, out, *args, *node.params)).reshape(())
+        except Exception:  # a rule that needs more than scalars: leave the edge unlabelled
+            continue
+        if i < len(prim.formulas) and "…" not in refs:  # (an input beyond --max-nodes: the value alone)
+            edge.formula = formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 
 def _gradient_parts(graph: Graph) -> None:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..autograd.node import edge_node
 from ..errors import printable
 from .model import Graph
 
@@ -40,8 +41,6 @@ def statement_spans(tree: Any, evaluation: Any, trace: Sequence[Any]) -> list[Sp
         for _, value in steps[offset : offset + count]:
             edge = getattr(value, "_edge", None)
             if edge is not None:
-                from ..autograd.node import edge_node
-
                 end = max(end, position.get(id(edge_node(edge)), -1) + 1)
         offset += count
         if end > start:

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..files import write_atomic
+from ..text import jsonable
+from . import views
 from .model import Graph
 
 EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".json": "json", ".txt": "text"}
@@ -35,13 +38,9 @@ KEEP = "keep"  # render's digits: each view's own default
 
 def render(graph: Graph, fmt: str, digits: int | None | str = KEEP) -> bytes | str:
     """The graph in ``fmt``; ``digits`` sets the significant digits of the text and tree views (None: all)."""
-    from . import views
-
     places = {} if digits == KEEP else {"digits": digits}
 
     if fmt == "json":
-        from ..text import jsonable
-
         return json.dumps(jsonable(graph.to_dict()), ensure_ascii=False) + "\n"
     if fmt == "dot":
         return views.dot(graph)
@@ -52,15 +51,13 @@ def render(graph: Graph, fmt: str, digits: int | None | str = KEEP) -> bytes | s
     if fmt in BINARY:
         return views.picture(graph, fmt)
     if fmt == "html":
-        from .page import page
+        from .page import page  # lazy: start-up, only --format html builds the page (its assets, importlib.resources)
 
         return page(graph)
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(views.FORMATS)}")
 
 
 def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
-    from ..files import write_atomic
-
     data = render(graph, format_for(path, fmt))
     write_atomic(path, data)  # whole or not at all: a full disk keeps the old file
     return path
@@ -77,10 +74,8 @@ def show(graph: Graph, fmt: str, rich: bool = False, digits: int | None | str = 
         from rich.console import Console
         from rich.text import Text
 
-        from .views import tree_rich
-
         console = console or Console(highlight=False)
-        for tree in tree_rich(graph, **({} if digits == KEEP else {"digits": digits})):
+        for tree in views.tree_rich(graph, **({} if digits == KEEP else {"digits": digits})):
             console.print(tree)
         for note in graph.notes:
             console.print(Text(f"({note})", style="dim"))

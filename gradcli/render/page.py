@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import html
 import json
-from collections import Counter, deque
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ..errors import printable
-from .model import Edge, Graph, GraphNode, kinds
-from .summary import as_drawn
+from .model import Edge, Graph, GraphNode
+from .summary import find_groups, summarised
+from .views import HUMAN, compact_text, grad_text, number, partial, picture, title
 
 PAGE_MAX_NODES = 600  # the most Graphviz lays out in a few seconds, and a browser redraws at once
 RAW_LIMIT = 64  # array elements kept as numbers in the page's JSON; larger values are shown as text
@@ -33,8 +33,6 @@ RAW_LIMIT = 64  # array elements kept as numbers in the page's JSON; larger valu
 
 def page(graph: Graph) -> str:
     """The HTML page of ``graph``: its SVG picture, its model as JSON, the script and the style."""
-    from .views import picture
-
     graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
     svg = _inline_svg(picture(graph, "svg", collapse=False, wanted="html").decode("utf-8"))
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
@@ -71,26 +69,13 @@ def _inline_svg(svg: str) -> str:
 def model_json(graph: Graph) -> dict[str, Any]:
     """What the page's script reads: the model's JSON (``Graph.to_dict``) with the texts the
     other views show (values, gradients, ``∂y/∂a = b = 2``) and each edge's share of its source's gradient."""
-    from .views import HUMAN, _compact, grad_text, number, partial, title
-
     data = graph.to_dict()
     for node, entry in zip(graph.nodes, data["nodes"]):
-        entry["title"] = printable(title(node)) if node.kind != "hidden" else node.label
-        entry["value_text"] = None if node.value is None or not graph.has_point else _compact(node.value)
-        entry["grad_text"] = None if node.grad is None else _compact(node.grad)
-        entry["grad_label"] = None if node.grad is None else printable(grad_text(node))
-        for key in ("value", "grad"):
-            if np.size(getattr(node, key)) > RAW_LIMIT:
-                entry[key] = None
-        entry.pop("grad_parts", None)
-        if node.grad_parts and len(node.grad_parts) <= RAW_LIMIT:
-            entry["grad_parts"] = [float(np.asarray(p)) for p in node.grad_parts]
+        _node_texts(graph, node, entry)
     for edge, entry in zip(graph.edges, data["edges"]):
         known = edge.source != "hidden" and edge.target != "hidden"
         entry["partial"] = printable(partial(graph, edge)) if known and edge.local_grad is not None else None
         entry["part_text"] = _part(graph, edge, number, HUMAN) if known else None
-    from .summary import find_groups
-
     groups = getattr(graph, "groups", None) or find_groups(graph)  # (a page's cut graph: found again)
     known = {n.id for n in graph.nodes}
     data["groups"] = [
@@ -98,17 +83,37 @@ def model_json(graph: Graph) -> dict[str, Any]:
         for g in groups
         if all(m in known for m in g["members"])
     ]
-    if graph.clusters:  # the statements' and calls' boxes: each with the nodes inside it, nested ones too
-        inside: dict[str, list[str]] = {c["id"]: [] for c in graph.clusters}
-        parent = {c["id"]: c["parent"] for c in graph.clusters}
-        for node in graph.nodes:
-            box = node.cluster
-            while box is not None and box in inside:
-                inside[box].append(node.id)
-                box = parent[box]
-        data["clusters"] = [dict(c, members=inside[c["id"]]) for c in graph.clusters]
+    if graph.clusters:
+        data["clusters"] = _clusters_with_members(graph)
     data["has_point"] = graph.has_point
     return _finite(data)
+
+
+def _node_texts(graph: Graph, node: GraphNode, entry: dict[str, Any]) -> None:
+    """A node's entry with its title, value and gradient as text; values too large for the page
+    (over ``RAW_LIMIT`` elements) as text alone."""
+    entry["title"] = printable(title(node)) if node.kind != "hidden" else node.label
+    entry["value_text"] = None if node.value is None or not graph.has_point else compact_text(node.value)
+    entry["grad_text"] = None if node.grad is None else compact_text(node.grad)
+    entry["grad_label"] = None if node.grad is None else printable(grad_text(node))
+    for key in ("value", "grad"):
+        if np.size(getattr(node, key)) > RAW_LIMIT:
+            entry[key] = None
+    entry.pop("grad_parts", None)
+    if node.grad_parts and len(node.grad_parts) <= RAW_LIMIT:
+        entry["grad_parts"] = [float(np.asarray(p)) for p in node.grad_parts]
+
+
+def _clusters_with_members(graph: Graph) -> list[dict[str, Any]]:
+    """The statements' and calls' boxes: each with the nodes inside it, nested ones too."""
+    inside: dict[str, list[str]] = {c["id"]: [] for c in graph.clusters}
+    parent = {c["id"]: c["parent"] for c in graph.clusters}
+    for node in graph.nodes:
+        box = node.cluster
+        while box is not None and box in inside:
+            inside[box].append(node.id)
+            box = parent[box]
+    return [dict(c, members=inside[c["id"]]) for c in graph.clusters]
 
 
 def _part(graph: Graph, edge: Edge, number: Any, digits: int) -> str | None:
@@ -129,36 +134,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
-
-
-def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
-    """``graph`` if it has at most ``limit`` nodes, else the ``limit`` nearest its outputs (going
-    from each node to its inputs) and one summary node counting the rest by backward name (``MulBackward0``), as ``--max-nodes`` does."""
-    if len(graph.nodes) <= limit:
-        return graph
-    kept = dict.fromkeys(graph.outputs)
-    queue = deque(graph.outputs)
-    while queue and len(kept) < limit:
-        for edge in graph.inputs_of(queue.popleft()):
-            if edge.source not in kept and edge.source != "hidden" and len(kept) < limit:
-                kept[edge.source] = None
-                queue.append(edge.source)
-    nodes = [n for n in graph.nodes if n.id in kept]
-    dropped = Counter(
-        n.grad_fn or n.op for n in graph.nodes if n.id not in kept and n.kind != "hidden"
-    )  # as build counts
-    dropped.update(graph.hidden_kinds)
-    edges = [e for e in graph.edges if e.source in kept and e.target in kept]
-    cut = {e.target for e in graph.edges if e.source not in kept and e.target in kept}
-    nodes.append(GraphNode("hidden", "hidden", "hidden", f"... {sum(dropped.values()):,} more nodes"))
-    nodes, edges = as_drawn(nodes, edges, graph, {})
-    edges += [Edge("hidden", target, -1) for target in kept if target in cut]
-    hidden = sum(dropped.values())
-    notes = [n for n in graph.notes if "more nodes not shown" not in n]
-    notes.insert(0, f"{hidden:,} more nodes not shown ({shown_by} shows {limit:,}): " + kinds(dropped))
-    cut = Graph(nodes, edges, list(graph.outputs), hidden, dict(dropped.most_common()), notes, graph.has_point)
-    cut.compact, cut.rankdir, cut.clusters = graph.compact, graph.rankdir, graph.clusters
-    return cut
 
 
 TEMPLATE = """<!DOCTYPE html>

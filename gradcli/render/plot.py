@@ -17,11 +17,14 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import MissingProgram, UsageError, install_hint
+from ..lang.points import derivative_series, evaluate_points
+from ..lang.program import single_output
 
 SAMPLES = 801  # points of a curve: a pole or a jump between two of them is found from the slopes
 GRID = 121  # points along each axis of a two-variable plot (121 x 121 values)
@@ -73,8 +76,6 @@ def curves(
 ) -> Curves:
     """f, f′ (and f″ with ``order`` 2) of ``program`` in ``name`` over ``span``, the other variables
     at ``values``; with ``at``, the point a and f(a), f′(a) for the tangent."""
-    from ..lang.points import derivative_series
-
     x = np.linspace(span[0], span[1], samples)
     raw = derivative_series(program, name, x, values, order + 1)
     found = Curves(name, x, raw)
@@ -128,8 +129,6 @@ def field(
 ) -> Field:
     """f and its gradient over the grid of ``spans`` (one batched evaluation of every point; a
     Python function on a coarser grid, point by point)."""
-    from ..lang.points import evaluate_points
-
     if samples is None:
         samples = GRID if program.tree is not None else GRID_PYTHON
 
@@ -150,8 +149,6 @@ def field(
 
 
 def _scalar_output(program: Any, point: Mapping[str, Any], names: Sequence[str]) -> None:
-    from ..lang.program import single_output
-
     out = single_output(program.run(point, list(names)))
     if out.numel() != 1:
         raise UsageError(f"plot needs one number for each point; the output has shape {tuple(out.shape)}")
@@ -210,8 +207,6 @@ def document(data: Curves | Field) -> dict[str, Any]:
 
 def format_of(path: str) -> str:
     """png, svg or pdf from the file's extension."""
-    from pathlib import Path
-
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise UsageError(f"-o {path}: cannot tell the format from '{suffix or 'no extension'}'; use .png, .svg or .pdf")

@@ -10,7 +10,9 @@ Two kinds of group, both found in one pass over the nodes (linear in the graph):
   one group ``add ×59``.
 
 A group is ``{"id", "label", "members", "count", "collapsed", "total"}`` (the page's ``groups``);
-``collapsed(graph)`` is the graph with each group drawn as one node.
+``collapsed(graph)`` is the graph with each group drawn as one node. What still does not fit is
+cut to the nodes nearest the outputs, the rest counted in one summary node: ``cut_to`` for
+``--max-nodes`` (a group counting as one), ``summarised`` for the page and the pictures.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .labels import INFIX, expression, wrap
 from .model import Edge, Graph, GraphNode, first_four, kinds
 
 GROUP_MIN = 4  # repeats before a shape becomes a group
@@ -35,6 +38,22 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
     consumers: dict[str, int] = {}
     for e in graph.edges:
         consumers[e.source] = consumers.get(e.source, 0) + 1
+    sig, private = _signatures(graph, nodes, consumers)
+    consumer_of = {e.source: e.target for e in graph.edges if consumers.get(e.source) == 1}
+    taken: set[str] = set()
+    groups = _terms(graph, nodes, sig, private, consumer_of, taken)
+    groups += _chains(graph, nodes, consumers, consumer_of, taken)
+    groups.sort(key=lambda g: -len(g["members"]))
+    for k, g in enumerate(groups):
+        g["id"] = f"g{k}"
+        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES and not graph.as_built  # as pictures draw them
+    return [{key: g[key] for key in ("id", "label", "members", "count", "collapsed", "total", "roots")} for g in groups]
+
+
+def _signatures(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int]) -> tuple[dict[str, int], dict[str, list[str]]]:  # fmt: skip
+    """Each node's shape as a number (the same number: the same operations on the same shared
+    inputs, constants aside), and its private inputs (the constants and unnamed operations that it
+    alone uses)."""
     table: dict[tuple[Any, ...], int] = {}
     sig: dict[str, int] = {}
     private: dict[str, list[str]] = {}  # node -> its private inputs (used by it alone)
@@ -60,11 +79,18 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
             parts.append(node.id)  # every variable is itself
         sig[node.id] = table.setdefault(tuple(parts), len(table))
         private[node.id] = mine
+    return sig, private
+
+
+def _terms(graph: Graph, nodes: list[GraphNode], sig: dict[str, int], private: dict[str, list[str]],
+           consumer_of: dict[str, str], taken: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+    """Terms of the same shape, at least ``GROUP_MIN`` of them: maximal repeated trees (their
+    consumer does not repeat with them inside), each with its private inputs; their nodes ``taken``."""
+    by_id = graph._by_id
     count: dict[int, int] = {}
     for node in nodes:
         if node.kind == "op":
             count[sig[node.id]] = count.get(sig[node.id], 0) + 1
-    consumer_of = {e.source: e.target for e in graph.edges if consumers.get(e.source) == 1}
 
     def repeated(node_id: str) -> bool:
         return by_id[node_id].kind == "op" and count[sig[node_id]] >= GROUP_MIN
@@ -78,7 +104,6 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
         return found
 
     groups: list[dict[str, Any]] = []
-    taken: set[str] = set()
     roots: dict[int, list[str]] = {}
     for node in nodes:  # maximal repeated trees: the consumer does not repeat with it inside
         if not repeated(node.id) or node.output or not private[node.id]:
@@ -101,12 +126,7 @@ def find_groups(graph: Graph) -> list[dict[str, Any]]:
                 "total": _total(graph, found),
             }
         )
-    groups += _chains(graph, nodes, consumers, consumer_of, taken)
-    groups.sort(key=lambda g: -len(g["members"]))
-    for k, g in enumerate(groups):
-        g["id"] = f"g{k}"
-        g["collapsed"] = len(graph.nodes) > SUMMARY_NODES and not graph.as_built  # as pictures draw them
-    return [{key: g[key] for key in ("id", "label", "members", "count", "collapsed", "total", "roots")} for g in groups]
+    return groups
 
 
 def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], consumer_of: dict[str, str],
@@ -183,8 +203,6 @@ def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], con
 def _step_text(graph: Graph, step: list[str], period: int) -> str:
     """``add chain`` for a step of one operation, else the step as an expression of ``h``, the
     previous step's result: ``h * x + k``."""
-    from .build import INFIX, _expression
-
     if period == 1:
         return f"{graph.node(step[0]).op} chain"
     text = "h"
@@ -197,12 +215,12 @@ def _step_text(graph: Graph, step: list[str], period: int) -> str:
             if (link is not None and e.source == link) or (link is None and source is not None and source.kind == "op"
                                                            and graph.consumers_of(e.source)[0].target == node_id
                                                            and len(graph.consumers_of(e.source)) == 1):  # fmt: skip
-                args.append(_wrap(text) if graph.node(node_id).op in INFIX else text)
+                args.append(wrap(text) if graph.node(node_id).op in INFIX else text)
             elif source is None:
                 args.append("...")
             else:
                 args.append("k" if source.kind == "constant" else source.ref)
-        text = _expression(graph.node(node_id).op, args)
+        text = expression(graph.node(node_id).op, args)
     return f"{text} chain"
 
 
@@ -213,7 +231,6 @@ def _order(graph: Graph) -> Any:
 
 def _shape(graph: Graph, root: str, private: dict[str, list[str]]) -> str:
     """The tree's expression with its constants as ``k``: ``sin(x * k) * y``."""
-    from .build import INFIX, _expression
 
     def text(node_id: str, depth: int) -> str:
         args = []
@@ -225,22 +242,12 @@ def _shape(graph: Graph, root: str, private: dict[str, list[str]]) -> str:
                 args.append("k")
             elif e.source in private[node_id]:
                 inner = text(e.source, depth + 1) if depth < 6 else "…"
-                args.append(_wrap(inner) if graph.node(node_id).op in INFIX else inner)
+                args.append(wrap(inner) if graph.node(node_id).op in INFIX else inner)
             else:
                 args.append(source.ref)
-        return _expression(graph.node(node_id).op, args)
+        return expression(graph.node(node_id).op, args)
 
     return text(root, 0)
-
-
-def _wrap(text: str) -> str:
-    """Parentheses around an operand with an operator outside any parentheses (``x * k``)."""
-    depth = 0
-    for ch in text:
-        depth += ch in "([" and 1 or (-1 if ch in ")]" else 0)
-        if depth == 0 and ch == " ":
-            return f"({text})"
-    return text
 
 
 def _total(graph: Graph, roots: list[str]) -> Any:
@@ -260,19 +267,7 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
             continue
         for m in g["members"]:
             where[m] = g["id"]
-        chain = g["label"].endswith(" chain")
-        ops = [m for m in g["members"] if graph.node(m).kind == "op"] if chain else g["roots"]
-        root_grads = [graph.node(r).grad for r in ops]  # "grad 1 each" only if it is so for each
-        node = GraphNode(g["id"], "group", "group", g["label"])
-        node.value = g["total"]
-        grads = {float(np.asarray(x)) for x in root_grads if x is not None and np.size(x) == 1}
-        node.grad = grads.pop() if len(grads) == 1 and None not in root_grads else None
-        node.grad_parts = None
-        node.shape = ()
-        node.count, node.size = g["count"], len(g["members"])
-        around = {graph.node(m).cluster for m in g["members"]}
-        node.cluster = around.pop() if len(around) == 1 else None  # in its statement's box, if one
-        group_nodes.append(node)
+        group_nodes.append(_group_node(graph, g))
     if not group_nodes:
         return graph
     nodes: list[GraphNode] = []
@@ -285,6 +280,39 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
         elif gid not in placed:
             placed.add(gid)
             nodes.append(by_id[gid])
+    nodes, edges = as_drawn(nodes, _edges_once(graph, where), graph, where)
+    shown = sum(len(g["members"]) for g in groups if g["collapsed"])
+    notes = [
+        f"{shown:,} nodes in {len(group_nodes)} group{'s' if len(group_nodes) > 1 else ''} of repeated structure "
+        "drawn as one node each (--format json lists them under groups)",
+        *graph.notes,
+    ]
+    out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
+    out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
+    return out
+
+
+def _group_node(graph: Graph, group: dict[str, Any]) -> GraphNode:
+    """The node drawn for a collapsed group: its total value, the gradient of each repeat when
+    they all have the same, in its statement's box when all its members are."""
+    chain = group["label"].endswith(" chain")
+    ops = [m for m in group["members"] if graph.node(m).kind == "op"] if chain else group["roots"]
+    root_grads = [graph.node(r).grad for r in ops]  # "grad 1 each" only if it is so for each
+    node = GraphNode(group["id"], "group", "group", group["label"])
+    node.value = group["total"]
+    grads = {float(np.asarray(x)) for x in root_grads if x is not None and np.size(x) == 1}
+    node.grad = grads.pop() if len(grads) == 1 and None not in root_grads else None
+    node.grad_parts = None
+    node.shape = ()
+    node.count, node.size = group["count"], len(group["members"])
+    around = {graph.node(m).cluster for m in group["members"]}
+    node.cluster = around.pop() if len(around) == 1 else None  # in its statement's box, if one
+    return node
+
+
+def _edges_once(graph: Graph, where: Mapping[str, str]) -> list[Edge]:
+    """The edges of ``graph`` between what is drawn (``where``: a node -> the group drawn in its
+    place), each drawn once: several between the same two ends become one edge that counts them."""
     counted: dict[tuple[str, str], list[Edge]] = {}
     for e in graph.edges:
         s, t = where.get(e.source, e.source), where.get(e.target, e.target)
@@ -299,16 +327,7 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
             edge = Edge(s, t, run[0].input, highlighted=any(e.highlighted for e in run))
             edge.count = len(run)
             edges.append(edge)
-    nodes, edges = as_drawn(nodes, edges, graph, where)
-    shown = sum(len(g["members"]) for g in groups if g["collapsed"])
-    notes = [
-        f"{shown:,} nodes in {len(group_nodes)} group{'s' if len(group_nodes) > 1 else ''} of repeated structure "
-        "drawn as one node each (--format json lists them under groups)",
-        *graph.notes,
-    ]
-    out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
-    out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
-    return out
+    return edges
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -347,33 +366,61 @@ def as_drawn(nodes: list[GraphNode], edges: list[Edge], source: Graph, where: Ma
     return nodes, edges
 
 
+def _nearest(graph: Graph, limit: int, past_hidden: bool = True) -> dict[str, None]:
+    """The ``limit`` nodes nearest the outputs of ``graph`` (going from each node to its inputs), the
+    outputs always, in the order they were reached; ``past_hidden`` False leaves the summary node out."""
+    kept = dict.fromkeys(graph.outputs)
+    queue = deque(graph.outputs)
+    while queue and len(kept) < limit:
+        for edge in graph.inputs_of(queue.popleft()):
+            if edge.source not in kept and (past_hidden or edge.source != "hidden") and len(kept) < limit:
+                kept[edge.source] = None
+                queue.append(edge.source)
+    return kept
+
+
+def _kept_part(graph: Graph, kept: Mapping[str, None], label: str) -> tuple[list[GraphNode], list[Edge], set[str]]:
+    """The nodes of ``graph`` in ``kept`` with the edges between them, a summary node labelled
+    ``label`` last, and the kept nodes that lost an input to the cut (the summary's edges go to them)."""
+    nodes = [n for n in graph.nodes if n.id in kept]
+    edges = [e for e in graph.edges if e.source in kept and e.target in kept]
+    ends = {e.target for e in graph.edges if e.source not in kept and e.target in kept}
+    nodes.append(GraphNode("hidden", "hidden", "hidden", label))
+    return nodes, edges, ends
+
+
+def _derived(source: Graph, nodes: list[GraphNode], edges: list[Edge], hidden: Counter, notes: list[str]) -> Graph:
+    """A graph drawn from ``source`` (collapsed or cut): its outputs, point, and how the views show it."""
+    graph = Graph(nodes, edges, list(source.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
+                  source.has_point)  # fmt: skip
+    graph.compact, graph.rankdir, graph.clusters = source.compact, source.rankdir, source.clusters
+    return graph
+
+
 def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
     """``whole`` (a graph with its groups collapsed) cut to the ``limit`` nodes nearest its outputs,
     a group counting as one, the outputs always; every node of ``skeleton`` (the graph before its
     groups were collapsed) not drawn as itself is counted in ``hidden`` and ``hidden_kinds`` by its
     backward name, the summary node says how many the cut left out, and the notes say both."""
-    kept = dict.fromkeys(whole.outputs)
-    queue = deque(whole.outputs)
-    while queue and len(kept) < limit:
-        for edge in whole.inputs_of(queue.popleft()):
-            if edge.source not in kept and len(kept) < limit:
-                kept[edge.source] = None
-                queue.append(edge.source)
-    nodes = [n for n in whole.nodes if n.id in kept]
-    edges = [e for e in whole.edges if e.source in kept and e.target in kept]
+    kept = _nearest(whole, limit)
     grouped = {m: g["id"] for g in whole.groups for m in g["members"]}
     beyond = Counter(
         n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept and grouped.get(n.id) not in kept
     )  # left out by the cut
-    inside = sum(len(g["members"]) for g in whole.groups if g["id"] in kept)
+    shown = [g for g in whole.groups if g["id"] in kept]
+    inside = sum(len(g["members"]) for g in shown)
     hidden = Counter(n.grad_fn or n.op for n in skeleton.nodes if n.id not in kept)  # not drawn as themselves
     cut = sum(beyond.values())
-    ends = {e.target for e in whole.edges if e.source not in kept and e.target in kept}
     label = f"... {cut:,} more nodes" if cut else f"... {inside:,} nodes inside the groups"
-    nodes.append(GraphNode("hidden", "hidden", "hidden", label))
+    nodes, edges, ends = _kept_part(whole, kept, label)
     edges += [Edge("hidden", target, -1) for target in kept if target in ends]
-    shown = [g for g in whole.groups if g["id"] in kept]
+    return _derived(whole, nodes, edges, hidden, _cut_notes(beyond, shown, inside, limit))
+
+
+def _cut_notes(beyond: Counter, shown: list[dict[str, Any]], inside: int, limit: int) -> list[str]:
+    """What ``cut_to`` left out (by kind) and the groups it draws as one node each (``inside`` nodes)."""
     notes = []
+    cut = sum(beyond.values())
     if cut:
         notes.append(f"{cut:,} more nodes not shown (--max-nodes {limit}): " + kinds(beyond))
     if shown:
@@ -381,7 +428,22 @@ def cut_to(whole: Graph, skeleton: Graph, limit: int) -> Graph:
             f"{inside:,} nodes in {len(shown)} group{'s' if len(shown) > 1 else ''} of repeated structure drawn as one "
             "node each: " + first_four([f"{g['label']} ×{g['count']:,}" for g in shown])
         )
-    graph = Graph(nodes, edges, list(whole.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
-                  whole.has_point)  # fmt: skip
-    graph.compact, graph.rankdir, graph.clusters = whole.compact, whole.rankdir, whole.clusters
-    return graph
+    return notes
+
+
+def summarised(graph: Graph, limit: int, shown_by: str = "the page") -> Graph:
+    """``graph`` if it has at most ``limit`` nodes, else the ``limit`` nearest its outputs (going
+    from each node to its inputs) and one summary node counting the rest by backward name (``MulBackward0``), as ``--max-nodes`` does."""
+    if len(graph.nodes) <= limit:
+        return graph
+    kept = _nearest(graph, limit, past_hidden=False)
+    dropped = Counter(
+        n.grad_fn or n.op for n in graph.nodes if n.id not in kept and n.kind != "hidden"
+    )  # as build counts
+    dropped.update(graph.hidden_kinds)
+    nodes, edges, ends = _kept_part(graph, kept, f"... {sum(dropped.values()):,} more nodes")
+    nodes, edges = as_drawn(nodes, edges, graph, {})
+    edges += [Edge("hidden", target, -1) for target in kept if target in ends]
+    notes = [n for n in graph.notes if "more nodes not shown" not in n]
+    notes.insert(0, f"{sum(dropped.values()):,} more nodes not shown ({shown_by} shows {limit:,}): " + kinds(dropped))
+    return _derived(graph, nodes, edges, dropped, notes)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import numpy as np
 
 from ..errors import printable
+from ..text import array
+from .layout import bitmap, current_limit, run_dot
 from .model import Edge, Graph, GraphNode
+from .summary import SUMMARY_NODES, collapsed, summarised
 
 # --- shared pieces ----------------------------------------------------------------------------------
 
 
 def number(value: Any, digits: int | None = None) -> str:
-    from ..text import array
-
     return array(value, digits=digits)
 
 
@@ -101,10 +103,10 @@ def text(graph: Graph, digits: int | None = None) -> str:
         if node.shape:
             facts.append(f"shape={node.shape}")
         if node.value is not None and graph.has_point:
-            facts.append(f"value={_compact(node.value, digits)}")
+            facts.append(f"value={compact_text(node.value, digits)}")
         if node.grad is not None:
             facts.append(
-                f"grad={_compact(node.grad, digits)}"
+                f"grad={compact_text(node.grad, digits)}"
                 + (f" ({_signed_sum(node.grad_parts, digits)})" if node.grad_parts else "")
             )
         if node.freed:
@@ -126,7 +128,7 @@ def _ref(graph: Graph, edge: Edge) -> str:
     return graph.node(edge.source).key
 
 
-def _compact(value: Any, digits: int | None = None, most: int = 8) -> str:
+def compact_text(value: Any, digits: int | None = None, most: int = 8) -> str:
     a = np.asarray(value)
     return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
 
@@ -170,7 +172,7 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
     if node.shape:
         parts.append(f"shape {node.shape}")
     if graph.has_point and node.value is not None and node.kind != "constant":
-        parts.append(f"value {_compact(node.value, digits)}")
+        parts.append(f"value {compact_text(node.value, digits)}")
     if node.grad is not None:
         parts.append(f"grad {grad_text(node, digits, with_parts=not graph.compact)}")
     if node.freed:
@@ -258,14 +260,10 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     drawn as it is: every node itself when that covers the graph."""
     import graphviz
 
-    from .summary import SUMMARY_NODES, collapsed
-
     summarise = collapse and not graph.as_built
     if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
     if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
-        from .page import summarised
-
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
 
     g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
@@ -431,8 +429,6 @@ def rankdir(graph: Graph) -> str:
 
 def _label_size(graph: Graph, node: GraphNode) -> tuple[float, float]:
     """Roughly the pixels a node's label takes (11 pt Helvetica, ~6.5 px a character)."""
-    import re
-
     lines = [re.sub(r"<[^>]+>", "", line) for line in _dot_label(graph, node)[1:-1].split("<br/>")]
     width = max((len(html.unescape(line)) for line in lines), default=1) * 6.5 + 20
     if node.kind == "variable":
@@ -483,9 +479,9 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if _dense(graph):
         facts = []
         if graph.has_point and node.value is not None and node.kind != "constant":
-            facts.append("value " + esc(_compact(node.value, 4, 2)))
+            facts.append("value " + esc(compact_text(node.value, 4, 2)))
         if node.grad is not None:
-            facts.append(f'<font color="#1f4e96">grad {esc(_compact(node.grad, 4, 2))}</font>')
+            facts.append(f'<font color="#1f4e96">grad {esc(compact_text(node.grad, 4, 2))}</font>')
         return "<" + "<br/>".join(lines + ([" · ".join(facts)] if facts else [])) + ">"
     if node.kind == "op":
         lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
@@ -494,12 +490,12 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
     if node.shape:
         lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
     if graph.has_point and node.value is not None and node.kind != "constant":
-        lines.append(f"value {esc(_compact(node.value, HUMAN, PICTURE_VALUES))}")
+        lines.append(f"value {esc(compact_text(node.value, HUMAN, PICTURE_VALUES))}")
     if node.grad is not None:
         grad = (
             grad_text(node, with_parts=not graph.compact)
             if np.size(node.grad) == 1
-            else _compact(node.grad, HUMAN, PICTURE_VALUES)
+            else compact_text(node.grad, HUMAN, PICTURE_VALUES)
         )
         lines.append(f'<font color="#1f4e96">grad {esc(grad)}</font>')
     if node.freed:
@@ -528,8 +524,6 @@ def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = 
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
     (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
     ``collapse`` as for ``dot``; ``wanted``: what the user asked for (the page's SVG is a step)."""
-    from .layout import bitmap, current_limit, run_dot
-
     nodes = graph.drawn_nodes
     source = dot(graph, collapse)
     if fmt == "png":
