@@ -1,9 +1,9 @@
-"""The ``gradcli`` command: typer commands over the library (see ``app``).
+"""The ``gradcli`` command: ``main`` (the console script), with standard streams made safe.
 
-Only this edge turns errors into exit codes: bad input is reported as one
-clear message on stderr (with a caret for syntax errors) and exit code 2;
-a missing outside program is exit 3; an internal failure is reported as
-such (exit 70) and never as a traceback unless ``GRADCLI_DEBUG=1``.
+Modules, in the order a command line meets them: ``inputs`` (every command's options, declared
+once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
+``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
+``commands`` (the bodies), ``output`` (formats), ``report`` (errors and exit codes: the edge).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from contextlib import suppress
 
 from ..errors import loaded_user_code
 from .inputs import COMMANDS, Given, dash_expression, defaults, option_table
-from .options import range_problem
 from .report import ReaderLeft, StreamProblem, errors_as_json
 
 
@@ -74,6 +73,8 @@ def _read_option(arg: str, args: Iterator[str], found: dict) -> bool:
         if value is None:
             return False
     if kind is int:
+        from .options import range_problem  # lazy: start-up, read only for a number: the one range check, typer's too
+
         if not value.isdigit() or not value.isascii() or range_problem(name, int(value)) is not None:
             return False  # typer (or its callback, the same range check) says what is wrong with it
         value = int(value)

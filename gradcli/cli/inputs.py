@@ -11,30 +11,41 @@ made from ``COMMANDS["eval"]``, so the two roads cannot take different options.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 #: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
 #: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
 SYMPY_SECONDS = 10.0
 
 
-class Declared(NamedTuple):
+class Declared:
     """One option of a command (no ``names``: the EXPR argument). ``kind`` is ``str``, ``int``,
     ``float``, ``bool`` (a flag) or ``list`` (repeatable, of texts); ``ranged``: the value is
-    checked by ``options.checked_number`` under the option's last name."""
+    checked by ``options.checked_number`` under the option's last name. (A plain class: a
+    NamedTuple costs eval's start-up a tenth of a millisecond to define.)"""
 
-    parameter: str
-    names: tuple[str, ...]
-    kind: type
-    metavar: str | None
-    help: str
-    default: Any = None
-    ranged: bool = False
+    __slots__ = ("parameter", "names", "kind", "metavar", "help", "default", "ranged")
+
+    def __init__(
+        self,
+        parameter: str,
+        names: tuple[str, ...],
+        kind: type,
+        metavar: str | None,
+        help: str,  # noqa: A002 (typer's word for it)
+        default: Any = None,
+        ranged: bool = False,
+    ) -> None:
+        self.parameter, self.names, self.kind, self.metavar = parameter, names, kind, metavar
+        self.help, self.default, self.ranged = help, default, ranged
 
     @property
     def label(self) -> str:
         """How a message names it: ``EXPR``, ``-f``, ``--at``."""
         return self.names[0] if self.names else "EXPR"
+
+    def __repr__(self) -> str:
+        return f"Declared({self.parameter!r}, {self.names!r})"
 
 
 class Given:
