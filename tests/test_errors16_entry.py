@@ -76,7 +76,7 @@ def test_json_errors_are_also_one_json_object_on_stdout(args, message):
 
 def test_json_error_keeps_the_exit_code_of_a_missing_program(capsys):
     """The one place errors are said (reported -> say_error) gives the JSON object its exit code."""
-    from gradcli.cli import errors_as_json, reported
+    from gradcli.cli.report import errors_as_json, reported
     from gradcli.errors import MissingProgram
 
     errors_as_json(True)

@@ -43,7 +43,7 @@ def sympy_options() -> dict[str, Any]:
 
 def test_one_option_one_default_the_readme_says():
     from gradcli.check.symbolic import TIME_LIMIT
-    from gradcli.cli.commands import SYMPY_SECONDS
+    from gradcli.cli.inputs import SYMPY_SECONDS
 
     options = sympy_options()
     assert set(options) == {"diff", "check"}

@@ -133,7 +133,7 @@ def test_python_warnings_become_one_gradcli_line():
 def test_warnings_from_the_library_are_one_line_in_process(capsys):
     import warnings
 
-    from gradcli.cli import reported
+    from gradcli.cli.report import reported
 
     with reported():
         warnings.warn("first line\n  second line\x1b[2J", DeprecationWarning, stacklevel=1)

@@ -1,9 +1,9 @@
-"""The ``gradcli`` command: typer commands over the library (see ``app``).
+"""The ``gradcli`` command: ``main`` (the console script), with standard streams made safe.
 
-Only this edge turns errors into exit codes: bad input is reported as one
-clear message on stderr (with a caret for syntax errors) and exit code 2;
-a missing outside program is exit 3; an internal failure is reported as
-such (exit 70) and never as a traceback unless ``GRADCLI_DEBUG=1``.
+Modules, in the order a command line meets them: ``inputs`` (every command's options, declared
+once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
+``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
+``commands`` (the bodies), ``output`` (formats), ``report`` (errors and exit codes: the edge).
 """
 
 from __future__ import annotations
@@ -11,149 +11,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 
-EXIT_INTERNAL = 70
-
-
-def one_line(message: str) -> str:
-    """A message as one printable line: line breaks (of a matrix, say) become spaces, controls escapes."""
-    from ..errors import printable
-
-    return printable(" ".join(part.strip() for part in message.splitlines() if part.strip()))
-
-
-WARNING_LIMIT = 300  # characters of a Python warning shown (a library's may run to a dozen lines)
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    """Python's warnings (NumPy's overflow, a library's deprecation, Graphviz's messages) as
-    gradcli's own ``warning:`` line, without the file and line of the code that raised them."""
-    text = one_line(str(message))
-    if len(text) > WARNING_LIMIT:
-        text = text[: WARNING_LIMIT - 3] + "..."
-    with suppress(OSError, ValueError, AttributeError):  # stderr closed: nothing to say it on
-        sys.stderr.write(f"warning: {text}\n")
-
-
-@contextmanager
-def reported() -> Iterator[None]:
-    """Run a command body; report a ``GradcliError`` as its message and exit code, and any Python
-    warning as one ``warning:`` line."""
-    import warnings
-
-    _later.clear()
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        try:
-            with _reporting():
-                yield
-        except SystemExit as exc:
-            if exc.code in (0, 1, None):  # done, or a check that disagrees: not an error of the input
-                _say_later()
-            raise
-        else:
-            _say_later()
-        finally:
-            _later.clear()
-
-
-_later: list[str] = []  # warnings said when the command ends without an error
-
-
-def warn_later(message: str) -> None:
-    """A ``warning:`` said when the command has done its work; dropped if it ends with an error,
-    which is then the one thing said (an unused ``--at`` name, say, beside a shape error)."""
-    _later.append(message)
-
-
-def _say_later() -> None:
-    for message in _later:
-        with suppress(OSError, ValueError, AttributeError):
-            sys.stderr.write(f"warning: {one_line(message)}\n")
-    _later.clear()
-
-
-@contextmanager
-def _reporting() -> Iterator[None]:
-    from ..errors import GradcliError, loaded_user_code
-
-    try:
-        yield
-    except GradcliError as exc:
-        say_error(exc.render(), exc.exit_code)
-        raise SystemExit(exc.exit_code) from None
-    except StreamProblem:
-        raise  # said by main(), which also silences the stream
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        raise SystemExit(130) from None
-    except RecursionError:
-        say_error("error: the input is nested too deeply to process", 2)
-        raise SystemExit(2) from None
-    except MemoryError:
-        say_error("error: not enough memory for this computation", 2)
-        raise SystemExit(2) from None
-    except (SystemExit, BrokenPipeError):
-        raise
-    except Exception as exc:
-        if os.environ.get("GRADCLI_DEBUG"):
-            raise
-        culprit = loaded_user_code()
-        if culprit is not None and type(exc) is RuntimeError:  # autograd refusing what the user's code did
-            say_error(f"error: {one_line(f'{culprit}: {exc}')}", 2)
-            raise SystemExit(2) from None
-        say_error(
-            f"error: internal error ({type(exc).__name__}: {one_line(str(exc))}); "
-            "please report it (GRADCLI_DEBUG=1 shows the traceback)",
-            EXIT_INTERNAL,
-        )
-        raise SystemExit(EXIT_INTERNAL) from None
-
-
-_errors_as_json: list[bool] = [False]  # the command line asked for --json: errors are said on stdout too
-
-
-def errors_as_json(on: bool) -> None:
-    """Say whether errors are also written to stdout as ``{"error": ..., "exit_code": N}`` (``--json``)."""
-    _errors_as_json[0] = on
-
-
-def say_error(text: str, exit_code: int) -> None:
-    """The one place an error is said: ``text`` (``error: ...``, and for a syntax error the line and
-    its caret) on stderr; with ``--json`` also one JSON object on stdout, so that a script never
-    has to read stderr."""
-    sys.stderr.write(text + "\n")
-    if not _errors_as_json[0]:
-        return
-    import json
-
-    message = text.split("\n", 1)[0].removeprefix("error: ")
-    with suppress(StreamProblem, OSError, ValueError):  # stdout itself is the problem: stderr has said it
-        sys.stdout.write(json.dumps({"error": message, "exit_code": exit_code}) + "\n")
-        sys.stdout.flush()
-
-
-def json_requested(args: list[str]) -> bool:
-    """``--json`` among the options (not after ``--``, where it would be the expression)."""
-    return "--json" in (args[: args.index("--")] if "--" in args else args)
-
-
-#: Characters of an expression that no option or file name given after ``-f``/``-o`` holds.
-_EXPRESSION_CHARS = frozenset("()^*+[], ")
-
-
-def dash_expression(arg: str, options: dict[str, bool]) -> bool:
-    """Whether ``arg``, starting with '-', is an expression (``-x^2``, ``-sin(x)``, ``-1*x``) rather
-    than an option: not an option the command knows (``options``: name -> takes a value), nor one
-    with its value attached (``-fprog.txt``). A long ``--name`` is always an option, so that a
-    mistyped one (``--att``) is reported with a suggestion."""
-    if not arg.startswith("-") or arg == "-" or arg.startswith("--"):
-        return False
-    if arg.partition("=")[0] in options:
-        return False
-    attached = options.get(arg[:2], False) and not _EXPRESSION_CHARS.intersection(arg)  # -fprog.txt
-    return not attached
+from ..errors import loaded_user_code
+from .inputs import COMMANDS, Given, dash_expression, defaults, option_table
+from .report import ReaderLeft, StreamProblem, errors_as_json
 
 
 def expression_after_dashes(argv: list[str]) -> list[str]:
@@ -168,25 +30,9 @@ def expression_after_dashes(argv: list[str]) -> list[str]:
     return argv[:i] + argv[i + 2 :] + ["--", argv[i + 1]]
 
 
-#: ``eval``'s options for the fast path (see ``fast_eval``): option -> (parameter, kind).
-#: tests/test_cli.py checks that this table matches the typer command's options.
-EVAL_OPTIONS = {
-    "--at": ("at", list),
-    "--wrt": ("wrt", list),
-    "--json": ("as_json", bool),
-    "-f": ("file", str),
-    "--file": ("file", str),
-    "--seed": ("seed", str),
-    "--points": ("points", str),
-    "--python": ("python", str),
-    "--digits": ("digits", int),
-    "-o": ("out", str),
-    "--output": ("out", str),
-    "--chunk-rows": ("chunk_rows", int),
-    "--keep-columns": ("keep_columns", bool),
-    "--dask": ("dask", str),
-}
-
+#: ``eval``'s options for the fast path (see ``fast_eval``): option -> (parameter, kind), made from
+#: the rows typer's ``eval`` is built from (``inputs.COMMANDS``), so the two roads take the same.
+EVAL_OPTIONS = option_table(COMMANDS["eval"])
 
 _EVAL_TAKES_VALUE = {name: kind is not bool for name, (_, kind) in EVAL_OPTIONS.items()} | {"-h": False}
 
@@ -197,51 +43,13 @@ def fast_eval(argv: list[str]) -> dict | None:
     option, ``--``, a missing value): typer then parses, and reports errors, as always."""
     if not argv or argv[0] != "eval":
         return None
-    found: dict = {
-        "expression": None,
-        "file": None,
-        "at": [],
-        "wrt": [],
-        "as_json": False,
-        "seed": None,
-        "points": None,
-        "python": None,
-        "digits": None,
-        "out": None,
-        "chunk_rows": None,
-        "keep_columns": False,
-        "dask": None,
-    }
+    found = defaults(COMMANDS["eval"])
     args = iter(argv[1:])
     for arg in args:
-        if arg.startswith("-") and arg != "-":
-            name, equals, value = arg.partition("=")
-            spec = EVAL_OPTIONS.get(name)
-            if spec is None and found["expression"] is None and dash_expression(arg, _EVAL_TAKES_VALUE):
-                found["expression"] = arg  # "-x^2": an expression, not an option
-                continue
-            if spec is None or (equals and spec[1] is bool) or (equals and not name.startswith("--")):
+        expression = found["expression"] is None and dash_expression(arg, _EVAL_TAKES_VALUE)  # "-x^2"
+        if arg.startswith("-") and arg != "-" and not expression:
+            if not _read_option(arg, args, found):
                 return None
-            parameter, kind = spec
-            if kind is bool:
-                found[parameter] = True
-                continue
-            if not equals:
-                value = next(args, None)
-                if value is None:
-                    return None
-            if kind is list:
-                found[parameter].append(value)
-            elif kind is int:
-                if not value.isdigit() or not value.isascii():
-                    return None  # typer says what is wrong with it
-                from .options import range_problem  # the one range check, typer's callbacks' too
-
-                if range_problem(name, int(value)) is not None:
-                    return None  # typer's callback says it
-                found[parameter] = int(value)
-            else:
-                found[parameter] = value
         elif found["expression"] is None:
             found["expression"] = arg
         else:
@@ -249,20 +57,32 @@ def fast_eval(argv: list[str]) -> dict | None:
     return found
 
 
-class StreamProblem(Exception):
-    """A standard stream that cannot be used (closed, full, or an encoding that cannot show the
-    result): the user's setup, said in one ``error:`` line with exit code 2."""
+def _read_option(arg: str, args: Iterator[str], found: dict) -> bool:
+    """Put option ``arg`` (and its value, attached or next in ``args``) into ``found``; False for
+    anything typer is to read and report (an unknown option, a missing or bad value)."""
+    name, equals, value = arg.partition("=")
+    spec = EVAL_OPTIONS.get(name)
+    if spec is None or (equals and (spec[1] is bool or not name.startswith("--"))):
+        return False
+    parameter, kind = spec
+    if kind is bool:
+        found[parameter] = True
+        return True
+    if not equals:
+        value = next(args, None)
+        if value is None:
+            return False
+    if kind is int:
+        from .options import range_problem  # lazy: start-up, read only for a number: the one range check, typer's too
 
-    @classmethod
-    def writing(cls, exc: BaseException) -> StreamProblem:
-        """Writing the result to stdout failed with ``exc`` (a full disk, a closed descriptor)."""
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        return cls(f"cannot write the result to standard output ({reason})")
-
-
-class ReaderLeft(StreamProblem):
-    """The reader of stdout went away (``gradcli ... | head -c1``): not an error, nothing to say.
-    (Not an ``OSError``: click would turn a broken pipe into exit code 1.)"""
+        if not value.isdigit() or not value.isascii() or range_problem(name, int(value)) is not None:
+            return False  # typer (or its callback, the same range check) says what is wrong with it
+        value = int(value)
+    if kind is list:
+        found[parameter].append(value)
+    else:
+        found[parameter] = value
+    return True
 
 
 class _CheckedOutput:
@@ -431,8 +251,6 @@ def _quick_exit() -> None:
     Registered with atexit before the command runs, so any handler registered later still runs
     first; only when no file of the user's Python code was loaded (it may leave files to be
     flushed by their finalizers) and main() ended with a known exit code."""
-    from ..errors import loaded_user_code
-
     if not _ended_with or loaded_user_code() is not None:
         return
     for stream in (sys.stdout, sys.stderr):
@@ -483,12 +301,12 @@ def main() -> None:
     try:
         fast = fast_eval(sys.argv[1:])
         if fast is not None:
-            from . import commands
+            from . import commands  # lazy: start-up, only eval's fast path runs a command without typer
 
             errors_as_json(fast["as_json"])
-            _run(lambda: commands.evaluate(**fast))
+            _run(lambda: commands.evaluate(Given(**fast)))
             return
-        from .app import app
+        from .app import app  # lazy: start-up, eval's fast path never builds the typer commands
 
         _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))
     finally:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from ..errors import GradcliError
-from . import commands, dash_expression, errors_as_json, json_requested, one_line, reported, say_error
-from .commands import SYMPY_SECONDS
+from ..errors import GradcliError, UsageError
+from ..lang.evaluate import suggest
+from ..lang.functions import FUNCTIONS
+from . import commands
+from .inputs import COMMANDS, JSON, Declared, Given, dash_expression, json_requested
 from .options import checked_number
+from .report import errors_as_json, one_line, reported, say_error
 
 
 class GradcliGroup(TyperGroup):
@@ -84,11 +89,7 @@ class GradcliGroup(TyperGroup):
         at, command = self._command_of(args)
         if command is None or "--" in args or not any(p.param_type_name == "argument" for p in command.params):
             return args
-        options = {"-h": False, "--help": False}
-        for p in command.params:
-            if p.param_type_name == "option":
-                for name in (*p.opts, *p.secondary_opts):
-                    options[name] = not p.is_flag
+        options = _takes_value(command)
         found, positional = [], False
         i = at + 1
         while i < len(args):
@@ -108,6 +109,16 @@ class GradcliGroup(TyperGroup):
         return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
 
 
+def _takes_value(command: Any) -> dict[str, bool]:
+    """Every option name of ``command`` (and -h, --help) -> whether it takes a value."""
+    options = {"-h": False, "--help": False}
+    for p in command.params:
+        if p.param_type_name == "option":
+            for name in (*p.opts, *p.secondary_opts):
+                options[name] = not p.is_flag
+    return options
+
+
 _CHOICES = re.compile(r"[a-z0-9]+(\|[a-z0-9]+)+").fullmatch  # a metavar that lists an option's values
 
 
@@ -117,8 +128,6 @@ def _complete_choice(ctx: Any, param: Any, incomplete: str) -> list[str]:
 
 def _complete_expression(ctx: Any, param: Any, incomplete: str) -> list[str]:
     """The language's function names for the name being typed at the end of EXPR (``x*si`` -> ``x*sin``...)."""
-    from ..lang.functions import FUNCTIONS
-
     word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", incomplete)
     if word is None and incomplete:
         return []
@@ -245,250 +254,72 @@ def _entry(
         raise typer.Exit(0)
 
 
-EXPR = typer.Argument(
-    None, metavar="EXPR", help="the expression, '-' for stdin, or path/to/file.py:func", show_default=False
-)
-AT = typer.Option(None, "--at", metavar="NAME=VALUE,...", help="the point: x=2,w=1 or v=[1,2,3] (repeatable)")
-WRT = typer.Option(None, "--wrt", metavar="NAME,...", help="variables to differentiate (default: all, in order)")
-JSON = typer.Option(False, "--json", help="one JSON document on stdout")
-FILE = typer.Option(None, "-f", "--file", metavar="FILE", help="read the expression from FILE ('-': stdin)")
-DIGITS = typer.Option(
-    None,
-    "--digits",
-    metavar="N",
-    help="significant digits shown (default: 10 on a terminal, all in a pipe)",
-    callback=_in_range("--digits"),
-)
-PYTHON = typer.Option(
-    None, "--python", metavar="FILE:FUNC", help="differentiate the Python function FUNC of FILE (any path)"
-)
-#: one SymPy time limit for every command that runs SymPy (diff: exit 2; check: SymPy is skipped, the others judge)
-SYMPY_TIMEOUT = typer.Option(
-    SYMPY_SECONDS,
-    "--sympy-timeout",
-    metavar="SECONDS",
-    help="give up on SymPy after this long: diff exits 2, check reports SymPy as skipped",
-    callback=_in_range("--sympy-timeout"),
-)
-CHUNK_ROWS = typer.Option(
-    None, "--chunk-rows", metavar="N", help="with --points: rows read at a time", callback=_in_range("--chunk-rows")
-)
+#: a parameter's name as click knows it, where it is not the body's (``json`` is a module there)
+CLICK_NAMES = {"as_json": "json"}
+KINDS: dict[type, Any] = {list: list[str]}  # a repeatable option's annotation
 
 
-@app.command("eval")
-def eval_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    python: str = PYTHON,
-    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
-    points: str = typer.Option(
-        None,
-        "--points",
-        metavar="DATA",
-        help="every row a point: FILE.csv|.parquet|.arrow, a folder, a glob, - (stdin)",
-    ),
-    digits: int = DIGITS,
-    out: str = typer.Option(
-        None, "-o", "--output", metavar="FILE", help="with --points: write to FILE (.csv .jsonl .parquet .arrow)"
-    ),
-    chunk_rows: int = CHUNK_ROWS,
-    keep_columns: bool = typer.Option(False, "--keep-columns", help="with --points: pass unused columns through"),
-    dask: str = typer.Option(
-        None, "--dask", metavar="ADDRESS|local:N", help="with --points: run on a Dask cluster, -o DIR of Parquet parts"
-    ),
-) -> None:
-    """Value and gradient of EXPR at a point.
-
-    Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
-    """
-    commands.evaluate(
-        expression, file, at or [], wrt or [], json, seed, points, python, digits, out, chunk_rows, keep_columns, dask
+def _typer_parameter(row: Declared) -> inspect.Parameter:
+    """A row of ``inputs`` as the typer parameter it declares (with its range check)."""
+    if not row.names:
+        declared = typer.Argument(row.default, metavar=row.metavar, help=row.help, show_default=False)
+    else:
+        checked = {"callback": _in_range(row.names[-1])} if row.ranged else {}
+        declared = typer.Option(row.default, *row.names, metavar=row.metavar, help=row.help, **checked)
+    name = CLICK_NAMES.get(row.parameter, row.parameter)
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=declared, annotation=KINDS.get(row.kind, row.kind)
     )
 
 
-@app.command("diff")
-def diff_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    latex: bool = typer.Option(False, "--latex", help="print the derivatives as LaTeX"),
-    sympy_timeout: float = SYMPY_TIMEOUT,
-    sympy: bool = typer.Option(False, "--sympy", help="print SymPy's own text instead of gradcli's language"),
-    steps: bool = typer.Option(
-        False, "--steps", help="the derivation step by step, each rule named (with --latex: align*)"
-    ),
-) -> None:
-    """Symbolic derivative of EXPR (SymPy), simplified, in gradcli's language; a program step by step.
+def command(name: str, body: Callable[[Given], None], text: str) -> None:
+    """Register ``body(given)`` as command ``name``, with the options ``inputs.COMMANDS[name]`` declares
+    (in that order) and ``text`` as its help: the command line's values reach it as one :class:`Given`."""
+    rows = COMMANDS[name]
+
+    def run(**values: Any) -> None:
+        body(Given.of(rows, {row.parameter: values[CLICK_NAMES.get(row.parameter, row.parameter)] for row in rows}))
+
+    parameters = [_typer_parameter(row) for row in rows]
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    run.__name__ = run.__qualname__ = f"{name}_command"
+    run.__doc__ = text
+    app.command(name)(run)
+
+
+#: the commands that read a program, in the order ``gradcli --help`` lists them (ops comes before
+#: plot): the body in ``commands``, the help (what it does, an example)
+for _name, _body, _text in (
+    ("eval", commands.evaluate, """Value and gradient of EXPR at a point.
+
+    Example: gradcli eval "(x + w) * (w + 1)" --at x=2,w=1
+    """),
+    ("diff", commands.differentiate, """Symbolic derivative of EXPR (SymPy), simplified, in gradcli's language; a program step by step.
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
-    """
-    commands.differentiate(expression, file, at or [], wrt or [], json, latex, sympy_timeout, sympy, steps=steps)
-
-
-@app.command("graph")
-def graph_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    python: str = PYTHON,
-    fmt: str = typer.Option(
-        None, "--format", metavar="tree|text|dot|png|svg|pdf|html|json", help="how to show it (stdout without -o)"
-    ),
-    out: str = typer.Option(None, "-o", "--output", metavar="FILE", help="write to FILE (format from its extension)"),
-    highlight: list[str] = typer.Option(None, "--highlight", metavar="NAME", help="the paths from the output to NAME"),
-    max_nodes: str = typer.Option(
-        None,
-        "--max-nodes",
-        metavar="N|all",
-        help="show at most N nodes (default 200, repeats drawn as one node over 100); N at least the graph's size, "
-        "or 0 or all: every node, none grouped",
-    ),
-    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="v for v^T J when the output is not a scalar"),
-    blame: bool = typer.Option(False, "--blame", help="mark the first node whose own derivative is wrong"),
-    layout_timeout: float = typer.Option(
-        30.0,
-        "--layout-timeout",
-        metavar="SECONDS",
-        help="give up (exit 2) if Graphviz takes longer to draw a picture",
-        callback=_in_range("--layout-timeout"),
-    ),
-    digits: int = DIGITS,
-    compact: bool = typer.Option(False, "--compact", help="names and values only: no formulas, no sums of parts"),
-    rankdir: str = typer.Option(None, "--rankdir", metavar="TB|LR", help="picture top-to-bottom or left-to-right"),
-) -> None:
-    """The computation graph of EXPR: values, gradients and local derivatives with --at.
+    """),
+    ("graph", commands.draw, """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
-    """
-    commands.draw(
-        expression, file, at or [], wrt or [], "json" if json else fmt, out, highlight or [], max_nodes, seed, blame,
-        python,
-        layout_timeout=layout_timeout, digits=digits, compact=compact, rankdir=rankdir,
-    )  # fmt: skip
-
-
-MODE = typer.Option("auto", "--mode", metavar="auto|forward|reverse", help="forward or reverse accumulation")
-EXPLAIN = typer.Option(False, "--explain", help="say which strategy was used and why")
-MATRIX_FORMAT = typer.Option(
-    None,
-    "--format",
-    metavar="text|csv|npy|json",
-    help="text (a table), CSV or NumPy's .npy (default: from -o, else text)",
-)
-MATRIX_OUT = typer.Option(
-    None, "-o", "--output", metavar="FILE", help="write to FILE (.csv, .npy, .json or .txt: format from its extension)"
-)
-
-
-@app.command("jacobian")
-def jacobian_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    python: str = PYTHON,
-    mode: str = MODE,
-    explain: bool = EXPLAIN,
-    fmt: str = MATRIX_FORMAT,
-    out: str = MATRIX_OUT,
-    digits: int = DIGITS,
-) -> None:
-    """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
+    """),
+    ("jacobian", commands.jacobian, """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
 
     Example: gradcli jacobian "x * y, x + y" --at x=2,y=3
-    """
-    commands.jacobian(expression, file, at or [], wrt or [], json, mode, explain, python, fmt, out, digits)
-
-
-@app.command("hessian")
-def hessian_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    python: str = PYTHON,
-    explain: bool = EXPLAIN,
-    fmt: str = MATRIX_FORMAT,
-    out: str = MATRIX_OUT,
-    digits: int = DIGITS,
-) -> None:
-    """Hessian of a scalar EXPR (forward-over-reverse).
+    """),
+    ("hessian", commands.hessian, """Hessian of a scalar EXPR (forward-over-reverse).
 
     Example: gradcli hessian "x^2 * y" --at x=2,y=3
-    """
-    commands.hessian(expression, file, at or [], wrt or [], json, explain, python, fmt, out, digits)
-
-
-@app.command("check")
-def check_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = WRT,
-    json: bool = JSON,
-    file: str = FILE,
-    python: str = PYTHON,
-    expect: list[str] = typer.Option(
-        None, "--expect", metavar="VAR=EXPR", help="your derivative with respect to VAR, checked too (repeatable)"
-    ),
-    method: list[str] = typer.Option(
-        None, "--method", metavar="sympy,fd,complex", help="which methods to compare with (default: all)"
-    ),
-    rtol: float = typer.Option(
-        None, "--rtol", metavar="R", help="relative tolerance (default: from the dtype)", callback=_in_range("--rtol")
-    ),
-    atol: float = typer.Option(
-        None, "--atol", metavar="A", help="absolute tolerance (default: from the dtype)", callback=_in_range("--atol")
-    ),
-    seed: str = typer.Option(None, "--seed", metavar="V|ones", help="check v^T J when the output is not a scalar"),
-    blame: bool = typer.Option(False, "--blame", help="check every node's own derivative; name the first wrong one"),
-    sympy_timeout: float = SYMPY_TIMEOUT,
-    digits: int = DIGITS,
-    points: str = typer.Option(
-        None, "--points", metavar="DATA", help="check at every row of a data set (fd, complex step: batched)"
-    ),
-    chunk_rows: int = CHUNK_ROWS,
-    cases: str = typer.Option(
-        None, "--cases", metavar="FILE.toml", help="check every [[case]] of a TOML file, one verdict each"
-    ),
-    junit: str = typer.Option(None, "--junit", metavar="FILE.xml", help="with --cases: write a JUnit XML report"),
-    select: str = typer.Option(None, "-k", metavar="PATTERN", help="with --cases: only names matching (and/or/not)"),
-    jobs: int = typer.Option(
-        1, "--jobs", metavar="N", help="with --cases: run the cases in N processes", callback=_in_range("--jobs")
-    ),
-    fail_fast: bool = typer.Option(False, "--fail-fast", help="with --cases: stop at the first case that fails"),
-    update: bool = typer.Option(False, "--update", help="with --cases: write diff's derivative into missing expect"),
-) -> None:
-    """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
+    """),
+    ("check", commands.check, """Cross-check the gradient of EXPR: SymPy, finite differences, complex step, your formulas.
 
     Exit 0 when all agree, 1 on a mismatch or a non-finite value, 2 on bad input.
     With --cases FILE.toml: every case of the file, a line each and a summary (exit 1 if any fails).
 
     Example: gradcli check "x^2 * y" --at x=2,y=3 --expect x="2*x*y"
-    """
-    if cases is not None or junit is not None or select is not None or fail_fast or update or jobs != 1:
-        from . import cases as run_cases
-
-        given = {"EXPR": expression, "--at": at, "--wrt": wrt, "-f": file, "--python": python, "--expect": expect,
-                 "--method": method, "--rtol": rtol, "--atol": atol, "--seed": seed, "--blame": blame,
-                 "--points": points, "--chunk-rows": chunk_rows}  # fmt: skip
-        run_cases.check_cases(
-            cases, json, junit, select, jobs, fail_fast, update, sympy_timeout, digits,
-            [name for name, value in given.items() if value is not None and value is not False and value != []],
-        )  # fmt: skip
-        return
-    commands.check(
-        expression, file, at or [], wrt or [], json, expect or [], method or [], rtol, atol, seed, blame, sympy_timeout,
-        python, digits, points, chunk_rows,
-    )  # fmt: skip
+    """),
+):  # fmt: skip
+    command(_name, _body, _text)
 
 
 @app.command("ops")
@@ -496,7 +327,7 @@ def ops_command(
     name: str = typer.Argument(
         None, metavar="[NAME]", help="one function (or operator, as %) in full", show_default=False
     ),
-    json: bool = JSON,
+    json: bool = typer.Option(JSON.default, *JSON.names, help=JSON.help),
 ) -> None:
     """The functions of the language by group: arity, which inputs get a gradient, derivatives, SymPy.
 
@@ -505,35 +336,12 @@ def ops_command(
     commands.list_functions(name, json)
 
 
-@app.command("plot")
-def plot_command(
-    expression: str = EXPR,
-    at: list[str] = AT,
-    wrt: list[str] = typer.Option(
-        None, "--wrt", metavar="NAME,...", help="the one or two variables to plot (default: those without --at)"
-    ),
-    json: bool = typer.Option(False, "--json", help="the plotted values as one JSON document (no picture needed)"),
-    file: str = FILE,
-    python: str = PYTHON,
-    ranges: list[str] = typer.Option(
-        None, "--range", metavar="[NAME=]A,B", help="the axis from A to B, or one variable's (default: -5,5)"
-    ),
-    order: int = typer.Option(
-        1, "--order", metavar="1|2", help="2: also f″ (one variable)", callback=_in_range("--order")
-    ),
-    out: str = typer.Option(
-        None, "-o", "--output", metavar="FILE", help="write a picture: .png, .svg or .pdf (else drawn on the terminal)"
-    ),
-) -> None:
-    """Plot f and f′ (and f″) of one variable, or contours and gradient arrows of two.
+command("plot", commands.plot, """Plot f and f′ (and f″) of one variable, or contours and gradient arrows of two.
 
     --at gives parameters (a=2) and the point of the tangent or gradient (x=1).
 
     Example: gradcli plot "x^2 * sin(3*x)" --range -3,3 --at x=1 -o plot.png
-    """
-    from .plot import plot
-
-    plot(expression, file, python, at or [], ranges or [], order, out, wrt or [], json)
+    """)  # fmt: skip
 
 
 def command_names() -> list[str]:
@@ -560,9 +368,6 @@ def help_command(
     found = group.get_command(ctx.parent, command)  # type: ignore[attr-defined]
     if found is None:
         with reported():
-            from ..errors import UsageError
-            from ..lang.evaluate import suggest
-
             names = list(group.commands)  # type: ignore[attr-defined]
             raise UsageError(f"no such command '{command}'{suggest(command, names)}")
     with found.make_context(command, ["--help"], parent=ctx.parent, resilient_parsing=True) as inner:

@@ -5,30 +5,41 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from . import output, reported
+import numpy as np
+
+from ..check.cases import (
+    case_program,
+    case_values,
+    insert_expectations,
+    junit_xml,
+    missing_expectations,
+    parse_cases,
+    read_cases,
+    run_cases,
+    selector,
+    summarize,
+)  # fmt: skip
+from ..check.symbolic import Skipped, time_limit
+from ..errors import GradcliError, UsageError, printable
+from ..files import refuse_same, write_atomic
+from ..lang.evaluate import evaluate
+from ..lang.parser import parse
+from ..lang.program import formatted, symbolic_derivatives
+from . import output
+from .inputs import ONE_CHECK, Given, given_value
+from .report import reported
 
 
-def check_cases(
-    path: str | None,
-    as_json: bool,
-    junit: str | None,
-    pattern: str | None,
-    jobs: int,
-    fail_fast: bool,
-    update: bool,
-    sympy_timeout: float,
-    digits: int | None,
-    conflicting: list[str],
-) -> None:
-    """Exit 0 when every case passes; 1 when one fails, is inconclusive or is broken; 2 when the file
-    cannot be used."""
+def check_cases(given: Given) -> None:
+    """``check --cases FILE.toml`` (``given``: check's options; a case brings its own program and
+    options, so those of one check are refused). Exit 0 when every case passes; 1 when one fails,
+    is inconclusive or is broken; 2 when the file cannot be used."""
+    path, junit, pattern, digits = given.cases, given.junit, given.select, given.digits
+    conflicting = [row.label for row in ONE_CHECK if given_value(given, row)]
     with reported():
-        from ..check.cases import read_cases, run_cases, selector, summarize
-        from ..errors import UsageError
-        from ..files import refuse_same
-
         if path is None:
             raise UsageError("--junit, -k, --jobs, --fail-fast and --update go with --cases FILE.toml")
         if conflicting:
@@ -45,17 +56,19 @@ def check_cases(
             chosen = [c for c in cases if matches(c.name)]
             if not chosen:
                 raise UsageError(f"-k {pattern!r} selects none of the {len(cases)} cases")
-        if update:
-            cases, chosen = _update(path, text, cases, chosen, sympy_timeout)
+        if given.update:
+            cases, chosen = _update(path, text, cases, chosen, given.sympy_timeout)
         started = time.perf_counter()
         width = min(40, max(len(c.name) for c in chosen))
         results = []
-        for result in run_cases(chosen, jobs, fail_fast, sympy_timeout, 10 if digits is None else digits):
+        for result in run_cases(
+            chosen, given.jobs, given.fail_fast, given.sympy_timeout, 10 if digits is None else digits
+        ):
             results.append(result)
-            if not as_json:
+            if not given.as_json:
                 _print_case(result, width)
         summary = summarize(results, len(cases) - len(chosen), len(chosen), time.perf_counter() - started)
-        if as_json:
+        if given.as_json:
             output.print_json(
                 {"file": path, "cases": [r.to_dict() for r in results], "summary": summary.to_dict(), "ok": summary.ok}
             )
@@ -70,7 +83,6 @@ def check_cases(
 
 def _print_case(result: Any, width: int) -> None:
     """``ok            product rule   0.02 s``; under a case that does not pass, its message and table."""
-    from ..errors import printable
 
     name = printable(result.name)
     lines = [f"{result.status:<12}  {name.ljust(width)}  {result.seconds:.2f} s"]
@@ -83,10 +95,6 @@ def _print_case(result: Any, width: int) -> None:
 
 
 def _write_junit(path: str, results: list[Any], summary: Any, cases_path: str) -> None:
-    from pathlib import Path
-
-    from ..check.cases import junit_xml
-    from ..files import write_atomic
 
     write_atomic(path, junit_xml(results, summary, Path(cases_path).name, cases_path))
     output.wrote(path, f"JUnit XML, {len(results)} test cases")
@@ -95,9 +103,6 @@ def _write_junit(path: str, results: list[Any], summary: Any, cases_path: str) -
 def _update(path: str, text: str, cases: list[Any], chosen: list[Any], sympy_timeout: float) -> tuple[list, list]:
     """Fill the chosen cases' missing ``expect`` entries with the derivative ``gradcli diff`` prints, write
     the file (only new lines or entries: comments and order stay), and read it again."""
-    from ..check.cases import insert_expectations, missing_expectations, parse_cases
-    from ..errors import GradcliError, UsageError
-    from ..files import write_atomic
 
     added: dict[int, dict[str, str]] = {}
     for case in chosen:
@@ -133,10 +138,6 @@ def _update(path: str, text: str, cases: list[Any], chosen: list[Any], sympy_tim
 def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[str, str]:
     """The derivative of the case's program with respect to each name, as text: what ``gradcli diff``
     prints for it (its one formatting function, so the two always agree)."""
-    from ..check.cases import case_program, case_values
-    from ..check.symbolic import Skipped, time_limit
-    from ..errors import UsageError
-    from ..lang.program import formatted, symbolic_derivatives
 
     program = case_program(case)
     if program.tree is None:
@@ -155,12 +156,6 @@ def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[
 def _reads_back(case: Any, name: str, formula: str, shape: tuple[int, ...]) -> bool:
     """Whether ``check`` can read the derivative text back as an ``expect`` formula at the case's point
     (an entry it could not would only turn the case into an ERROR): else a warning, and it is left out."""
-    import numpy as np
-
-    from ..check.cases import case_values
-    from ..errors import GradcliError
-    from ..lang.evaluate import evaluate
-    from ..lang.parser import parse
 
     try:
         with np.errstate(all="ignore"):

@@ -8,46 +8,52 @@ from typing import Any
 
 import numpy as np
 
-from . import output, reported, warn_later
-
-#: ``--sympy-timeout``'s default, the same for every command that runs SymPy (and the library's
-#: ``gradcli.check.symbolic.TIME_LIMIT``; a test holds them equal, and to the README's figure)
-SYMPY_SECONDS = 10.0
+from ..autograd import Tensor
+from ..errors import GradcliError, UsageError, printable
+from ..lang import ast
+from ..lang.functions import FUNCTIONS
+from ..lang.program import (
+    evaluate_text,
+    explain_derivatives,
+    formatted,
+    program_hessian,
+    program_jacobian,
+    resolve_wrt,
+    single_output,
+    unseen_derivative,
+    unseen_in_gradient,
+    value_and_grad,
+)
+from ..lang.values import NAME_CHARS, names_list, seed_vector
+from ..ops.operators import COMPARISONS, INFIX
+from ..text import shown_count, summarized
+from . import output
+from .inputs import CASES, Given, given_value
+from .reading import Read, read_program
+from .report import reported, warn_later
 
 
 def _point_text(values: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {output.shown(v)}" for k, v in values.items())
 
 
-def evaluate(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    seed: str | None,
-    points: str | None,
-    python: str | None = None,
-    digits: int | None = None,
-    out: str | None = None,
-    chunk_rows: int | None = None,
-    keep_columns: bool = False,
-    dask: str | None = None,
-) -> None:
+def evaluate(given: Given) -> None:
+    """``gradcli eval``: the value and gradient at the ``--at`` point, or at every row of ``--points``."""
     with reported():
-        from ..lang.program import load, unseen_in_gradient, value_and_grad
-        from ..lang.values import assignments, names_list
-
-        output.use_digits(digits)
-        program = load(expression, file, python)
-        values = assignments(at)
-        _warn_unused(program, values)
-        scale = {"out": out, "chunk_rows": chunk_rows, "keep_columns": keep_columns, "dask": dask}
-        _points_only(points, scale)
-        if points is not None:
-            _evaluate_points(program, points, values, names_list(wrt), as_json, seed, scale)
+        output.use_digits(given.digits)
+        program, values = read = read_program(given)
+        scale = {
+            "out": given.out,
+            "chunk_rows": given.chunk_rows,
+            "keep_columns": given.keep_columns,
+            "dask": given.dask,
+        }
+        _points_only(given.points, scale)
+        if given.points is not None:
+            _evaluate_points(program, given.points, values, read.wrt, given.as_json, given.seed, scale)
             return
-        result = value_and_grad(program, values, names_list(wrt) or None, seed)
+        seed = given.seed
+        result = value_and_grad(program, values, read.wrt or None, seed)
         unseen = unseen_in_gradient(program, values, result)
         if unseen:
             output.warn(unseen)
@@ -55,7 +61,7 @@ def evaluate(
             output.warn(f"non-finite value: {result.evaluation.nonfinite}")
         elif result.backward_nonfinite:
             output.warn(f"non-finite gradient: {result.backward_nonfinite}")
-        if as_json:
+        if given.as_json:
             document = {"value": result.value, "gradient": result.gradient}
             output.print_json({**document, **_unused(program, values, result.gradient)})
             return
@@ -63,27 +69,16 @@ def evaluate(
         rows = [(label, _with_shape(v)) for label, v in shown.items()]
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
-        output.print_rows(rows, heading=_source_text(program, expression), detail=detail, note=_left_out(shown))
+        output.print_rows(rows, heading=_source_text(program, given.expression), detail=detail, note=_left_out(shown))
 
 
 def _points_only(points: str | None, scale: dict[str, Any] | None) -> None:
     """``-o``, ``--chunk-rows``, ``--keep-columns`` and ``--dask`` go with ``--points``."""
-    from ..errors import UsageError
 
     given = [k for k, v in (scale or {}).items() if v not in (None, False)]
     if points is None and given:
         option = {"out": "-o", "chunk_rows": "--chunk-rows", "keep_columns": "--keep-columns", "dask": "--dask"}
         raise UsageError(f"{option[given[0]]} goes with --points DATA")
-
-
-def _warn_unused(program: Any, values: dict[str, Any]) -> None:
-    """``--at`` names the program does not use: a warning once the command has run (``xx=3`` for x
-    is a typo); an error, if there is one, is said alone."""
-    from ..lang.program import unused_values
-
-    said = unused_values(program, values)
-    if said:
-        warn_later(said)
 
 
 def _unused(program: Any, values: dict[str, Any], shown: Any) -> dict[str, list[str]]:
@@ -100,7 +95,6 @@ def _with_shape(value: Any) -> str:
 
 def _left_out(shown: dict[str, Any]) -> str | None:
     """On a terminal, the line that says which arrays were abbreviated and how to see them whole."""
-    from ..text import shown_count, summarized
 
     if not output.terminal():
         return None
@@ -110,18 +104,11 @@ def _left_out(shown: dict[str, Any]) -> str | None:
 
 def _source_text(program: Any, expression: str | None) -> str:
     """The heading: the program's text on one line, controls (ESC in a comment, say) escaped."""
-    from ..errors import printable
 
     if program.text is not None:
         text = " ".join(program.text.split())
         return printable(text if len(text) <= 60 else text[:57] + "...")
     return printable(expression or program.origin)
-
-
-def _shown_path(path: str) -> str:
-    from ..errors import printable
-
-    return printable(path if len(path) <= 40 else "..." + path[-37:])
 
 
 def _evaluate_points(
@@ -138,11 +125,11 @@ def _evaluate_points(
     options = dict(scale or {})
     dask = options.pop("dask", None)
     if dask is not None:
-        from .points.distributed import evaluate_on_dask
+        from .points.distributed import evaluate_on_dask  # lazy: start-up, only --points --dask needs Dask
 
         evaluate_on_dask(program, path, values, wrt, seed, dask, **options)
         return
-    from .points.run import evaluate_points_file
+    from .points.run import evaluate_points_file  # lazy: start-up, only --points reads a data set
 
     evaluate_points_file(program, path, values, wrt, as_json, seed, **options)
 
@@ -150,106 +137,33 @@ def _evaluate_points(
 POINTS_CELLS = 2_000_000  # numbers formatted at once by --points
 
 
-def _element_texts(array: np.ndarray) -> list[list[str]]:
-    """One list of texts per element of a point's value (C order), each with a text per point."""
-    flat = np.asarray(array, dtype=np.float64).reshape(len(array), -1)
-    return [_texts(flat[:, j]) for j in range(flat.shape[1])]
-
-
-def _nested(columns: list[list[str]], shape: tuple[int, ...], n: int) -> list[str]:
-    """JSON text of each point's value of ``shape``, from its elements' texts: numbers, nested lists."""
-    import json
-
-    if not shape:
-        return _json_numbers(columns[0])
-    if 0 in shape:
-        return [json.dumps(np.zeros(shape).tolist())] * n
-    parts = [_json_numbers(c) for c in columns]
-    for size in reversed(shape):
-        parts = [
-            ["[" + ", ".join(items) + "]" for items in zip(*parts[k : k + size])] for k in range(0, len(parts), size)
-        ]
-    return parts[0]
-
-
-def _texts(column: Any) -> list[str]:
-    """Shortest round-trip text of every float (Python's repr: faster than NumPy's astype(str))."""
-    return list(map(repr, np.asarray(column, dtype=np.float64).tolist()))
-
-
-def _json_numbers(texts: list[str]) -> list[str]:
-    return [t if t not in ("nan", "inf", "-inf") else f'"{t}"' for t in texts]
-
-
-def differentiate(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    latex: bool,
-    timeout: float = SYMPY_SECONDS,
-    sympy_form: bool = False,
-    steps: bool = False,
-) -> None:
-    if steps:  # the derivation, each rule named: cli/steps.py
-        return _derivation(expression, file, at, wrt, as_json, latex, timeout, sympy_form)
+def differentiate(given: Given) -> None:
+    """``gradcli diff``: SymPy's derivatives, in gradcli's language (or LaTeX, or SymPy's text); with
+    ``--steps`` the derivation a teacher writes (cli/steps.py)."""
     with reported():
-        from ..check.symbolic import Skipped, time_limit
-        from ..errors import GradcliError, UsageError
-        from ..lang.program import explain_derivatives, formatted, load
-        from ..lang.symbolic import exact_point, warning_text
-        from ..lang.values import assignments, names_list
-        from .progress import working
+        if given.steps:
+            if given.sympy:
+                raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
+            from .steps import show  # lazy: start-up, only diff --steps explains a derivation
 
-        if latex and sympy_form:
+            show(given)
+            return
+        if given.latex and given.sympy:
             raise UsageError("give --latex or --sympy, not both")
-        form = "latex" if latex else "sympy" if sympy_form else "language"
-        program = load(expression, file)
-        values = assignments(at)
-        _warn_unused(program, values)
-        shapes = {name: np.shape(v) for name, v in values.items()}
-        try:
-            # the display outermost: the time limit is over before the display stops
-            with (
-                working("running SymPy", quiet=as_json),
-                time_limit(timeout),
-                warnings.catch_warnings(record=True) as caught,
-            ):
-                warnings.simplefilter("always")
-                explanation = explain_derivatives(program, names_list(wrt) or None, shapes)
-                text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
-                found = _values_at(explanation, exact_point(at, values), values, text if form == "language" else None)
-                extra: dict[str, Any] = {}
-                if as_json and latex:
-                    extra["derivative_text"] = {r.name: formatted(r.derivative) for r in explanation.rows if not r.step}
-                if as_json and explanation.statements:
-                    extra["expanded"] = {r.name: formatted(r.expanded, form) for r in explanation.rows if not r.step}
-            said = warning_text(caught)
-            if said:
-                output.warn(said)
-        except Skipped as exc:
-            raise UsageError(str(exc)) from None
-        except (GradcliError, RecursionError, MemoryError):
-            raise
-        except Exception as exc:  # SymPy itself failed (check skips SymPy for the same): the input's fault
-            raise UsageError(f"SymPy could not differentiate this expression ({type(exc).__name__}: {exc})") from None
+        form = "latex" if given.latex else "sympy" if given.sympy else "language"
+        read = read_program(given)
+        explanation, text, found, extra = _symbolic(given, read, form)
         steps = [row.name for row in explanation.rows if row.step]
-        if as_json:
+        if given.as_json:
             document: dict[str, Any] = {"derivative": {n: t for n, t in text.items() if n not in steps}}
             if steps:
                 document["steps"] = {n: text[n] for n in steps}
                 document["statements"] = explanation.statements
             document.update(extra)
-            document.update(_unused(program, values, text))
-            if found:
-                document["value"] = {n: v[1] for n, v in found.items()}
-                exact = {n: v[2] for n, v in found.items() if v[2] is not None}
-                if exact:
-                    document["value_exact"] = exact
-            output.print_json(document)
+            document.update(_unused(read.program, read.values, text))
+            output.print_json({**document, **_json_values(found)})
             return
-        if latex:
+        if given.latex:
             _print_latex(explanation, text, found)
             return
         rows = []
@@ -258,7 +172,63 @@ def differentiate(
             if row.name in found and found[row.name][0] != f"= {shown}":
                 shown += f" {found[row.name][0]}"
             rows.append((explanation.label(row), shown))
-        output.print_rows(rows, heading=_source_text(program, expression))
+        output.print_rows(rows, heading=_source_text(read.program, given.expression))
+
+
+def _symbolic(given: Given, read: Read, form: str) -> tuple[Any, dict[str, str], dict, dict[str, Any]]:
+    """SymPy's derivatives within ``--sympy-timeout``: the explanation, each derivative's text in
+    ``form``, its value at the point (``_values_at``) and the texts only JSON shows; SymPy's own
+    warnings said as one line, SymPy's own failure as the input's error (check skips SymPy for it)."""
+    from ..check.symbolic import Skipped, time_limit  # lazy: start-up, SymPy
+    from ..lang.symbolic import exact_point, warning_text  # lazy: start-up, SymPy
+    from .progress import working  # lazy: start-up, threads
+
+    shapes = {name: np.shape(v) for name, v in read.values.items()}
+    try:
+        # the display outermost: the time limit is over before the display stops
+        with (
+            working("running SymPy", quiet=given.as_json),
+            time_limit(given.sympy_timeout),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.simplefilter("always")
+            explanation = explain_derivatives(read.program, read.wrt or None, shapes)
+            text = {row.name: formatted(row.derivative, form) for row in explanation.rows}
+            point = exact_point(given.at, read.values)
+            found = _values_at(explanation, point, read.values, text if form == "language" else None)
+            extra = _json_texts(explanation, form, given) if given.as_json else {}
+        said = warning_text(caught)
+        if said:
+            output.warn(said)
+    except Skipped as exc:
+        raise UsageError(str(exc)) from None
+    except (GradcliError, RecursionError, MemoryError):
+        raise
+    except Exception as exc:  # SymPy itself failed (check skips SymPy for the same): the input's fault
+        raise UsageError(f"SymPy could not differentiate this expression ({type(exc).__name__}: {exc})") from None
+    return explanation, text, found, extra
+
+
+def _json_texts(explanation: Any, form: str, given: Given) -> dict[str, Any]:
+    """diff --json's texts beside ``derivative``: the language's text too when that is LaTeX, and each
+    derivative of a program with its statements expanded."""
+    extra: dict[str, Any] = {}
+    if given.latex:
+        extra["derivative_text"] = {r.name: formatted(r.derivative) for r in explanation.rows if not r.step}
+    if explanation.statements:
+        extra["expanded"] = {r.name: formatted(r.expanded, form) for r in explanation.rows if not r.step}
+    return extra
+
+
+def _json_values(found: dict[str, Any]) -> dict[str, Any]:
+    """diff --json's ``value`` (and ``value_exact`` where SymPy's value is a rational number)."""
+    if not found:
+        return {}
+    document = {"value": {n: v[1] for n, v in found.items()}}
+    exact = {n: v[2] for n, v in found.items() if v[2] is not None}
+    if exact:
+        document["value_exact"] = exact
+    return document
 
 
 def _value_at(value: Any) -> tuple[str, Any, Any] | None:
@@ -266,7 +236,7 @@ def _value_at(value: Any) -> tuple[str, Any, Any] | None:
     Exact (``= 2/9``) when the value is a rational number, else ``≈`` its float; None while a
     variable has no value."""
 
-    from ..lang.symbolic import as_expr
+    from ..lang.symbolic import as_expr  # lazy: start-up, SymPy
 
     flat = [as_expr(v) for v in np.asarray(value, dtype=object).reshape(-1)]
     if not all(v.is_number for v in flat):
@@ -300,7 +270,6 @@ def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
     value the printed derivative has when ``eval`` reads it back: the one number ``diff`` may state."""
     if found is None or np.isfinite(np.asarray(found[1], dtype=float)).all():
         return found
-    from ..lang.program import evaluate_text
 
     numbers = evaluate_text(text, values)
     if numbers is None or np.shape(numbers) != np.shape(found[1]):
@@ -339,32 +308,10 @@ def _print_latex(explanation: Any, text: dict[str, str], found: dict[str, Any]) 
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _derivation(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    latex: bool,
-    timeout: float,
-    sympy_form: bool,
-) -> None:
-    """``diff --steps``: the derivation a teacher writes (cli/steps.py)."""
-    with reported():
-        from ..errors import UsageError
-        from .steps import show
-
-        if sympy_form:
-            raise UsageError("--steps writes the derivation in gradcli's language; --sympy does not apply")
-        show(expression, file, at, wrt, as_json, latex, timeout)
-
-
 def list_functions(name: str | None, as_json: bool) -> None:
     """``gradcli ops``: every function by group; ``gradcli ops NAME``: one in full."""
     with reported():
-        from ..lang.catalog import arity_text, catalog, describe, lookup
-        from ..lang.functions import FUNCTIONS
-        from ..ops.operators import COMPARISONS, INFIX
+        from ..lang.catalog import arity_text, catalog, describe, lookup  # lazy: start-up, only ops reads it
 
         if name is not None:
             _show_function(describe(lookup(name)), as_json)
@@ -401,51 +348,22 @@ def _show_function(entry: dict[str, Any], as_json: bool) -> None:
     output.print_rows(rows)
 
 
-def draw(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    fmt: str | None,
-    out: str | None,
-    highlight: list[str],
-    max_nodes: int | str | None,
-    seed: str | None,
-    blame: bool = False,
-    python: str | None = None,
-    layout_timeout: float | None = 30.0,
-    digits: int | None = None,
-    compact: bool = False,
-    rankdir: str | None = None,
-) -> None:
+def draw(given: Given) -> None:
+    """``gradcli graph``: the computation graph (values, gradients, local derivatives) as a view."""
     with reported():
-        from pathlib import Path
+        from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
+        from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
+        from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
 
-        from ..errors import UsageError
-        from ..files import refuse_same
-        from ..lang.program import load, resolve_wrt
-        from ..lang.values import assignments, names_list, seed_vector
-        from ..render.build import build, checked_max_nodes, recording
-        from ..render.layout import checked_rankdir
-        from ..render.output import format_for
-
-        output.use_digits(digits)
-        max_nodes = checked_max_nodes(max_nodes)
-        rankdir = checked_rankdir(rankdir)
-        program = load(expression, file, python)
-        refuse_same(out, [program.source])
-        values = assignments(at)
-        _warn_unused(program, values)
+        output.use_digits(given.digits)
+        max_nodes = checked_max_nodes(given.max_nodes)
+        rankdir = checked_rankdir(given.rankdir)
+        program, values = read_program(given, given.out)
         point = bool(values)
         if not point:  # the structure alone: any value of the right kind will do
             values = {name: 1.0 for name in program.variables}
-        names = resolve_wrt(program, values, names_list(wrt) or None)
-        path = Path(out) if out else None
-        fmt = format_for(path, fmt)
-        if path is None and fmt in ("png", "pdf") and output.terminal():  # before the work: it would be noise
-            raise UsageError(f"--format {fmt} is binary: write it with -o FILE, or send stdout to a file or a pipe")
-        from ..render.clusters import python_calls, statement_spans
-
+        names = resolve_wrt(program, values, names_list(given.wrt) or None)
+        path, fmt = _graph_format(given)
         with recording() as trace, python_calls(trace, enabled=program.function is not None) as calls:
             try:
                 evaluation = program.run(values, names, record_steps=True)
@@ -453,30 +371,47 @@ def draw(
                 if not point:
                     raise UsageError(f"{problem.message} (give the variables values with --at)") from None
                 raise
-        outputs = evaluation.outputs
         vector = None
-        if point and seed is not None:
-            from ..lang.program import single_output
-
-            vector = seed_vector(seed, single_output(evaluation).shape)
-        found = None
-        if blame:  # before build: building with gradients frees what the nodes saved
-            from ..check.blame import blame_nodes
-            from .progress import working
-
-            with working("checking every node's derivative (--blame)", quiet=fmt == "json"):
-                found, _ = blame_nodes(trace)
+        if point and given.seed is not None:
+            vector = seed_vector(given.seed, single_output(evaluation).shape)
+        found = (
+            _blamed(trace, fmt) if given.blame else None
+        )  # before build: building with gradients frees what the nodes saved
         graph = build(
-            outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-            highlight=names_list(highlight, "--highlight"), max_nodes=max_nodes, blamed=[found.autograd_node] if found else (),
-            clusters=calls + statement_spans(program.tree, evaluation, trace),
+            evaluation.outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
+            highlight=names_list(given.highlight, "--highlight"), max_nodes=max_nodes,
+            blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
         )  # fmt: skip
-        graph.compact, graph.rankdir = compact, rankdir
-        if blame:
+        graph.compact, graph.rankdir = given.compact, rankdir
+        if given.blame:
             _say_blame(graph, found)
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
-        _emit_graph(graph, path, fmt, layout_timeout)
+        _emit_graph(graph, path, fmt, given.layout_timeout)
+
+
+def _graph_format(given: Given) -> tuple[Any, str]:
+    """-o's path (None: stdout) and the format of the view (``--json`` is ``--format json``); a binary
+    format to a terminal is refused before the work, where it would be noise."""
+    from pathlib import Path  # lazy: start-up, eval writes no file here
+
+    from ..render.output import format_for  # lazy: start-up, eval draws nothing
+
+    path = Path(given.out) if given.out else None
+    fmt = format_for(path, "json" if given.as_json else given.fmt)
+    if path is None and fmt in ("png", "pdf") and output.terminal():
+        raise UsageError(f"--format {fmt} is binary: write it with -o FILE, or send stdout to a file or a pipe")
+    return path, fmt
+
+
+def _blamed(trace: Any, fmt: str) -> Any:
+    """``--blame``: the first node whose own derivative disagrees with finite differences (or None)."""
+    from ..check.blame import blame_nodes  # lazy: start-up, eval checks nothing
+    from .progress import working  # lazy: start-up, threads
+
+    with working("checking every node's derivative (--blame)", quiet=fmt == "json"):
+        found, _ = blame_nodes(trace)
+    return found
 
 
 def _say_blame(graph: Any, found: Any) -> None:
@@ -492,12 +427,12 @@ def _say_blame(graph: Any, found: Any) -> None:
 def _emit_graph(graph: Any, path: Any, fmt: str, layout_timeout: float | None) -> None:
     """The graph to ``path`` (with a spinner while Graphviz lays out a picture or page), bytes to a
     stdout that is not a terminal, or text to stdout."""
-    from ..render.layout import time_limit
-    from ..render.output import BINARY, render, show, write
+    from ..render.layout import time_limit  # lazy: start-up, eval draws nothing
+    from ..render.output import BINARY, render, show, write  # lazy: start-up, eval draws nothing
 
     with time_limit(layout_timeout):
         if path is not None:
-            from .progress import working
+            from .progress import working  # lazy: start-up, threads
 
             drawn = graph.drawn_nodes  # the count dot's time limit names too (views.picture)
             what = f"Graphviz is drawing {drawn:,} nodes"
@@ -522,8 +457,6 @@ class _ProgramTexts:
     LIMIT = 40
 
     def __init__(self, evaluation: Any) -> None:
-        from ..autograd import Tensor
-        from ..lang import ast
 
         self._nodes: dict[int, Any] = {}
         size: dict[int, int] = {}
@@ -534,43 +467,21 @@ class _ProgramTexts:
                 self._nodes.setdefault(id(value), node)
 
     def get(self, key: int, default: str | None = None) -> str | None:
-        from ..lang.unparse import unparse
+        from ..lang.unparse import unparse  # lazy: start-up, only graph labels nodes with text
 
         node = self._nodes.get(key)
         return default if node is None else unparse(node)
 
 
-def jacobian(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    mode: str,
-    explain: bool,
-    python: str | None = None,
-    fmt: str | None = None,
-    out: str | None = None,
-    digits: int | None = None,
-) -> None:
+def jacobian(given: Given) -> None:
+    """``gradcli jacobian``: every output's derivative by every input element, forward or reverse."""
     with reported():
-        from ..errors import UsageError
-        from ..files import refuse_same
-        from ..lang.program import load, program_jacobian, unseen_derivative
-        from ..lang.values import assignments, names_list
-
-        output.use_digits(digits)
-        if mode not in ("auto", "forward", "reverse"):
-            raise UsageError(f"--mode {mode}: use auto, forward or reverse")
-        kind = _matrix_format(fmt, out, as_json)
-        program = load(expression, file, python)
-        refuse_same(out, [program.source])
-        values = assignments(at)
-        _warn_unused(program, values)
-        from .progress import working
-
-        with working("computing the Jacobian", quiet=as_json):
-            result = program_jacobian(program, values, names_list(wrt) or None, mode, _whole(kind))
+        if given.mode not in ("auto", "forward", "reverse"):
+            raise UsageError(f"--mode {given.mode}: use auto, forward or reverse")
+        read, kind, result = _matrix(
+            given, "Jacobian", lambda read, whole: program_jacobian(*read, read.wrt or None, given.mode, whole)
+        )
+        program, values = read
         unseen = unseen_derivative(program, values, result.names or [], result.matrix, labels=result.rows)
         if unseen:
             output.warn(unseen)
@@ -578,45 +489,38 @@ def jacobian(
             warn_later(result.nonfinite)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
                     "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names)}  # fmt: skip
-        title = f"Jacobian of {_source_text(program, expression)}"
-        _print_matrix_result(result, document, title, kind, explain, out)
+        title = f"Jacobian of {_source_text(program, given.expression)}"
+        _print_matrix_result(result, document, title, kind, given.explain, given.out)
 
 
-def hessian(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    explain: bool,
-    python: str | None = None,
-    fmt: str | None = None,
-    out: str | None = None,
-    digits: int | None = None,
-) -> None:
+def hessian(given: Given) -> None:
+    """``gradcli hessian``: the second derivatives of a scalar program (forward-over-reverse)."""
     with reported():
-        from ..files import refuse_same
-        from ..lang.program import load, program_hessian, unseen_derivative
-        from ..lang.values import assignments, names_list
-
-        output.use_digits(digits)
-        kind = _matrix_format(fmt, out, as_json)
-        program = load(expression, file, python)
-        refuse_same(out, [program.source])
-        values = assignments(at)
-        _warn_unused(program, values)
-        from .progress import working
-
-        with working("computing the Hessian", quiet=as_json):
-            result = program_hessian(program, values, names_list(wrt) or None, _whole(kind))
+        read, kind, result = _matrix(
+            given, "Hessian", lambda read, whole: program_hessian(*read, read.wrt or None, whole)
+        )
+        program, values = read
         unseen = unseen_derivative(program, values, result.names or [], np.asarray(result.gradient)[None, :])
         if unseen:
             output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
                     "gradient": _by_variable(result.gradient, result.names or [], values),
                     **_unused(program, values, result.names)}  # fmt: skip
-        title = f"Hessian of {_source_text(program, expression)}"
-        _print_matrix_result(result, document, title, kind, explain, out)
+        title = f"Hessian of {_source_text(program, given.expression)}"
+        _print_matrix_result(result, document, title, kind, given.explain, given.out)
+
+
+def _matrix(given: Given, what: str, compute: Any) -> tuple[Read, str, Any]:
+    """A Jacobian's or Hessian's first steps: the format it is written in, the program and point,
+    and ``compute(read, whole)`` under a spinner (``whole``: written as one JSON document)."""
+    output.use_digits(given.digits)
+    kind = _matrix_format(given.fmt, given.out, given.as_json)
+    read = read_program(given, given.out)
+    from .progress import working  # lazy: start-up, threads
+
+    with working(f"computing the {what}", quiet=given.as_json):
+        result = compute(read, _whole(kind))
+    return read, kind, result
 
 
 def _by_variable(flat: Any, names: list[str], values: dict[str, Any]) -> dict[str, Any]:
@@ -638,8 +542,6 @@ MATRIX_EXTENSIONS = {".csv": "csv", ".npy": "npy", ".json": "json", ".txt": "tex
 def _matrix_format(fmt: str | None, out: str | None, as_json: bool) -> str:
     """What a Jacobian or Hessian is written as: ``--format``, else -o's extension, else JSON or a table."""
     from pathlib import Path
-
-    from ..errors import UsageError
 
     if fmt is not None and fmt not in MATRIX_FORMATS:
         raise UsageError(f"--format {fmt}: use one of {', '.join(MATRIX_FORMATS)}")
@@ -685,7 +587,7 @@ def _print_matrix_result(
         if explain:
             data += result.plan.explain() + "\n"
     if out is not None:
-        from ..files import write_atomic
+        from ..files import write_atomic  # lazy: start-up, eval writes no file here
 
         write_atomic(out, data)
         shape = np.shape(result.matrix)
@@ -707,7 +609,7 @@ def _csv_text(columns: list[str], matrix: Any) -> str:
     names. Element labels lose their commas there (``x[0,1]`` is ``x[0][1]``) so it splits as the rows do."""
     header = "# " + ",".join(label.replace(",", "][") for label in columns)
     m = np.asarray(matrix, dtype=np.float64)
-    lines = [header, *(",".join(_texts(row)) for row in m)]
+    lines = [header, *(",".join(output.float_texts(row)) for row in m)]
     return "\n".join(lines) + "\n"
 
 
@@ -719,74 +621,63 @@ def _npy_bytes(matrix: Any) -> bytes:
     return buffer.getvalue()
 
 
-def check(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    expect: list[str],
-    methods: list[str],
-    rtol: float | None,
-    atol: float | None,
-    seed: str | None,
-    blame: bool,
-    sympy_timeout: float = SYMPY_SECONDS,
-    python: str | None = None,
-    digits: int | None = None,
-    points: str | None = None,
-    chunk_rows: int | None = None,
-) -> None:
-    """Exit 0 when every method that ran agrees with autograd, 1 on a mismatch or a non-finite value."""
+def check(given: Given) -> None:
+    """``gradcli check``: exit 0 when every method that ran agrees with autograd, 1 on a mismatch or
+    a non-finite value."""
+    if any(given_value(given, row) for row in CASES):
+        from .cases import check_cases  # lazy: start-up, only check --cases reads a TOML file of cases
+
+        check_cases(given)
+        return
     with reported():
-        from ..check import check as run_check
-        from ..lang.program import load
-        from ..lang.values import assignments, names_list
+        from ..check import check as run_check  # lazy: start-up, eval checks nothing
 
-        output.use_digits(digits)
-        program = load(expression, file, python)
-        values = assignments(at)
-        _warn_unused(program, values)
-        formulas = _expectations(expect)
-        if points is not None:
-            _check_points(
-                program, points, values, names_list(wrt), methods, rtol, atol, seed, formulas, as_json, chunk_rows
-            )
+        output.use_digits(given.digits)
+        program, values = read = read_program(given)
+        formulas = _expectations(given.expect)
+        if given.points is not None:
+            options = (given.method, given.rtol, given.atol, given.seed, formulas, given.as_json, given.chunk_rows)
+            _check_points(program, given.points, values, read.wrt, *options)
         locate = None
-        if blame:
-            from ..render.build import locate_blamed as locate
-        from .progress import working
+        if given.blame:
+            from ..render.build import locate_blamed as locate  # lazy: start-up, eval draws nothing
+        from .progress import working  # lazy: start-up, threads
 
-        what = "checking the gradient and every node's derivative (--blame)" if blame else "checking the gradient"
-        with working(what, quiet=as_json):
+        what = "checking the gradient and every node's derivative (--blame)" if given.blame else "checking the gradient"
+        with working(what, quiet=given.as_json):
             result = run_check(
-                program, values, names_list(wrt) or None, methods, rtol, atol, formulas, seed, blame, sympy_timeout,
-                locate,
+                program, values, read.wrt or None, given.method, given.rtol, given.atol, formulas, given.seed,
+                given.blame, given.sympy_timeout, locate,
             )  # fmt: skip
         for said in result.warnings:
             output.warn(said)
-        if as_json:
+        if given.as_json:
             output.print_json(result.to_dict())
         else:
-            _print_check(result, _source_text(program, expression), _point_text(values))
+            _print_check(result, _source_text(program, given.expression), _point_text(values))
         if not result.ok:
             raise SystemExit(1)
 
 
+def plot(given: Given) -> None:
+    """``gradcli plot`` (cli/plot.py)."""
+    from .plot import plot as draw  # lazy: start-up, only plot loads the plotting code
+
+    draw(given)
+
+
 def _check_points(program: Any, points: str, values: dict[str, Any], wrt: list[str], *options: Any) -> None:
     """``check --points DATA``: every point checked, the numeric methods batched; exit 1 on a mismatch."""
-    from .points.check import check_points_file
-    from .progress import working
+    from .points.check import check_points_file  # lazy: start-up, eval checks nothing
+    from .progress import working  # lazy: start-up, threads
 
-    with working(f"checking the gradient at the points of {_shown_path(points)}", quiet=options[-2]):
+    with working(f"checking the gradient at the points of {output.shown_path(points)}", quiet=options[-2]):
         ok = check_points_file(program, points, values, wrt, *options)
     raise SystemExit(0 if ok else 1)
 
 
 def _expectations(items: list[str]) -> dict[str, str]:
     """``--expect x="2*x*y"`` (repeatable) -> ``{"x": "2*x*y"}``; the formula may itself hold '='."""
-    from ..errors import UsageError
-    from ..lang.values import NAME_CHARS
 
     formulas: dict[str, str] = {}
     for item in items:
@@ -804,7 +695,7 @@ def _expectations(items: list[str]) -> dict[str, str]:
 
 def _print_check(result: Any, heading: str, point: str) -> None:
     """The table (element | autograd | each method | abs err | rel err | ok), the notes, the verdict."""
-    from ..check.result import METHOD_NAMES, check_table
+    from ..check.result import METHOD_NAMES, check_table  # lazy: start-up, eval checks nothing
 
     table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
     header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
@@ -833,25 +724,7 @@ def _write_check(
 ) -> None:
     verdict = result.verdict()
     if output.rich_wanted() and output.table_fits([header, *body]):
-        from rich.table import Table
-        from rich.text import Text
-
-        console = output.console()
-        title = Text(heading, style="bold")
-        title.append(f"   at {point}" if point else "", style="dim")
-        console.print(title)
-        table = Table(caption=Text(note) if note else None)
-        for i, name in enumerate(header):
-            table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
-        for cells in body:
-            mark = cells[-1]
-            good, bad = ("✓", "✗") if output.can_show("✓✗") else ("ok", "MISMATCH")
-            styled = {"ok": (good, "green"), "kink": ("kink", "yellow"), "-": ("-", "")}.get(mark, (bad, "bold red"))
-            table.add_row(*(Text(c) for c in cells[:-1]), Text(*styled))
-        console.print(table)
-        for line in lines:
-            console.print(Text(line, style="dim" if "skipped" in line or "agree" in line else "yellow"))
-        console.print(Text(verdict, style="bold green" if result.ok else "bold red"))
+        _show_check(result.ok, heading, point, header, body, [*lines, verdict], note)
         return
     header[-1] = "ok"
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
@@ -862,3 +735,27 @@ def _write_check(
     if note:
         text.append(f"({note})")
     sys.stdout.write("\n".join(text + output.wrapped([*lines, verdict])) + "\n")
+
+
+def _show_check(
+    ok: bool, heading: str, point: str, header: list[str], body: list[list[str]], lines: list[str], note: str | None
+) -> None:
+    """The check's table on a terminal, in colour: each element's mark, the notes, the verdict (the last line)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console = output.console()
+    title = Text(heading, style="bold")
+    title.append(f"   at {point}" if point else "", style="dim")
+    console.print(title)
+    table = Table(caption=Text(note) if note else None)
+    for i, name in enumerate(header):
+        table.add_column(name, justify="left" if i == 0 else "right", style="bold cyan" if i == 0 else None)
+    good, bad = ("✓", "✗") if output.can_show("✓✗") else ("ok", "MISMATCH")
+    for cells in body:
+        styled = {"ok": (good, "green"), "kink": ("kink", "yellow"), "-": ("-", "")}.get(cells[-1], (bad, "bold red"))
+        table.add_row(*(Text(c) for c in cells[:-1]), Text(*styled))
+    console.print(table)
+    for line in lines[:-1]:
+        console.print(Text(line, style="dim" if "skipped" in line or "agree" in line else "yellow"))
+    console.print(Text(lines[-1], style="bold green" if ok else "bold red"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from ..errors import UsageError
+
 
 class Range(NamedTuple):
     """What an option takes: a whole number (``whole``) or a float, from ``low`` (included unless
@@ -58,7 +60,5 @@ def checked_number(option: str, value: float | None) -> float | None:
     """``value`` if ``option`` takes it, else a UsageError naming the option and the range."""
     problem = range_problem(option, value)
     if problem is not None:
-        from ..errors import UsageError
-
         raise UsageError(problem)
     return value

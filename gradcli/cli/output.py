@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UsageError, printable
 from ..text import array, digits_for, jsonable, number, shape_text  # noqa: F401  (numbers as text live under the layers)
+from .report import ReaderLeft, StreamProblem, one_line
 
 _digits: int | None = None  # the running command's --digits N
 
@@ -110,9 +112,6 @@ def print_json(document: Any) -> None:
 
 def write_binary(data: bytes, what: str) -> None:
     """Bytes (a .npy, a PNG) to stdout, which must not be a terminal: there they would be noise."""
-    from ..errors import UsageError
-    from . import ReaderLeft, StreamProblem
-
     if terminal():
         raise UsageError(f"{what} is binary: write it with -o FILE, or send stdout to a file or a pipe")
     sys.stdout.flush()
@@ -273,15 +272,11 @@ def print_sections(header: Sequence[str], sections: Sequence[tuple[str, Sequence
 def wrote(path: Any, detail: str | None = None) -> None:
     """``wrote PATH (detail)`` on stderr, the one line every ``-o`` (and ``--junit``) says once its file
     is in place: stdout stays the data's."""
-    from ..errors import printable
-
     sys.stderr.write(f"wrote {printable(str(path))}{f' ({detail})' if detail else ''}\n")
 
 
 def warn(message: str) -> None:
     """``warning: ...`` on stderr, always one line (a matrix in the message is written on it)."""
-    from . import one_line
-
     sys.stderr.write(f"warning: {one_line(message)}\n")
 
 
@@ -364,3 +359,39 @@ def matrix_text(rows: Sequence[str], columns: Sequence[str], matrix: Any) -> str
     m = np.asarray(matrix)
     body = [[rows[i], *(number(m[i, j], _digits) for j in range(m.shape[1]))] for i in range(m.shape[0])]
     return _aligned(["", *columns], body)
+
+
+def shown_path(path: str) -> str:
+    """A file name in a message, its end kept when it is long: ``.../data/points.csv``."""
+    return printable(path if len(path) <= 40 else "..." + path[-37:])
+
+
+def float_texts(column: Any) -> list[str]:
+    """Shortest round-trip text of every float (Python's repr: faster than NumPy's astype(str))."""
+    return list(map(repr, np.asarray(column, dtype=np.float64).tolist()))
+
+
+def element_texts(values: np.ndarray) -> list[list[str]]:
+    """One list of texts per element of a point's value (C order), each with a text per point."""
+    flat = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+    return [float_texts(flat[:, j]) for j in range(flat.shape[1])]
+
+
+def nested(columns: list[list[str]], shape: tuple[int, ...], n: int) -> list[str]:
+    """JSON text of each point's value of ``shape``, from its elements' texts: numbers, nested lists."""
+    import json  # lazily: eval starts faster without it
+
+    if not shape:
+        return _json_numbers(columns[0])
+    if 0 in shape:
+        return [json.dumps(np.zeros(shape).tolist())] * n
+    parts = [_json_numbers(c) for c in columns]
+    for size in reversed(shape):
+        parts = [
+            ["[" + ", ".join(items) + "]" for items in zip(*parts[k : k + size])] for k in range(0, len(parts), size)
+        ]
+    return parts[0]
+
+
+def _json_numbers(numbers: list[str]) -> list[str]:
+    return [t if t not in ("nan", "inf", "-inf") else f'"{t}"' for t in numbers]

@@ -6,70 +6,64 @@ from typing import Any
 
 import numpy as np
 
-from . import output, reported, warn_later
+from ..errors import UsageError, printable
+from ..files import write_atomic
+from ..lang.evaluate import free_variables, suggest
+from ..lang.values import constant, names_list, split_top_level
+from ..render import braille
+from ..render import plot as drawing
+from . import output
+from .inputs import Given
+from .reading import read_program
+from .report import reported, warn_later
 
 DEFAULT_SPAN = 5.0  # without --range: -5..5 (around the --at point if there is one)
 
 
-def plot(
-    expression: str | None,
-    file: str | None,
-    python: str | None,
-    at: list[str],
-    ranges: list[str],
-    order: int,
-    out: str | None,
-    wrt: list[str] | None = None,
-    as_json: bool = False,
-) -> None:
+def plot(given: Given) -> None:
+    """``gradcli plot``: f and f′ (and f″) of one variable, or contours and gradient arrows of two."""
     with reported():
-        from ..errors import UsageError
-        from ..files import refuse_same, write_atomic
-        from ..lang.program import load, unused_values
-        from ..lang.values import assignments, names_list
-        from ..render import plot as drawing
-
-        fmt = drawing.format_of(out) if out is not None else None
-        if fmt is None and not as_json and not output.terminal():
-            raise UsageError(
-                "plot draws a picture: give -o FILE.png (or .svg, .pdf); without -o it is drawn only on a terminal"
-            )
-        if fmt is not None:
-            drawing.require_matplotlib()  # exit 3 before any work
-        program = load(expression, file, python)
-        refuse_same(out, [program.source])
-        values = assignments(at)
-        said = unused_values(program, values)
-        if said:
-            warn_later(said)
-        named, shared = _ranges(ranges)
-        names = _plotted(program, values, named, names_list(wrt or []))
+        fmt = _picture_format(given)
+        program, values = read_program(given, given.out)
+        named, shared = _ranges(given.ranges)
+        names = _plotted(program, values, named, names_list(given.wrt))
         spans = [named.get(n) or shared or _around(values.get(n)) for n in names]
         point = _point(names, values)
         fixed = {k: v for k, v in values.items() if k not in names}
         if len(names) == 1:
-            data: Any = drawing.curves(
-                program, names[0], spans[0], fixed, order, at=None if point is None else point[0]
-            )
+            at = None if point is None else point[0]
+            data: Any = drawing.curves(program, names[0], spans[0], fixed, given.order, at=at)
         else:
-            if order != 1:
+            if given.order != 1:
                 raise UsageError("--order 2 draws f″ of one variable; a plot of two shows f and its gradient")
             data = drawing.field(program, (names[0], names[1]), (spans[0], spans[1]), fixed, at=point)
         _say_what_is_missing(data, names, spans, point)
-        title = _title(program, expression)
+        title = _title(program, given.expression)
         note = ", ".join(f"{k} = {output.array(v, summarize=True, digits=4)}" for k, v in fixed.items())
         if fmt is not None:
-            write_atomic(out, drawing.picture(data, title, fmt, note))  # whole or nothing
-            output.wrote(out)
-        if as_json:
+            write_atomic(given.out, drawing.picture(data, title, fmt, note))  # whole or nothing
+            output.wrote(given.out)
+        if given.as_json:
             output.print_json(drawing.document(data))
         elif fmt is None:
             _on_terminal(data, title if not note else f"{title}   ({note})")
 
 
+def _picture_format(given: Given) -> str | None:
+    """The picture's format from -o (None: on the terminal), refused before any work where there is
+    no terminal to draw on or no Matplotlib to draw with (exit 3)."""
+    fmt = drawing.format_of(given.out) if given.out is not None else None
+    if fmt is None and not given.as_json and not output.terminal():
+        raise UsageError(
+            "plot draws a picture: give -o FILE.png (or .svg, .pdf); without -o it is drawn only on a terminal"
+        )
+    if fmt is not None:
+        drawing.require_matplotlib()  # exit 3 before any work
+    return fmt
+
+
 def _ranges(items: list[str]) -> tuple[dict[str, tuple[float, float]], tuple[float, float] | None]:
     """``--range A,B`` (every axis) and ``--range NAME=A,B`` (one variable's)."""
-    from ..errors import UsageError
 
     named: dict[str, tuple[float, float]] = {}
     shared = None
@@ -92,8 +86,6 @@ def _ranges(items: list[str]) -> tuple[dict[str, tuple[float, float]], tuple[flo
 
 
 def _span(item: str, text: str) -> tuple[float, float]:
-    from ..errors import UsageError
-    from ..lang.values import constant, split_top_level
 
     pieces = split_top_level(text)
     if len(pieces) != 2:
@@ -123,8 +115,6 @@ def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float,
     """The one or two variables along the axes: those of --wrt, else those named by --range and every
     free variable without an --at value (with --at it is a parameter); when every one of one or two
     variables has an --at value, they are plotted and the values are the point."""
-    from ..errors import UsageError
-    from ..lang.evaluate import free_variables, suggest
 
     free = free_variables(program.tree, [*values, *named, *wrt]) if program.tree is not None else program.variables
     for option, name in [*(("--wrt", n) for n in wrt), *(("--range", f"{n}=...") for n in named)]:
@@ -157,7 +147,6 @@ def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float,
 
 def _point(names: list[str], values: dict[str, Any]) -> tuple[float, ...] | None:
     """The --at point along the plotted variables: every one, or none."""
-    from ..errors import UsageError
 
     given = [n for n in names if n in values]
     if not given:
@@ -183,7 +172,6 @@ def _say_what_is_missing(data: Any, names: list[str], spans: list[tuple[float, f
 
 def _title(program: Any, expression: str | None) -> str:
     """The expression in the language (a program's lines joined by '; '), or the Python function."""
-    from ..errors import printable
 
     text = "; ".join(line.strip() for line in program.tree.text.splitlines() if line.strip()) if program.tree else None
     text = text or expression or program.origin
@@ -194,9 +182,6 @@ def _on_terminal(data: Any, title: str) -> None:
     """Curves in Braille characters (the terminal's width, about 20 rows); a two-variable plot as
     arrows of the gradient coloured by f."""
     import shutil
-
-    from ..render import braille
-    from ..render import plot as drawing
 
     width = min(shutil.get_terminal_size((80, 24)).columns, 160)
     console = output.console()

@@ -7,42 +7,34 @@ the derivative there is a bug, said as a warning.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
+from ..errors import UsageError, printable
+from ..lang.evaluate import check_names
+from ..lang.values import names_list
 from . import output
+from .inputs import Given
+from .reading import load_program, read_point
 
 
-def show(
-    expression: str | None,
-    file: str | None,
-    at: list[str],
-    wrt: list[str],
-    as_json: bool,
-    latex: bool,
-    timeout: float,
-) -> None:
+def show(given: Given) -> None:
     """Print the steps of each derivative (called from ``differentiate`` inside ``reported()``)."""
-    from ..check.symbolic import Skipped, time_limit
-    from ..errors import UsageError
-    from ..lang.evaluate import check_names
-    from ..lang.program import load
-    from ..lang.values import assignments, names_list
-    from .commands import _warn_unused
-    from .progress import working
+    from ..check.symbolic import Skipped, time_limit  # lazy: start-up, SymPy
+    from .progress import working  # lazy: start-up, threads
 
-    program = load(expression, file)
+    program = load_program(given)
     if program.tree is None:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
-    values = assignments(at)
-    _warn_unused(program, values)
+    values = read_point(given, program).values
     for name, value in values.items():
         if np.ndim(value):
             raise UsageError(f"--steps explains scalar expressions: --at {name} is an array (use diff without --steps)")
     tree = program.tree
     check_names(tree, set(program.variables))
-    variables = names_list(wrt) or list(program.variables)
+    variables = names_list(given.wrt) or list(program.variables)
     for name in variables:
         if name not in program.variables:
             raise UsageError(f"--wrt {name}: '{name}' is not a variable of the expression")
@@ -50,22 +42,22 @@ def show(
         raise UsageError("diff: the expression has no variable to differentiate by")
     if len(tree.outputs.items) != 1:
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
-    given = {name: float(value) for name, value in values.items()}
+    numbers = {name: float(value) for name, value in values.items()}
     try:
-        with working("working out the steps", quiet=as_json), time_limit(timeout):
-            derivations, points = _derive(tree, variables, given)
+        with working("working out the steps", quiet=given.as_json), time_limit(given.sympy_timeout):
+            derivations, points = _derive(tree, variables, numbers)
     except Skipped as exc:
         raise UsageError(str(exc)) from None
-    if as_json:
+    if given.as_json:
         output.print_json(_document(derivations, points))
-    elif latex:
+    elif given.latex:
         _print_latex(derivations, points)
     else:
         _print_text(derivations, points)
 
 
 def _derive(tree: Any, variables: list[str], given: dict[str, float]) -> tuple[list[Any], list[dict[str, Any]]]:
-    from ..lang import steps
+    from ..lang import steps  # lazy: start-up, SymPy
 
     if tree.statements:
         derivations = steps.program_steps(tree, variables)
@@ -153,10 +145,6 @@ def _print_text(derivations: list[Any], points: list[dict[str, Any]]) -> None:
 
 
 def _write(lines: list[str]) -> None:
-    import sys
-
-    from ..errors import printable
-
     text = "\n".join(lines)
     sys.stdout.write("\n".join(printable(line) for line in text.split("\n")) + "\n")
 

@@ -51,7 +51,7 @@ class Results:
         if result.warning and self.warning is None:
             self.warning = result.warning
             if self.warn:
-                from .. import warn_later
+                from ..report import warn_later
 
                 warn_later(result.warning)  # said when the run ends well: an error (a bad row later) is said alone
         arrays = [result.value, *(result.gradient[name] for name in names)]
@@ -61,11 +61,11 @@ class Results:
 
 def json_lines(names: list[str], result: Any, n: int) -> list[str]:
     """eval's JSON document for each point (``value`` and ``gradient``), one a line."""
-    from ..commands import _element_texts, _nested
+    from ..output import element_texts, nested
 
     arrays = [result.value, *(result.gradient[name] for name in names)]
-    texts = [_element_texts(a) for a in arrays]
-    value_json, *grads_json = [_nested(t, a.shape[1:], n) for t, a in zip(texts, arrays)]
+    texts = [element_texts(a) for a in arrays]
+    value_json, *grads_json = [nested(t, a.shape[1:], n) for t, a in zip(texts, arrays)]
     keys = [f'"{name}": ' for name in names]
     return [
         '{"value": ' + v + ', "gradient": {' + ", ".join(k + g[i] for k, g in zip(keys, grads_json)) + "}}"
@@ -152,7 +152,7 @@ def evaluate_points_file(
     keep_columns: bool = False,
 ) -> None:
     """Every row of the data set ``spec`` its own point, streamed to stdout or ``out``."""
-    from ..commands import _shown_path
+    from ..output import shown_path
     from ..progress import working
 
     rows = check_chunk_rows(chunk_rows)
@@ -165,7 +165,7 @@ def evaluate_points_file(
     columns: list[Columns] = []
     on_terminal = out is None and _stdout_is_terminal()
     pace = Pace(spec)
-    what = f"evaluating the points of {_shown_path(spec)}"
+    what = f"evaluating the points of {shown_path(spec)}"
     with working(what, quiet=as_json or on_terminal) as work:
         try:
             for chunk in _chunks(spec, program, values, keep_columns, rows, columns):

@@ -74,7 +74,7 @@ class Sink:
 
     def _open(self) -> Any:
         if self.path is None:
-            from .. import StreamProblem
+            from ..report import StreamProblem
 
             sys.stdout.flush()
             raw = getattr(sys.stdout, "buffer", None)
@@ -100,7 +100,7 @@ class Sink:
         if self.path is not None:
             self.stream.write(data)
             return
-        from .. import ReaderLeft, StreamProblem
+        from ..report import ReaderLeft, StreamProblem
 
         try:
             self.stream.write(data)
