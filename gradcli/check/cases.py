@@ -250,7 +250,7 @@ def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -
 def _check_case_program(
     case: Case, sympy_timeout: float | None, digits: int = 10
 ) -> tuple[str, str, str, dict | None, list[str]]:
-    from ..lang.program import unused_values
+    from ..compute import unused_values
     from .run import check
 
     f = case.fields
@@ -543,7 +543,7 @@ def junit_xml(results: Sequence[CaseResult], summary: Summary, suite: str, path:
 
 def missing_expectations(case: Case) -> list[str]:
     """The variables the case checks that its ``expect`` leaves out."""
-    from ..lang.program import resolve_wrt
+    from ..compute import resolve_wrt
 
     program = case_program(case)
     values = case_values(case)

@@ -27,10 +27,12 @@ from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
+from ..compute import element_labels, resolve_wrt, single_output
 from ..errors import UsageError
 from ..lang.functions import not_analytic_call
 from ..lang.library import gc
-from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
+from ..lang.program import Program
+from ..lang.python import detach_fixed
 from ..lang.values import seed_vector
 from ..text import in_message
 from .decide import (
@@ -272,7 +274,7 @@ def _escaped(recorded: Recorded, checks: dict[str, MethodCheck]) -> None:
     program = recorded.program
     numeric = [n for n in ("finite_difference", "complex_step") if n in checks and checks[n].ok is False]
     if program.function is not None and (program.escapes or recorded.unconnected) and numeric:
-        from ..lang.program import leaves_autograd
+        from ..compute import leaves_autograd
 
         why = leaves_autograd(program, [n for n in recorded.unconnected if n in recorded.names])
         for n in numeric:
@@ -449,7 +451,7 @@ def _nonfinite(recorded: Recorded) -> str | None:
         return f"the value is {recorded.f0[0]}" + (f" ({where})" if where else "")
     for name, g in recorded.gradient.items():
         if not np.isfinite(g).all():
-            from ..lang.program import backward_anomaly
+            from ..compute import backward_anomaly
 
             text = f"the gradient with respect to {name} is not finite: {np.asarray(g).tolist()}"
             seed = None if recorded.seed is None else gc.tensor(recorded.seed)

@@ -135,8 +135,8 @@ def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[
     prints for it (its one formatting function, so the two always agree)."""
     from ..check.cases import case_program, case_values
     from ..check.symbolic import Skipped, time_limit
+    from ..compute import formatted, symbolic_derivatives
     from ..errors import UsageError
-    from ..lang.program import formatted, symbolic_derivatives
 
     program = case_program(case)
     if program.tree is None:

@@ -35,7 +35,8 @@ def evaluate(
     dask: str | None = None,
 ) -> None:
     with reported():
-        from ..lang.program import load, unseen_in_gradient, value_and_grad
+        from ..compute import unseen_in_gradient, value_and_grad
+        from ..lang.program import load
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
@@ -79,7 +80,7 @@ def _points_only(points: str | None, scale: dict[str, Any] | None) -> None:
 def _warn_unused(program: Any, values: dict[str, Any]) -> None:
     """``--at`` names the program does not use: a warning once the command has run (``xx=3`` for x
     is a typo); an error, if there is one, is said alone."""
-    from ..lang.program import unused_values
+    from ..compute import unused_values
 
     said = unused_values(program, values)
     if said:
@@ -196,8 +197,9 @@ def differentiate(
         return _derivation(expression, file, at, wrt, as_json, latex, timeout, sympy_form)
     with reported():
         from ..check.symbolic import Skipped, time_limit
+        from ..compute import explain_derivatives, formatted
         from ..errors import GradcliError, UsageError
-        from ..lang.program import explain_derivatives, formatted, load
+        from ..lang.program import load
         from ..lang.symbolic import exact_point, warning_text
         from ..lang.values import assignments, names_list
         from .progress import working
@@ -300,7 +302,7 @@ def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
     value the printed derivative has when ``eval`` reads it back: the one number ``diff`` may state."""
     if found is None or np.isfinite(np.asarray(found[1], dtype=float)).all():
         return found
-    from ..lang.program import evaluate_text
+    from ..compute import evaluate_text
 
     numbers = evaluate_text(text, values)
     if numbers is None or np.shape(numbers) != np.shape(found[1]):
@@ -421,9 +423,10 @@ def draw(
     with reported():
         from pathlib import Path
 
+        from ..compute import resolve_wrt
         from ..errors import UsageError
         from ..files import refuse_same
-        from ..lang.program import load, resolve_wrt
+        from ..lang.program import load
         from ..lang.values import assignments, names_list, seed_vector
         from ..render.build import build, checked_max_nodes, recording
         from ..render.layout import checked_rankdir
@@ -456,7 +459,7 @@ def draw(
         outputs = evaluation.outputs
         vector = None
         if point and seed is not None:
-            from ..lang.program import single_output
+            from ..compute import single_output
 
             vector = seed_vector(seed, single_output(evaluation).shape)
         found = None
@@ -554,9 +557,10 @@ def jacobian(
     digits: int | None = None,
 ) -> None:
     with reported():
+        from ..compute import program_jacobian, unseen_derivative
         from ..errors import UsageError
         from ..files import refuse_same
-        from ..lang.program import load, program_jacobian, unseen_derivative
+        from ..lang.program import load
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)
@@ -595,8 +599,9 @@ def hessian(
     digits: int | None = None,
 ) -> None:
     with reported():
+        from ..compute import program_hessian, unseen_derivative
         from ..files import refuse_same
-        from ..lang.program import load, program_hessian, unseen_derivative
+        from ..lang.program import load
         from ..lang.values import assignments, names_list
 
         output.use_digits(digits)

@@ -23,9 +23,10 @@ def plot(
     as_json: bool = False,
 ) -> None:
     with reported():
+        from ..compute import unused_values
         from ..errors import UsageError
         from ..files import refuse_same, write_atomic
-        from ..lang.program import load, unused_values
+        from ..lang.program import load
         from ..lang.values import assignments, names_list
         from ..render import plot as drawing
 

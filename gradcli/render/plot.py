@@ -73,7 +73,7 @@ def curves(
 ) -> Curves:
     """f, f′ (and f″ with ``order`` 2) of ``program`` in ``name`` over ``span``, the other variables
     at ``values``; with ``at``, the point a and f(a), f′(a) for the tangent."""
-    from ..lang.points import derivative_series
+    from ..compute.points import derivative_series
 
     x = np.linspace(span[0], span[1], samples)
     raw = derivative_series(program, name, x, values, order + 1)
@@ -128,7 +128,7 @@ def field(
 ) -> Field:
     """f and its gradient over the grid of ``spans`` (one batched evaluation of every point; a
     Python function on a coarser grid, point by point)."""
-    from ..lang.points import evaluate_points
+    from ..compute.points import evaluate_points
 
     if samples is None:
         samples = GRID if program.tree is not None else GRID_PYTHON
@@ -150,7 +150,7 @@ def field(
 
 
 def _scalar_output(program: Any, point: Mapping[str, Any], names: Sequence[str]) -> None:
-    from ..lang.program import single_output
+    from ..compute import single_output
 
     out = single_output(program.run(point, list(names)))
     if out.numel() != 1:
