@@ -23,7 +23,7 @@ from .library import gc, input_tensors
 
 def load_function(path: str, name: str) -> Callable[..., Any]:
     """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
-    import importlib.util  # here, as pathlib: a plain expression's start-up does without them
+    import importlib.util  # lazy: start-up, as pathlib: a plain expression does without them
     from pathlib import Path
 
     file = Path(path)
