@@ -183,19 +183,19 @@ def selector(pattern: str) -> Callable[[str], bool]:
         position += 1
         return tokens[position - 1]
 
-    def either() -> Callable[[str], bool]:
-        parts = [both()]
-        while peek() == "or":
+    def joined(word: str, part: Callable[[], Callable[[str], bool]], combine: Any) -> Callable[[str], bool]:
+        """``part (word part)*``: ``combine`` (any, all) of the parts' matches."""
+        parts = [part()]
+        while peek() == word:
             take()
-            parts.append(both())
-        return lambda name: any(p(name) for p in parts)
+            parts.append(part())
+        return lambda name: combine(p(name) for p in parts)
+
+    def either() -> Callable[[str], bool]:
+        return joined("or", both, any)
 
     def both() -> Callable[[str], bool]:
-        parts = [negated()]
-        while peek() == "and":
-            take()
-            parts.append(negated())
-        return lambda name: all(p(name) for p in parts)
+        return joined("and", negated, all)
 
     def negated() -> Callable[[str], bool]:
         if peek() == "not":

@@ -139,7 +139,7 @@ def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[
     from ..errors import UsageError
 
     program = case_program(case)
-    if program.tree is None:
+    if not program.symbolic:
         raise UsageError("a Python function has no symbolic form: write its expect by hand")
     shapes = {name: value.shape for name, value in case_values(case).items()}
     try:

@@ -449,7 +449,7 @@ def draw(
             raise UsageError(f"--format {fmt} is binary: write it with -o FILE, or send stdout to a file or a pipe")
         from ..render.clusters import python_calls, statement_spans
 
-        with recording() as trace, python_calls(trace, enabled=program.function is not None) as calls:
+        with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
             try:
                 evaluation = program.run(values, names, record_steps=True)
             except UsageError as problem:

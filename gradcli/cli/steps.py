@@ -33,7 +33,7 @@ def show(
     from .progress import working
 
     program = load(expression, file)
-    if program.tree is None:
+    if not program.symbolic:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
     values = assignments(at)
     _warn_unused(program, values)

@@ -28,8 +28,7 @@ def resolve_wrt(
     their zero derivatives, a data file keeps its columns), else none (eval, jacobian and hessian
     show no derivative of a variable the expression does not use)."""
     if not wrt:
-        variables = program.free_variables(values) if program.text is not None else program.variables
-        return [v for v in variables if v in values] or (list(values) if unused else [])
+        return [v for v in program.free_variables(values) if v in values] or (list(values) if unused else [])
     known = set(program.variables) | set(values)
     for name in wrt:
         if name not in known:

@@ -131,7 +131,7 @@ def field(
     from ..compute.points import evaluate_points
 
     if samples is None:
-        samples = GRID if program.tree is not None else GRID_PYTHON
+        samples = GRID if program.replayable else GRID_PYTHON
 
     x = np.linspace(*spans[0], samples)
     y = np.linspace(*spans[1], samples)

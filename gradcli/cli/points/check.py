@@ -203,7 +203,7 @@ class _ChunkRoad:
             else np.broadcast_to(np.asarray(check.values[name], dtype=np.float64), (n, *self.shapes[name]))
             for name in names
         })  # fmt: skip
-        self.recorded = None if check.program.function is not None else (
+        self.recorded = None if not check.program.replayable else (
             recorded_points(check.program, chunk.numbers, check.values, names))  # fmt: skip
         self.each: list[Any] = [] if self.recorded is not None else self._each()
 
