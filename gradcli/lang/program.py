@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Source, UsageError
+from ..errors import Source, UsageError, note_user_code
 from . import ast
-from .evaluate import Evaluation, check_names, evaluate, free_variables
+from .evaluate import Evaluation, check_names, evaluate, free_variables, suggest
 from .flat import FlatProgram, compile_flat
 from .library import gc
 from .parser import MAX_CHARACTERS, check_size, parse
-from .python import load_function, run_function
+from .python import run_function
 from .values import decode, program_too_long, read_bounded, read_text, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
@@ -260,3 +260,39 @@ def read_stdin() -> str:
         return text
     data = read_bounded(stream, "standard input", text_bytes_limit(), program_too_long("<stdin>"))
     return decode(data, "standard input")
+
+
+def load_function(path: str, name: str) -> Callable[..., Any]:
+    """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
+    import importlib.util  # lazy: start-up, as pathlib: a plain expression does without them
+    from pathlib import Path
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file")
+    spec = importlib.util.spec_from_file_location(f"_gradcli_user_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
+    except Exception as exc:  # the user's module failed while importing
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        defined = [n for n, f in vars(module).items() if inspect.isfunction(f) and not n.startswith("_")]
+        raise UsageError(f"{path} has no function {name!r}{suggest(name, defined)}")
+    try:
+        odd = [p for p in inspect.signature(function).parameters.values()
+               if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]  # fmt: skip
+    except (TypeError, ValueError):
+        odd = []
+    if odd:
+        raise UsageError(
+            f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
+            "so every parameter needs a plain name"
+        )
+    note_user_code(f"{path}:{name}")
+    return function

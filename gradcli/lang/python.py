@@ -1,5 +1,5 @@
-"""The Python-function kind of program (``FILE.py:func``, ``--python FILE:FUNC``): its loading, its
-run with tensors, and the watchers that see where it leaves autograd (``float(x)``, ``x.item()``...).
+"""The Python-function kind of program (``FILE.py:func``, ``--python FILE:FUNC``): its run with
+tensors, and the watchers that see where it leaves autograd (``float(x)``, ``x.item()``...).
 
 ``program.PythonFunction`` is the kind; this module is what it does, apart so that the kind stays a
 few lines beside the others (a framework's function, issue 29, would sit beside it the same way).
@@ -16,45 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError, note_user_code
-from .evaluate import Evaluation, suggest
+from ..errors import UsageError
+from .evaluate import Evaluation
 from .library import gc, input_tensors
-
-
-def load_function(path: str, name: str) -> Callable[..., Any]:
-    """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
-    import importlib.util  # lazy: start-up, as pathlib: a plain expression does without them
-    from pathlib import Path
-
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{path}: no such file")
-    spec = importlib.util.spec_from_file_location(f"_gradcli_user_{file.stem}", file)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"{path}: cannot be imported as Python")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
-    except Exception as exc:  # the user's module failed while importing
-        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        defined = [n for n, f in vars(module).items() if inspect.isfunction(f) and not n.startswith("_")]
-        raise UsageError(f"{path} has no function {name!r}{suggest(name, defined)}")
-    try:
-        odd = [p for p in inspect.signature(function).parameters.values()
-               if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]  # fmt: skip
-    except (TypeError, ValueError):
-        odd = []
-    if odd:
-        raise UsageError(
-            f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
-            "so every parameter needs a plain name"
-        )
-    note_user_code(f"{path}:{name}")
-    return function
 
 
 def run_function(program: Any, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
