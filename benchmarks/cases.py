@@ -271,8 +271,9 @@ def _points_at_scale(rows: int):
 
 
 def _long_expression():
+    from gradcli.compute import value_and_grad
     from gradcli.lang.parser import parse
-    from gradcli.lang.program import Program, load, value_and_grad
+    from gradcli.lang.program import Program, load
 
     text = "+".join(f"sin({k % 7 + 1}*x)*y" for k in range(100_000 // 4))  # 4 operations a term: 1e5 nodes
     sums = "+".join(["x"] * 100_000)

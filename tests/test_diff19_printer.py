@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from gradcli.compute import explain_derivatives, formatted, value_and_grad
 from gradcli.lang.catalog import catalog
 from gradcli.lang.functions import FUNCTIONS
 from gradcli.lang.printer import to_language
-from gradcli.lang.program import explain_derivatives, formatted, load, value_and_grad
+from gradcli.lang.program import load
 from gradcli.lang.symbolic import stop_gradient
 
 #: argument lists tried in turn for each arity, with the shape of each variable

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.lang.program import derivative_text, load, value_and_grad
+from gradcli.compute import derivative_text, value_and_grad
+from gradcli.lang.program import load
 from gradcli.lang.values import assignments
 
 runner = CliRunner()

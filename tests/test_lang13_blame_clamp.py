@@ -18,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.lang.program import load, value_and_grad
+from gradcli.compute import value_and_grad
+from gradcli.lang.program import load
 
 runner = CliRunner()
 

@@ -17,7 +17,8 @@ import sympy as sp
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.lang.program import load, symbolic_derivatives, value_and_grad
+from gradcli.compute import symbolic_derivatives, value_and_grad
+from gradcli.lang.program import load
 
 runner = CliRunner()
 

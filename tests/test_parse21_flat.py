@@ -15,10 +15,11 @@ import random
 import numpy as np
 import pytest
 
+from gradcli.compute import value_and_grad
 from gradcli.errors import UsageError
 from gradcli.lang import flat
 from gradcli.lang.parser import parse
-from gradcli.lang.program import Program, load, value_and_grad
+from gradcli.lang.program import Program, load
 
 POINT = {"x": 0.5, "y": -1.25, "z": 2.0}
 

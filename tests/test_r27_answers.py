@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
-from gradcli.lang.program import load, program_jacobian
+from gradcli.compute import program_jacobian
+from gradcli.lang.program import load
 
 runner = CliRunner()
 

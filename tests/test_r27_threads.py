@@ -325,7 +325,7 @@ def test_watching_a_python_functions_escapes_is_per_thread_and_leaves_the_class_
     methods while it runs. Two runs that overlap on two threads must each note their own escapes,
     and leave the class's own methods behind (the second run's wrappers were saved over the first's
     and put back last: the class kept them, noting into a finished run's list forever)."""
-    from gradcli.lang.program import _run_function
+    from gradcli.lang.python import run_function as _run_function
 
     originals = {name: gc.Tensor.__dict__[name] for name in ("item", "__float__", "numpy", "data")}
     both_inside = threading.Barrier(2, timeout=TIMEOUT)
@@ -359,7 +359,7 @@ def test_watching_a_python_functions_escapes_is_per_thread_and_leaves_the_class_
 def test_detach_kept_fixed_in_one_thread_changes_no_other_threads_detach():
     """A gradient check keeps ``detach()`` of a Python function fixed at the point's values while it
     moves the point (``detach_fixed``); another thread's ``detach()`` meanwhile is its own value."""
-    from gradcli.lang.program import detach_fixed
+    from gradcli.lang.python import detach_fixed
 
     def fixed():
         return float(gc.tensor(3.0).detach())
@@ -396,7 +396,7 @@ def _points_programs(tmp_path):
 
 
 def _points_job(program, values, seed, k, n=400):
-    from gradcli.lang.points import evaluate_points
+    from gradcli.compute.points import evaluate_points
 
     rng = np.random.default_rng(k)
     x = rng.uniform(-2, 2, n)

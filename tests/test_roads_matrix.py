@@ -36,7 +36,8 @@ from typer.testing import CliRunner
 import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
-from gradcli.lang.program import load, program_hessian, program_jacobian
+from gradcli.compute import program_hessian, program_jacobian
+from gradcli.lang.program import load
 
 CORPUS = Path(__file__).parent / "corpus" / "programs.py"
 RTOL = 1e-12  # road against road: the same arithmetic, give or take the order of a sum

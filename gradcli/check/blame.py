@@ -21,6 +21,7 @@ from ..autograd.function import FunctionCtx, FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.tensor import Tensor, wrap
 from ..ops import Meta, unbroadcast
+from ..text import array
 from .numeric import finite_differences
 from .result import Blame
 
@@ -214,8 +215,6 @@ def _backward_dot(node: Any, values: list[Any], out: np.ndarray, v: np.ndarray, 
 
 
 def _describe(node: Any, position: int, values: list[Any], backward: float, numeric: float) -> Blame:
-    from ..text import array
-
     shown = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}" for v in values)
     op = node.function.__name__ if isinstance(node, FunctionNode) else node.prim.name
     found = Blame(str(position), op, node.name(), op, backward, numeric, shown)

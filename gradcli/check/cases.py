@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from ..compute import resolve_wrt, unused_values
 from ..errors import GradcliError, UsageError, printable
+from ..lang.evaluate import suggest
+from ..lang.parser import parse
+from ..lang.program import Program, load
+from ..lang.values import assignments, constant, read_points, read_text
+from ..text import number
+from .result import METHOD_NAMES, check_table
+from .run import check
 
 #: the keys a case may have, and which of them ``[defaults]`` may give
 CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods")
@@ -73,7 +81,6 @@ class CaseResult:
 
 def read_cases(path: str) -> tuple[list[Case], str]:
     """The cases of a TOML file, and its text; a UsageError (exit 2) when the file cannot be used."""
-    from ..lang.values import read_text
 
     text = read_text(path, "--cases", 50_000_000)
     return parse_cases(text, path), text
@@ -144,8 +151,6 @@ def _kind_name(kind: Any) -> str:
 
 
 def _suggest(word: str, candidates: Sequence[str]) -> str:
-    from ..lang.evaluate import suggest
-
     return suggest(word, candidates) or f" (a case knows {', '.join(candidates)})"
 
 
@@ -178,19 +183,19 @@ def selector(pattern: str) -> Callable[[str], bool]:
         position += 1
         return tokens[position - 1]
 
-    def either() -> Callable[[str], bool]:
-        parts = [both()]
-        while peek() == "or":
+    def joined(word: str, part: Callable[[], Callable[[str], bool]], combine: Any) -> Callable[[str], bool]:
+        """``part (word part)*``: ``combine`` (any, all) of the parts' matches."""
+        parts = [part()]
+        while peek() == word:
             take()
-            parts.append(both())
-        return lambda name: any(p(name) for p in parts)
+            parts.append(part())
+        return lambda name: combine(p(name) for p in parts)
+
+    def either() -> Callable[[str], bool]:
+        return joined("or", both, any)
 
     def both() -> Callable[[str], bool]:
-        parts = [negated()]
-        while peek() == "and":
-            take()
-            parts.append(negated())
-        return lambda name: all(p(name) for p in parts)
+        return joined("and", negated, all)
 
     def negated() -> Callable[[str], bool]:
         if peek() == "not":
@@ -250,8 +255,6 @@ def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -
 def _check_case_program(
     case: Case, sympy_timeout: float | None, digits: int = 10
 ) -> tuple[str, str, str, dict | None, list[str]]:
-    from ..lang.program import unused_values
-    from .run import check
 
     f = case.fields
     program = case_program(case)
@@ -276,7 +279,6 @@ def _check_points(
     """Every row of the case's points file, each its own point (with ``at``'s values as parameters): the
     first failing row stands for the case (the last row when all pass). The one place points are read
     and checked for a case: a batched ``check --points`` can replace this loop."""
-    from ..lang.values import read_points
 
     path = str(Path(case.base, case.fields["points"]))
     columns = read_points(path)
@@ -327,8 +329,6 @@ def _names(value: Any) -> list[str] | None:
 def case_program(case: Case) -> Any:
     """The case's program: ``expr`` (gradcli's language), ``file`` (a program file) or ``function``
     (``path.py:name``), paths relative to the TOML file."""
-    from ..lang.parser import parse
-    from ..lang.program import Program, load
 
     f = case.fields
     if "expr" in f:
@@ -351,7 +351,6 @@ def _exists(case: Case, path: str, key: str) -> None:
 def case_values(case: Case) -> dict[str, Any]:
     """``at = { x = 2, v = [1, 2] }`` (numbers, lists, or the language's constants in quotes) or
     ``at = "x=2, v=[1,2]"``, as ``--at`` reads them."""
-    from ..lang.values import assignments, constant
 
     at = case.fields.get("at", {})
     if isinstance(at, str):
@@ -368,8 +367,6 @@ def case_values(case: Case) -> dict[str, Any]:
 
 
 def _value_text(value: Any) -> str:
-    from ..text import number
-
     a = np.asarray(value)
     return number(a.item(), 10) if a.ndim == 0 else str(a.tolist())
 
@@ -377,8 +374,6 @@ def _value_text(value: Any) -> str:
 def result_text(result: Any, digits: int = 10) -> str:
     """The check's table (element | autograd | each method | abs err | rel err | ok) and its notes, as
     plain text: what a failing case shows under its line and in the JUnit report."""
-    from ..text import number
-    from .result import METHOD_NAMES, check_table
 
     table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
     header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", "ok"]
@@ -438,7 +433,7 @@ def _import_sympy(cases: Sequence[Case]) -> None:
         methods = _names(case.fields.get("methods"))
         symbolic = "expr" in case.fields or "file" in case.fields
         if symbolic and (methods is None or "sympy" in [m.lower() for m in methods]):
-            from ..lang import symbolic as _  # noqa: F401  (imports SymPy)
+            from ..lang import symbolic as _  # noqa: F401  # lazy: SymPy, imported before the first case's clock
 
             return
 
@@ -543,13 +538,10 @@ def junit_xml(results: Sequence[CaseResult], summary: Summary, suite: str, path:
 
 def missing_expectations(case: Case) -> list[str]:
     """The variables the case checks that its ``expect`` leaves out."""
-    from ..lang.program import resolve_wrt
 
     program = case_program(case)
     values = case_values(case)
     if "points" in case.fields:
-        from ..lang.values import read_points
-
         columns = read_points(str(Path(case.base, case.fields["points"])))
         values = {**values, **{n: np.asarray(c[0]) for n, c in columns.items()}}
     names = resolve_wrt(program, values, _names(case.fields.get("wrt")))

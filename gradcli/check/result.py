@@ -216,6 +216,10 @@ class CheckResult:
 
     def verdict(self) -> str:
         """One line: what agreed, or the first thing that did not."""
+        return self._mismatch() or self._agreement()
+
+    def _mismatch(self) -> str | None:
+        """The first thing that did not agree, or None."""
         if self.nonfinite:
             return f"FAILED: {self.nonfinite}"
         bad = [c for c in self.checks.values() if c.ok is False]
@@ -223,12 +227,16 @@ class CheckResult:
             c = bad[0]
             more = f" (and {len(bad) - 1} more method{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
             return f"MISMATCH: {c.worst_detail}{more}"
-        ran = self.ran()
         if self.kinks and not all(k.subgradient for k in self.kinks):
             k = next(k for k in self.kinks if not k.subgradient)
             return f"MISMATCH: {k.text()}"
         if self.blame is not None:
             return f"MISMATCH: {self.blame.text()}"
+        return None
+
+    def _agreement(self) -> str:
+        """What agreed, when nothing disagreed (or why nothing could judge)."""
+        ran = self.ran()
         if not ran and self.kinks:
             many = len(self.kinks) > 1
             return f"OK: not differentiable here; autograd's value{'s are valid subgradients' if many else ' is a valid subgradient'} (one-sided derivatives above)"

@@ -27,12 +27,17 @@ from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
+from ..compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
 from ..errors import UsageError
+from ..lang.evaluate import evaluate
 from ..lang.functions import not_analytic_call
 from ..lang.library import gc
-from ..lang.program import Program, detach_fixed, element_labels, resolve_wrt, single_output
+from ..lang.parser import parse
+from ..lang.program import Program
+from ..lang.python import detach_fixed
 from ..lang.values import seed_vector
 from ..text import in_message
+from .blame import blame_nodes
 from .decide import (
     AGREE,
     EXACT,
@@ -48,6 +53,7 @@ from .decide import (
 )
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
+from .symbolic import Skipped, sympy_gradient
 
 METHODS = ("sympy", "finite_difference", "complex_step")
 ALIASES = {"sympy": "sympy", "fd": "finite_difference", "finite_difference": "finite_difference",
@@ -88,7 +94,7 @@ class Recorded:
         self.program, self.values, self.names, self.seed_text = program, dict(values), names, seed
         self.seed: np.ndarray | None = None
         self.detached: list[Any] = []  # what detach() gave in a Python function, kept fixed elsewhere
-        with recording() as tape, detach_fixed(record=self.detached if program.function is not None else None):
+        with recording() as tape, detach_fixed(record=None if program.replayable else self.detached):
             evaluation, scalar, grads = self._run(self.values)
         self.tape, self.evaluation, self.scalar = tape, evaluation, scalar
         self.inputs = [evaluation.inputs[n] for n in names]
@@ -137,7 +143,7 @@ class Recorded:
                 f"skipped: {program.origin} leaves gradcli's operations ({', '.join(program.escapes)}), "
                 "which a complex step cannot follow"
             )
-        if program.function is not None:  # called with complex tensors, not replayed
+        if not program.replayable:  # called with complex tensors, not replayed
             continuation = next((f"{node.prim.name} ({node.name()}) of complex values is not complex-analytic"
                                  for node, _, _ in self.tape
                                  if isinstance(node, OpNode) and node.prim.continuation is not None), None)  # fmt: skip
@@ -167,13 +173,13 @@ class Recorded:
     def evaluate(self, points: np.ndarray) -> np.ndarray:
         """The scalar output at every row of ``points``: one replay of the record (or one call a
         point for a Python function, whose branches may differ from point to point)."""
-        if self.program.function is not None:
+        if not self.program.replayable:
             return self._call_each(points)
-        if self.program.flat is not None and self.seed is None and all(size == 1 for size in self.sizes):
-            # one long scalar expression (lang/flat.py): its postfix code on the points, the replay's
-            # numbers without its node an operation
+        if self.seed is None and all(size == 1 for size in self.sizes):
+            # a faster road where the program has one (one long scalar expression, lang/flat.py: its
+            # postfix code on the points), the replay's numbers without its node an operation
             columns = {n: points[:, i] for i, n in enumerate(self.names)}
-            found = self.program.flat.at_points({**{n: np.asarray(v) for n, v in self.values.items()}, **columns})
+            found = self.program.values_at_points({**{n: np.asarray(v) for n, v in self.values.items()}, **columns})
             if found is not None:
                 return np.broadcast_to(np.asarray(found), (len(points),)).reshape(len(points), 1)
         batched = {key(t): part for t, part in zip(self.inputs, self.split(points))}
@@ -271,9 +277,7 @@ def _escaped(recorded: Recorded, checks: dict[str, MethodCheck]) -> None:
     """A Python function that did something autograd cannot see, where the numbers show it: said."""
     program = recorded.program
     numeric = [n for n in ("finite_difference", "complex_step") if n in checks and checks[n].ok is False]
-    if program.function is not None and (program.escapes or recorded.unconnected) and numeric:
-        from ..lang.program import leaves_autograd
-
+    if not program.replayable and (program.escapes or recorded.unconnected) and numeric:
         why = leaves_autograd(program, [n for n in recorded.unconnected if n in recorded.names])
         for n in numeric:
             checks[n] = replace(checks[n], worst_detail=f"{checks[n].worst_detail}; {why}")
@@ -301,7 +305,6 @@ def _notes(recorded: Recorded, fd: Estimate | None, noise: np.ndarray, rtol: flo
 def _blame(recorded: Recorded, locate: Any = None) -> tuple[Blame | None, int]:
     """The first node whose own derivative is wrong, and how many were checked. ``locate``, when
     given, names the node as a graph shows it (render's graph lies above check: the caller passes it)."""
-    from .blame import blame_nodes
 
     found, count = blame_nodes(recorded.tape)
     if found is not None and locate is not None:
@@ -312,7 +315,7 @@ def _blame(recorded: Recorded, locate: Any = None) -> tuple[Blame | None, int]:
 def _sympy_warning(caught: list[warnings.WarningMessage]) -> list[str]:
     if not caught:
         return []
-    from ..lang.symbolic import warning_text
+    from ..lang.symbolic import warning_text  # lazy: SymPy, only when it warned
 
     said = warning_text(caught)
     return [said] if said else []
@@ -404,10 +407,8 @@ def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
 
 
 def _sympy_check(recorded: Recorded, timeout: float | None) -> Reference:
-    from .symbolic import Skipped, sympy_gradient
-
     n = recorded.x0.size
-    if recorded.program.tree is None:
+    if not recorded.program.symbolic or recorded.program.tree is None:
         return Reference.nowhere("sympy", 1, n, "skipped: a Python function has no symbolic form")
     try:
         gradient = sympy_gradient(recorded.program.tree, recorded.values, recorded.names, recorded.seed, timeout)
@@ -428,8 +429,6 @@ def _sympy_check(recorded: Recorded, timeout: float | None) -> Reference:
 
 def _expect_check(recorded: Recorded, expect: Mapping[str, str]) -> Reference:
     """The user's hand-derived derivatives, read by the same safe parser, at the point."""
-    from ..lang.evaluate import evaluate
-    from ..lang.parser import parse
 
     expected_names(expect, recorded.names)
     values = {}
@@ -449,8 +448,6 @@ def _nonfinite(recorded: Recorded) -> str | None:
         return f"the value is {recorded.f0[0]}" + (f" ({where})" if where else "")
     for name, g in recorded.gradient.items():
         if not np.isfinite(g).all():
-            from ..lang.program import backward_anomaly
-
             text = f"the gradient with respect to {name} is not finite: {np.asarray(g).tolist()}"
             seed = None if recorded.seed is None else gc.tensor(recorded.seed)
             where = backward_anomaly(recorded.program, recorded.values, recorded.names, seed)

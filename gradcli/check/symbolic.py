@@ -63,7 +63,7 @@ def sympy_gradient(
 
     limit = TIME_LIMIT if limit is None else limit
     max_nodes = MAX_NODES if max_nodes is None else max_nodes
-    from ..lang.symbolic import to_sympy
+    from ..lang.symbolic import to_sympy  # lazy: SymPy, only for the sympy method
 
     start = time.perf_counter()
     with time_limit(limit):

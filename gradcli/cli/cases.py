@@ -23,11 +23,11 @@ from ..check.cases import (
     summarize,
 )  # fmt: skip
 from ..check.symbolic import Skipped, time_limit
+from ..compute import formatted, symbolic_derivatives
 from ..errors import GradcliError, UsageError, printable
 from ..files import refuse_same, write_atomic
 from ..lang.evaluate import evaluate
 from ..lang.parser import parse
-from ..lang.program import formatted, symbolic_derivatives
 from . import output
 from .inputs import ONE_CHECK, Given, given_value
 from .report import reported
@@ -140,7 +140,7 @@ def derivative_texts(case: Any, names: list[str], sympy_timeout: float) -> dict[
     prints for it (its one formatting function, so the two always agree)."""
 
     program = case_program(case)
-    if program.tree is None:
+    if not program.symbolic:
         raise UsageError("a Python function has no symbolic form: write its expect by hand")
     shapes = {name: value.shape for name, value in case_values(case).items()}
     try:

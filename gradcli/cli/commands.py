@@ -9,10 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
-from ..errors import GradcliError, UsageError, printable
-from ..lang import ast
-from ..lang.functions import FUNCTIONS
-from ..lang.program import (
+from ..compute import (
     evaluate_text,
     explain_derivatives,
     formatted,
@@ -24,6 +21,9 @@ from ..lang.program import (
     unseen_in_gradient,
     value_and_grad,
 )
+from ..errors import GradcliError, UsageError, printable
+from ..lang import ast
+from ..lang.functions import FUNCTIONS
 from ..lang.values import NAME_CHARS, names_list, seed_vector
 from ..ops.operators import COMPARISONS, INFIX
 from ..text import shown_count, summarized
@@ -364,7 +364,7 @@ def draw(given: Given) -> None:
             values = {name: 1.0 for name in program.variables}
         names = resolve_wrt(program, values, names_list(given.wrt) or None)
         path, fmt = _graph_format(given)
-        with recording() as trace, python_calls(trace, enabled=program.function is not None) as calls:
+        with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
             try:
                 evaluation = program.run(values, names, record_steps=True)
             except UsageError as problem:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import UsageError, printable
 from ..files import write_atomic
-from ..lang.evaluate import free_variables, suggest
+from ..lang.evaluate import suggest
 from ..lang.values import constant, names_list, split_top_level
 from ..render import braille
 from ..render import plot as drawing
@@ -116,7 +116,7 @@ def _plotted(program: Any, values: dict[str, Any], named: dict[str, tuple[float,
     free variable without an --at value (with --at it is a parameter); when every one of one or two
     variables has an --at value, they are plotted and the values are the point."""
 
-    free = free_variables(program.tree, [*values, *named, *wrt]) if program.tree is not None else program.variables
+    free = program.free_variables([*values, *named, *wrt])
     for option, name in [*(("--wrt", n) for n in wrt), *(("--range", f"{n}=...") for n in named)]:
         plain = name.removesuffix("=...")
         if plain not in free:
@@ -173,7 +173,7 @@ def _say_what_is_missing(data: Any, names: list[str], spans: list[tuple[float, f
 def _title(program: Any, expression: str | None) -> str:
     """The expression in the language (a program's lines joined by '; '), or the Python function."""
 
-    text = "; ".join(line.strip() for line in program.tree.text.splitlines() if line.strip()) if program.tree else None
+    text = "; ".join(line.strip() for line in program.text.splitlines() if line.strip()) if program.text else None
     text = text or expression or program.origin
     return printable(text if len(text) <= 80 else text[:77] + "...")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang.program import load, unused_values
+from ..compute import unused_values
+from ..lang.program import load
 from ..lang.values import assignments, names_list
 from .inputs import Given
 from .report import warn_later

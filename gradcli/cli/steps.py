@@ -26,7 +26,7 @@ def show(given: Given) -> None:
     from .progress import working  # lazy: start-up, threads
 
     program = load_program(given)
-    if program.tree is None:
+    if not program.symbolic:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
     values = read_point(given, program).values
     for name, value in values.items():

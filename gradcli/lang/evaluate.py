@@ -20,7 +20,7 @@ from ..ops.operators import INFIX, PREFIX
 from ..records import Record, fill
 from . import ast
 from .functions import COMPARISONS, CONSTANTS, FUNCTIONS, compare
-from .library import gc
+from .library import gc, input_tensors
 
 _NUMBERS = (int, float)
 _INF = float("inf")
@@ -109,14 +109,7 @@ def evaluate(
 ) -> Evaluation:
     """Run ``program`` with ``values`` for its variables; ``wrt`` variables require grad."""
     source = Source(program.text)
-    wrt = set(wrt)
-    inputs: dict[str, gc.Tensor] = {}
-    for name, value in values.items():
-        t = value if isinstance(value, gc.Tensor) else gc.tensor(value)
-        if name in wrt and not t.requires_grad:
-            t.requires_grad_(True)
-        t.name = name
-        inputs[name] = t
+    inputs = input_tensors(values, set(wrt))
     run = _Run(source, dict(inputs), record_steps, program)
     collecting = _gc.isenabled()
     _gc.disable()  # evaluation makes no cycles; collections would rescan the growing graph
@@ -580,5 +573,7 @@ def check_names(program: ast.SyntaxTree, given: Iterable[str]) -> None:
             hint = suggest(name, [*given, *CONSTANTS])
             raise SyntaxProblem(f"missing value for '{name}'{hint}: give it with --at {name}=...", source, node.start)
 
+
+Run = _Run  # the evaluator, by a public name: compute/points.py runs it batched
 
 __all__ = ["Evaluation", "evaluate", "free_variables", "check_names", "UsageError"]

@@ -30,6 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.grad_mode import state
+from ..ops.operators import INFIX, PREFIX, PREFIX_POWER
+from .evaluate import max_elements
+from .functions import CONSTANTS, FUNCTIONS
+from .library import gc
+
 #: One capture a token (the lexer's number and name patterns, ASCII only); what lies between the
 #: captures must be spaces or tabs, or the text is not for this road.
 _PIECES = re.compile(r"((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*|\*\*|[-+*/^(),])")
@@ -48,8 +54,6 @@ _BUILDING = RLock()
 
 def _build_tables() -> dict[str, Any]:
     """The functions and operators the flat road handles, from the same tables the graph road reads."""
-    from ..ops.operators import INFIX, PREFIX, PREFIX_POWER
-    from .functions import CONSTANTS, FUNCTIONS
 
     assert PREFIX_POWER == _SIGN_POWER and all(INFIX[s].power == p for s, p in _BINARY.items())
     functions = {}
@@ -321,10 +325,6 @@ def _close(powers: list[int], entries: list[Any], append: Any, last: bool = Fals
 
 
 def _run(program: FlatProgram, values: Mapping[str, Any], names: Sequence[str]) -> Any:
-    from ..autograd.grad_mode import state
-    from .evaluate import max_elements
-    from .library import gc
-
     max_elements()  # its errors are said on this road as on the other
     # complex or in-place tensors elsewhere in the process change nothing here: every value on the
     # tape is a new real float64 number, which the graph's nodes also differentiate by the plain rules
@@ -483,8 +483,6 @@ def _forward_points(code: list[tuple[int, Any]], t: dict[str, Any], raw: dict[st
         else:
             x = values[-1]
             if numbers[-1]:
-                from .library import gc
-
                 x = gc.as_tensor(x).array  # a number: the library makes it a tensor first
                 numbers[-1] = False
             values[-1] = arg[0](x)
@@ -496,7 +494,6 @@ def _unary(opcode: int, spec: Any, x: Any, sx: int, record: Any, n_slots: int) -
     if sx == _NUMBER_SLOT:
         if opcode == _NEG:
             return -x, _NUMBER_SLOT, n_slots  # a number's sign: Python's, as the tree's
-        from .library import gc
 
         x = gc.as_tensor(x).array  # a number: the library makes it a tensor first
         sx = _CONSTANT_SLOT

@@ -6,6 +6,7 @@ package face and must not import it.
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,3 +36,16 @@ gc = SimpleNamespace(
         "set_grad_enabled": set_grad_enabled,
     }
 )
+
+
+def input_tensors(values: Mapping[str, Any], wrt: Container[str]) -> dict[str, Tensor]:
+    """A program's inputs as named tensors, those in ``wrt`` requiring grad; a Tensor is used as is
+    (it may be a leaf of an outer computation, as ``jacobian_blocks`` gives)."""
+    inputs: dict[str, Tensor] = {}
+    for name, value in values.items():
+        t = value if isinstance(value, Tensor) else gc.tensor(value)
+        if name in wrt and not t.requires_grad:
+            t.requires_grad_(True)
+        t.name = name
+        inputs[name] = t
+    return inputs

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ..compute import single_output
+from ..compute.points import derivative_series, evaluate_points
 from ..errors import MissingProgram, UsageError, install_hint
-from ..lang.points import derivative_series, evaluate_points
-from ..lang.program import single_output
 
 SAMPLES = 801  # points of a curve: a pole or a jump between two of them is found from the slopes
 GRID = 121  # points along each axis of a two-variable plot (121 x 121 values)
@@ -130,7 +130,7 @@ def field(
     """f and its gradient over the grid of ``spans`` (one batched evaluation of every point; a
     Python function on a coarser grid, point by point)."""
     if samples is None:
-        samples = GRID if program.tree is not None else GRID_PYTHON
+        samples = GRID if program.replayable else GRID_PYTHON
 
     x = np.linspace(*spans[0], samples)
     y = np.linspace(*spans[1], samples)

@@ -111,7 +111,7 @@ class PointsCheck:
 
     def decided(self, chunk: Chunk, extra: dict[str, np.ndarray] | None = None) -> tuple[Road, Decision]:
         """Every point of the chunk decided, as check --at decides one point."""
-        from ...lang.points import evaluate_points
+        from ...compute.points import evaluate_points
 
         # check's road, as check --at: the zero derivatives of unused variables are checked too
         names, result = evaluate_points(
@@ -128,7 +128,7 @@ class PointsCheck:
         self, chunk: Chunk, road: Road, names: list[str], result: Any, extra: dict[str, np.ndarray]
     ) -> Reference:
         """The user's formulas at every point, each broadcast to its variable's shape (as check --at's)."""
-        from ...lang.points import point_values
+        from ...compute.points import point_values
 
         values = {}
         for name, program in self.expect.items():
@@ -187,7 +187,7 @@ class _ChunkRoad:
     batched (a Python function) is recorded point by point, as check --at records it."""
 
     def __init__(self, check: PointsCheck, chunk: Chunk, names: list[str], result: Any) -> None:
-        from ...lang.points import recorded_points
+        from ...compute.points import recorded_points
         from ...lang.values import seed_vector
 
         self.check, self.chunk, self.names = check, chunk, names
@@ -203,7 +203,7 @@ class _ChunkRoad:
             else np.broadcast_to(np.asarray(check.values[name], dtype=np.float64), (n, *self.shapes[name]))
             for name in names
         })  # fmt: skip
-        self.recorded = None if check.program.function is not None else (
+        self.recorded = None if not check.program.replayable else (
             recorded_points(check.program, chunk.numbers, check.values, names))  # fmt: skip
         self.each: list[Any] = [] if self.recorded is not None else self._each()
 
@@ -218,7 +218,7 @@ class _ChunkRoad:
 
     def road(self) -> Road:
         from ...check.run import not_analytic
-        from ...lang.program import element_labels
+        from ...compute import element_labels
 
         labels = [label for name in self.names for label in element_labels(name, self.shapes[name])]
         if self.recorded is not None:  # an expression: the same operations at every point
@@ -278,7 +278,7 @@ class _ChunkRoad:
 
     def gradient_at(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
         """Autograd's gradient at each row, run afresh there (as check --at runs it for the rounding)."""
-        from ...lang.points import evaluate_points
+        from ...compute.points import evaluate_points
 
         if self.recorded is None:
             return np.stack([self.each[p]._gradient_at(row) for row, p in zip(rows, owner)])

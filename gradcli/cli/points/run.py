@@ -1,4 +1,4 @@
-"""``eval --points``, streamed: read a chunk, evaluate it batched (``gradcli.lang.points``), write it,
+"""``eval --points``, streamed: read a chunk, evaluate it batched (``gradcli.compute.points``), write it,
 then the next; memory is bounded by ``--chunk-rows``, not by the data set."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class Results:
         self.warning: str | None = None
 
     def evaluate(self, chunk: Chunk) -> tuple[list[np.ndarray], Any]:
-        from ...lang.points import evaluate_points
-        from ...lang.program import element_labels
+        from ...compute import element_labels
+        from ...compute.points import evaluate_points
 
         names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
         if not self.labels:

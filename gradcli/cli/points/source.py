@@ -385,7 +385,7 @@ def chunks(
 ) -> Iterator[Chunk]:
     """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree, and
     name no ``--at`` value of ``given``."""
-    from ...lang.points import given_once
+    from ...compute.points import given_once
 
     first = 0
     for path in resolve(spec):

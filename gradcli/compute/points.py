@@ -23,15 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ..autograd.tape import recording
+from ..errors import Source, UsageError
+from ..lang import ast
+from ..lang.evaluate import Run, limit_size
+from ..lang.functions import COMPARISONS, FUNCTIONS, compare
+from ..lang.library import gc
+from ..lang.program import Program
+from ..lang.values import seed_vector
 from ..ops.operators import INFIX, PREFIX
 from ..ops.shape import take
-from . import ast
-from .evaluate import _Run, limit_size
-from .functions import COMPARISONS, FUNCTIONS, compare
-from .library import gc
-from .program import SCALAR_ONLY, Program, backward_anomaly, resolve_wrt, single_output, value_and_grad
-from .values import seed_vector
+from .gradient import SCALAR_ONLY, backward_anomaly, resolve_wrt, single_output, value_and_grad
 
 
 @dataclass
@@ -212,8 +214,6 @@ def recorded_points(
     replays its one point's: what runs without the graph, a comparison or ``detach``, stays as it was at
     each point): the tape, the differentiated leaves (``(n, *shape)``) and the output. None when the
     program cannot run batched (a Python function, an index that depends on the values)."""
-    from ..autograd.tape import recording
-
     if program.tree is None:
         return None
     n = len(next(iter(columns.values())))
@@ -273,12 +273,10 @@ def _kind(value: Any) -> str:
     return "nan" if np.isnan(value).any() else "inf"
 
 
-class _BatchedRun(_Run):
+class _BatchedRun(Run):
     """The evaluator with ``_Batched`` values: each operation acts on every point alone."""
 
     def __init__(self, program: Program, env: dict[str, Any], n: int) -> None:
-        from ..errors import Source
-
         assert program.tree is not None
         super().__init__(Source(program.tree.text), env, False, program.tree)
         self.n = n

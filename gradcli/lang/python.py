@@ -1,0 +1,186 @@
+"""The Python-function kind of program (``FILE.py:func``, ``--python FILE:FUNC``): its run with
+tensors, and the watchers that see where it leaves autograd (``float(x)``, ``x.item()``...).
+
+``program.PythonFunction`` is the kind; this module is what it does, apart so that the kind stays a
+few lines beside the others (a framework's function, issue 29, would sit beside it the same way).
+"""
+
+from __future__ import annotations
+
+import inspect
+from _thread import RLock
+from _thread import _local as _thread_local  # threading.local, without importing threading at start-up
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..errors import UsageError
+from .evaluate import Evaluation
+from .library import gc, input_tensors
+
+
+def run_function(program: Any, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
+    """Call ``program.function`` (a ``PythonFunction``) with ``values`` as tensors, those in ``wrt``
+    requiring grad, noting in ``program.escapes`` how it takes values out of autograd's sight."""
+    parameters = program.variables
+    missing = [p for p in parameters if p not in values]
+    if missing:
+        raise UsageError(f"{program.origin} needs --at {missing[0]}=... (its parameters: {', '.join(parameters)})")
+    inputs = input_tensors(values, wrt)
+    try:
+        with np.errstate(all="ignore"), _watching_escapes(program.escapes):
+            result = program.function(**{p: inputs[p] for p in parameters})
+    except Exception as exc:  # the user's function raised: report it, not a traceback of ours
+        raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    if not results:
+        raise UsageError(f"{program.origin} returned an empty {type(result).__name__}: {RETURNS}")
+    outputs = [_output(program, r) for r in results]
+    labels = (
+        [f"{program.function.__name__}[{i}]" for i in range(len(outputs))]
+        if len(outputs) > 1
+        else [program.function.__name__]
+    )
+    nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o.array).any() else 'inf'}"
+                      for i, o in enumerate(outputs) if not np.isfinite(o.array).all()), None)  # fmt: skip
+    return Evaluation(outputs, inputs, {}, labels, nonfinite)
+
+
+RETURNS = "return a tensor, a number, or a tuple or list of them"
+
+
+def _output(program: Any, result: Any) -> gc.Tensor:
+    """One of the function's results as a tensor; anything but numbers is refused, by name."""
+    if isinstance(result, gc.Tensor):
+        return result
+    what = None
+    if result is None or isinstance(result, (str, bytes, dict, set, frozenset)) or inspect.isgenerator(result):
+        what = "None" if result is None else f"a {type(result).__name__}"
+    else:
+        try:
+            tensor = gc.tensor(result)
+        except Exception:  # a list of strings, an object of the user's own class...
+            tensor = None
+        if tensor is None or tensor.dtype.kind not in "biufc":
+            what = f"a {type(result).__name__} that is not numbers"
+    if what is not None:
+        raise UsageError(f"{program.origin} returned {what}: {RETURNS}")
+    return tensor
+
+
+#: Tensor methods through which a Python function takes values out of autograd's sight.
+_ESCAPES = {"__float__": "float()", "__int__": "int()", "__complex__": "complex()", "item": ".item()",
+            "tolist": ".tolist()", "numpy": ".numpy()", "__array__": "NumPy on its values"}  # fmt: skip
+
+
+class _Watch(_thread_local):
+    """What this thread asked the patched Tensor methods to do (``_patched``): a thread that asked
+    for nothing (another thread's work meanwhile) gets their plain behaviour."""
+
+    escapes: list[str] | None = None  # where a run notes how its function leaves autograd
+    depth = 0  # float(x) calls x.item(): only the outermost way counts
+    detach: tuple[Any, Any, list[int]] | None = None  # detach_fixed's (record, replay, [calls so far])
+
+
+_WATCH = _Watch()
+_PATCHING = RLock()
+_users: dict[str, int] = {}  # blocks using each patch, in every thread
+_saved: dict[str, dict[str, Any]] = {}  # each patch's replaced methods, the class's own
+
+
+@contextmanager
+def _patched(kind: str, replacements: Callable[[], dict[str, Any]]) -> Iterator[None]:
+    """Tensor's methods replaced while any thread's block of ``kind`` runs: installed by the first,
+    the class's own put back by the last (a class is shared by every thread; what each thread's
+    replacements do is read from ``_WATCH``)."""
+    cls = gc.Tensor
+    with _PATCHING:
+        if not _users.get(kind):
+            new = replacements()
+            _saved[kind] = {name: cls.__dict__[name] for name in new}
+            for name, method in new.items():
+                setattr(cls, name, method)
+        _users[kind] = _users.get(kind, 0) + 1
+    try:
+        yield
+    finally:
+        with _PATCHING:
+            _users[kind] -= 1
+            if not _users[kind]:
+                for name, method in _saved.pop(kind).items():
+                    setattr(cls, name, method)
+
+
+def _escape_watchers() -> dict[str, Any]:
+    saved = {name: gc.Tensor.__dict__[name] for name in (*_ESCAPES, "data")}
+
+    def watch(method: Callable[..., Any], how: str) -> Callable[..., Any]:
+        def watched(self: gc.Tensor, *args: Any, **kwargs: Any) -> Any:
+            found = _WATCH.escapes
+            if found is None:
+                return method(self, *args, **kwargs)
+            if self._edge is not None and not _WATCH.depth and how not in found:
+                found.append(how)
+            _WATCH.depth += 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                _WATCH.depth -= 1
+
+        return watched
+
+    watchers = {name: watch(saved[name], how) for name, how in _ESCAPES.items()}
+    data = saved["data"]
+    watchers["data"] = property(watch(data.fget, ".data"), data.fset, doc=data.__doc__)
+    return watchers
+
+
+@contextmanager
+def _watching_escapes(found: list[str]) -> Iterator[None]:
+    """While the user's function runs on this thread, note each way it takes the values of a tensor
+    that requires grad out of the graph (math.sin(float(x)), np.sin(x.data), x.item()...)."""
+    previous = _WATCH.escapes, _WATCH.depth
+    _WATCH.escapes, _WATCH.depth = found, 0
+    try:
+        with _patched("escapes", _escape_watchers):
+            yield
+    finally:
+        _WATCH.escapes, _WATCH.depth = previous
+
+
+def _fixed_detach() -> dict[str, Any]:
+    original = gc.Tensor.__dict__["detach"]
+
+    def detach(self: gc.Tensor) -> gc.Tensor:
+        out = original(self)
+        fixed = _WATCH.detach
+        if fixed is None:
+            return out
+        record, replay, count = fixed
+        if record is not None:
+            record.append(out.array)
+        elif replay is not None:
+            k = count[0]
+            count[0] += 1
+            if k < len(replay) and np.shape(replay[k]) == out.shape:
+                return gc.tensor(replay[k])
+        return out
+
+    return {"detach": detach}
+
+
+@contextmanager
+def detach_fixed(record: list[Any] | None = None, replay: Sequence[Any] | None = None) -> Iterator[None]:
+    """``detach()`` as a constant when a Python function is called at other points: its values at
+    the point are recorded, then given again, in call order, wherever the shapes still match: as
+    the replay of an expression keeps detach(...) fixed, so both roads judge the same derivative.
+    (On this thread only: another thread's ``detach()`` meanwhile is its own.)"""
+    previous = _WATCH.detach
+    _WATCH.detach = (record, replay, [0])
+    try:
+        with _patched("detach", _fixed_detach):
+            yield
+    finally:
+        _WATCH.detach = previous
