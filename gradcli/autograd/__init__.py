@@ -7,17 +7,18 @@ Hessians and products with them.
 
 from typing import Any
 
-# isort: off
-from .tensor import Tensor  # first: the modules below build on it
-
-# isort: on
 from .. import ops as _ops
-from . import methods as _methods  # noqa: F401  (binds the functions as Tensor methods)
+
+# Tensor's methods that need the graph, defined by the modules above tensor.py (tensor_methods):
+from . import inplace as _inplace  # noqa: F401  (in-place changes: add_, x[i] = v, copy_...)
+from . import methods as _methods  # noqa: F401  (the functions, the operators, NumPy's protocols)
+from . import place as _place  # noqa: F401  (the place in the graph: requires_grad, grad_fn, backward...)
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .node import AccumulateGrad, Node
 from .record import apply
+from .tensor import Tensor
 
 
 def _bind(prim, inputs, params):

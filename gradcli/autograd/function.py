@@ -27,11 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import unbroadcast
+from ..ops import STACK, unbroadcast
 from . import grad_mode as _grad_mode
 from .grad_mode import no_grad
+from .inplace import check_inplace, rebase_view, retake_views
 from .node import BACKWARD_TWICE, FREED, AccumulateGrad, Node, OutputRef, inplace_error, next_seq
-from .tensor import CUSTOM_VIEW, Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
+from .record import apply
+from .tensor import Tensor, as_value, storage_root, wrap
+
+CUSTOM_VIEW = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic "
+    "to handle view+inplace would override the custom backward associated with the custom Function, leading to "
+    "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function."
+)
 
 
 class FunctionCtx:
@@ -408,17 +416,14 @@ class Unbind(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        from .functions import stack
-
         like = next(g for g in grads if g is not None)
         zero = wrap(np.zeros_like(like._value))
-        return stack([zero if g is None else g for g in grads], ctx.axis), None
+        stacked = [zero if g is None else g for g in grads]
+        return apply(STACK, stacked, (like.ndim + 1 + ctx.axis,)), None  # (axis counted from the end)
 
     @staticmethod
     def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
-        from .functions import unbind
-
-        return unbind(tangent, ctx.dim)
+        return tangent.unbind(ctx.dim)
 
 
 Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})
