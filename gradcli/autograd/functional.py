@@ -39,6 +39,7 @@ from .basis import ScaledIdentity, Structured, identity
 from .engine import grad as _grad
 from .engine import reachable_counts, run_backward
 from .function import FunctionNode
+from .functions import cat
 from .node import edge_node
 from .record import apply
 from .tape import nested_recording
@@ -283,8 +284,6 @@ def _dense(value: Any) -> Any:
 
 def _concat(parts: list[Any]) -> Any:
     if isinstance(parts[0], Tensor):
-        from .functions import cat
-
         return cat(parts, 0) if len(parts) > 1 else parts[0]
     return np.concatenate(parts, axis=0)
 

@@ -14,7 +14,9 @@ from . import numpy_compat as _numpy_compat
 from . import record as _record
 from .tensor import Tensor, normalize_index, tensor_methods
 
-_METHODS = (
+#: the library functions that are Tensor methods too (``gc.sum(x, 0)`` and ``x.sum(0)``); the package
+#: exports them (``gradcli._FUNCTIONS``), with ``to`` as a method only
+FUNCTION_METHODS = (
     "sum",
     "mean",
     "prod",
@@ -47,7 +49,6 @@ _METHODS = (
     "expand",
     "clamp",
     "clone",
-    "to",
     "conj",
     "outer",
     "trace",
@@ -76,7 +77,7 @@ _METHODS = (
 
 
 def _install() -> None:
-    for name in _METHODS:
+    for name in (*FUNCTION_METHODS, "to"):
         setattr(Tensor, name, getattr(F, name))
     for name, fn in F.GENERATED.items():
         if not hasattr(Tensor, name):

@@ -158,12 +158,10 @@ class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
     >>> import gradcli as gc
-    >>> x = gc.tensor(2.0, requires_grad=True)
-    >>> w = gc.tensor(1.0, requires_grad=True)
-    >>> y = (x + w) * (w + 1)
-    >>> y.backward()
-    >>> w.grad
-    tensor(5.)
+    >>> x = gc.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
     """
 
     # The two fields every operation touches are slots; the rarely set ones (a leaf's
