@@ -217,49 +217,71 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        separate_setup = cls.setup_context is not Function.setup_context
-        if kwargs or separate_setup:  # setup_context sees every argument, defaults included (as PyTorch)
-            args, kwargs = _bound(cls.forward, args, kwargs, separate_setup)
-        needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
-        ctx = FunctionCtx(needs)
-        with no_grad():
-            output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
-        if separate_setup:
-            cls.setup_context(ctx, args, output)
+        args, needs, ctx, output = _run_forward(cls, args, kwargs)
         many = isinstance(output, tuple)
-        # NumPy results become tensors; anything else that is not a tensor (None, a string, an int) passes through
-        outs = [
-            wrap(as_value(o)) if isinstance(o, (np.ndarray, np.generic)) else o for o in (output if many else (output,))
-        ]
-        dirty = ctx._dirty
-        if dirty and not dirty <= {id(o) for o in outs}:
-            raise RuntimeError(
-                "Some elements marked as dirty during the forward method were not returned as output. The inputs "
-                "that are modified inplace must all be outputs of the Function."
-            )
-        if not (_grad_mode.state.enabled and any(needs)):
-            for o in outs:
-                if id(o) in dirty:
-                    o._bump_version()
-            if _grad_mode.state.enabled:
-                _mark_custom_views(cls, outs, args, dirty)
-            return tuple(outs) if many else outs[0]
-        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node = cls._node_type()(
-            tuple(args[i]._edge for i in positions),
-            ctx,
-            positions,
-            len(outs),
-            tuple(args[i].shape for i in positions),
-            [o.shape if isinstance(o, Tensor) else None for o in outs],
-        )
-        results = _link_outputs(node, ctx, outs, many, [a for a in args if isinstance(a, Tensor)])
-        _mark_custom_views(cls, results, args, dirty)
-        if _grad_mode.state.trace is not None:
-            for result in results:
-                if isinstance(result, Tensor):
-                    _grad_mode.state.trace.append((node, result, args))
+        outs = _as_outputs(output if many else (output,), ctx._dirty)
+        if _grad_mode.state.enabled and any(needs):
+            results = _recorded(cls, ctx, args, outs, many)
+        else:
+            results = _not_recorded(cls, outs, args, ctx._dirty)
         return tuple(results) if many else results[0]
+
+
+def _run_forward(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``cls.forward`` under ``no_grad``: (the arguments as bound, which of them need grad, the
+    context forward or ``setup_context`` filled, forward's output)."""
+    separate_setup = cls.setup_context is not Function.setup_context
+    if kwargs or separate_setup:  # setup_context sees every argument, defaults included (as PyTorch)
+        args, kwargs = _bound(cls.forward, args, kwargs, separate_setup)
+    needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
+    ctx = FunctionCtx(needs)
+    with no_grad():
+        output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+    if separate_setup:
+        cls.setup_context(ctx, args, output)
+    return args, needs, ctx, output
+
+
+def _as_outputs(output: tuple[Any, ...], dirty: Any) -> list[Any]:
+    """Forward's outputs: NumPy results become tensors; anything else that is not a tensor (None, a
+    string, an int) passes through. Every input marked dirty must be among them."""
+    outs = [wrap(as_value(o)) if isinstance(o, (np.ndarray, np.generic)) else o for o in output]
+    if dirty and not dirty <= {id(o) for o in outs}:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. The inputs "
+            "that are modified inplace must all be outputs of the Function."
+        )
+    return outs
+
+
+def _not_recorded(cls: type[Function], outs: list[Any], args: tuple[Any, ...], dirty: Any) -> list[Any]:
+    """The outputs of a call that is not recorded: the dirty inputs' versions move on all the same."""
+    for o in outs:
+        if id(o) in dirty:
+            o._bump_version()
+    if _grad_mode.state.enabled:
+        _mark_custom_views(cls, outs, args, dirty)
+    return outs
+
+
+def _recorded(cls: type[Function], ctx: FunctionCtx, args: tuple[Any, ...], outs: list[Any], many: bool) -> list[Any]:
+    """The outputs of a recorded call: one node of the Function's backward class for the call."""
+    positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    node = cls._node_type()(
+        tuple(args[i]._edge for i in positions),
+        ctx,
+        positions,
+        len(outs),
+        tuple(args[i].shape for i in positions),
+        [o.shape if isinstance(o, Tensor) else None for o in outs],
+    )
+    results = _link_outputs(node, ctx, outs, many, [a for a in args if isinstance(a, Tensor)])
+    _mark_custom_views(cls, results, args, ctx._dirty)
+    if _grad_mode.state.trace is not None:
+        for result in results:
+            if isinstance(result, Tensor):
+                _grad_mode.state.trace.append((node, result, args))
+    return results
 
 
 _signature = functools.lru_cache(maxsize=256)(inspect.signature)  # apply binds on every call

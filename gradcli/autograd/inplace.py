@@ -101,25 +101,31 @@ def retake_views(root: Tensor, changed: Tensor) -> None:
                 view._move_edge(view._edge, _retake(root, view._view_fn))  # (retain_grad moves with it)
 
 
+def _may_change(t: Tensor, edge: Any, args: tuple[Any, ...]) -> tuple[bool, bool]:
+    """Whether an in-place change of ``t`` (``edge`` its edge) with ``args`` is recorded, and whether
+    through a view of a base; raises where PyTorch refuses the change."""
+    if not _grad_mode.state.enabled:
+        recording = through_view = False
+    else:
+        recording = edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
+        check_inplace(t, edge, recording)
+        through_view = recording and t._base is not None and not t._detached
+    value = t._value
+    if value.__class__ is _ndarray and not value.flags.writeable and 0 in value.strides and value.size > 1:
+        raise RuntimeError(OVERLAP)  # an expanded tensor: one element stands for several
+    return recording, through_view
+
+
 @tensor_methods
 class TensorInPlace:
     """The in-place methods of ``Tensor``."""
 
     def _inplace(self, prim: Any, args: tuple[Any, ...], params: tuple[Any, ...] = ()) -> Tensor:
         edge = self._edge
-        recording = _grad_mode.state.enabled and (
-            edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
-        )
-        through_view = False
-        if _grad_mode.state.enabled:
-            check_inplace(self, edge, recording)
-            through_view = recording and self._base is not None and not self._detached
-        value = self._value
-        if value.__class__ is _ndarray and not value.flags.writeable and 0 in value.strides and value.size > 1:
-            raise RuntimeError(OVERLAP)  # an expanded tensor: one element stands for several
+        recording, through_view = _may_change(self, edge, args)
         if recording:
             saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
-            old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
+            old = wrap(np.array(self._value, copy=True), edge) if saves_self else self
             result = apply(prim, (old, *args), params)
             new_value, new_edge = result._value, result._edge
         else:
