@@ -32,19 +32,9 @@ if _gc.isenabled():  # start-up: no cycle collections while NumPy and the engine
         _gc.enable()
 
 from . import autograd
-from .autograd import (
-    Tensor,
-    backward,
-    detect_anomaly,
-    enable_grad,
-    grad,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-    set_grad_enabled,
-)
 from .autograd import factory as _factory
 from .autograd import functions as _functions
+from .autograd.methods import FUNCTION_METHODS
 
 __version__ = "0.1.0"
 
@@ -78,81 +68,28 @@ _FACTORIES = (
     "zeros",
     "zeros_like",
 )
+#: the library functions: those that are Tensor methods too, and these
 _FUNCTIONS = (
-    "det",
+    *FUNCTION_METHODS,
     "solve",
-    "sort",
-    "topk",
     "inv",
-    "inverse",
-    "diag",
-    "outer",
-    "trace",
-    "tril",
-    "triu",
-    "amax",
-    "amin",
-    "argmax",
-    "argmin",
     "as_tensor",
     "broadcast_to",
     "cat",
-    "clamp",
-    "clone",
     "concatenate",
-    "conj",
-    "cumprod",
-    "cumsum",
     "detach",
-    "dot",
-    "expand",
-    "flatten",
-    "flip",
     "imag",
-    "log_softmax",
-    "logsumexp",
-    "matmul",
-    "max",
-    "mean",
-    "min",
-    "mm",
-    "mv",
-    "norm",
-    "permute",
-    "prod",
     "real",
-    "reshape",
-    "softmax",
-    "squeeze",
     "stack",
-    "std",
-    "sum",
-    "t",
-    "transpose",
-    "unsqueeze",
-    "var",
     "where",
-    "gather",
-    "index_select",
-    "masked_fill",
-    "narrow",
-    "chunk",
-    "unbind",
-    "repeat",
-    "split",
-    "diagonal",
-    "diag_embed",
-    "roll",
-    "cross",
-    "kron",
     "hstack",
     "vstack",
-    "argsort",
     "var_mean",
 )
 
-# Factories, the functions written over the table, and every elementwise primitive of
-# the table (gc.sin, gc.atan2, ...), which ``functions`` generates.
+# Tensor, grad and the grad modes, the factories, the functions written over the table, and
+# every elementwise primitive of the table (gc.sin, gc.atan2, ...), which ``functions`` generates.
+globals().update({name: getattr(autograd, name) for name in autograd.LIBRARY})
 globals().update({name: getattr(_factory, name) for name in _FACTORIES})
 globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
 globals().update(_functions.GENERATED)
@@ -180,17 +117,9 @@ __all__ = [
     "functional",
     "linalg",
     "tensordot",
-    "Tensor",
     "autograd",
-    "backward",
-    "detect_anomaly",
-    "enable_grad",
-    "grad",
-    "is_anomaly_enabled",
-    "is_grad_enabled",
-    "no_grad",
-    "set_grad_enabled",
     "testing",
+    *autograd.LIBRARY,
     *_FACTORIES,
     *_FUNCTIONS,
     *sorted(_functions.GENERATED),

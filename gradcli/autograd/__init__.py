@@ -7,17 +7,18 @@ Hessians and products with them.
 
 from typing import Any
 
-# isort: off
-from .tensor import Tensor  # first: the modules below build on it
-
-# isort: on
 from .. import ops as _ops
-from . import methods as _methods  # noqa: F401  (binds the functions as Tensor methods)
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
-from .engine import backward, grad
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+# Tensor's methods that need the graph, defined by the modules above tensor.py (tensor_methods):
+from . import inplace as _inplace  # noqa: F401  (in-place changes: add_, x[i] = v, copy_...)
+from . import methods as _methods  # noqa: F401  (the functions, the operators, NumPy's protocols)
+from . import place as _place  # noqa: F401  (the place in the graph: requires_grad, grad_fn, backward...)
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401 (exported: __all__)
+from .engine import backward, grad  # noqa: F401 (exported: __all__)
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401 (exported: __all__)
 from .node import AccumulateGrad, Node
 from .record import apply
+from .tensor import Tensor
 
 
 def _bind(prim, inputs, params):
@@ -75,12 +76,8 @@ lazy(
     },
 )
 
-__all__ = [
-    "functional",
-    "AccumulateGrad",
-    "Function",
-    "FunctionCtx",
-    "Node",
+#: what the ``gradcli`` package exports from here too (``gc.grad``, ``gc.no_grad``...)
+LIBRARY = (
     "Tensor",
     "backward",
     "detect_anomaly",
@@ -89,6 +86,6 @@ __all__ = [
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
-    "set_detect_anomaly",
     "set_grad_enabled",
-]
+)
+__all__ = ["functional", "AccumulateGrad", "Function", "FunctionCtx", "Node", "set_detect_anomaly", *LIBRARY]

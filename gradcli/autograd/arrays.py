@@ -31,7 +31,7 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     return d % n
 
 
-def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+def dims_of(dim: Any, ndim: int) -> tuple[int, ...] | None:
     """Axes as negative offsets from the end, so rules stay valid with batch axes."""
     if dim is None:
         return None
@@ -279,7 +279,7 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa:
     step = -(-size // chunks) if size else 0
     if step == 0:  # an empty axis: chunks empty pieces, as PyTorch's
         return multi_view(tuple(apply(ops.SPLIT, (x,), (d, 0, 0)) for _ in range(chunks)), x, "Split")
-    pieces = tuple(apply(ops.SPLIT, (x,), (d, s, _smaller(step, size - s))) for s in range(0, size, step))
+    pieces = tuple(apply(ops.SPLIT, (x,), (d, s, smaller(step, size - s))) for s in range(0, size, step))
     return multi_view(pieces, x, "Split")
 
 
@@ -291,7 +291,7 @@ def unbind(input: Any, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] == 0:
         return ()
-    from .function import Unbind  # (custom Functions load only when used)
+    from .function import Unbind  # lazy: start-up, custom Functions load only when one is used
 
     slices = multi_view(Unbind.apply(x, d), x, "Unbind")
     chain = () if x._base is None else x._view_fn
@@ -339,7 +339,7 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Tenso
         step = int(split_size_or_sections)
         if step < 0 or (step == 0 and size):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        sizes = [_smaller(step, size - s) for s in range(0, size, step)] if step and size else [0]
+        sizes = [smaller(step, size - s) for s in range(0, size, step)] if step and size else [0]
     else:
         sizes = [int(n) for n in split_size_or_sections]
         if any(n < 0 for n in sizes) or np.sum(sizes) != size:
@@ -356,12 +356,12 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:  # noqa: A002
     """The elements shifted by ``shifts`` along ``dims`` (the flattened tensor when omitted), those
     past the end coming round to the start: RollBackward0."""
     x = as_tensor(input)
-    shift = tuple(int(s) for s in _int_list(shifts))
+    shift = tuple(int(s) for s in int_list(shifts))
     if dims is None:
         if len(shift) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:0")
         return apply(ops.ROLL, (x,), (shift, None))
-    axes = _int_list(dims)
+    axes = int_list(dims)
     if len(axes) != len(shift):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:{len(axes)}")
     ndim = x.ndim if x.ndim else 1
@@ -370,7 +370,7 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Tensor:  # noqa: A002
     return apply(ops.ROLL, (x,), (shift, tuple(wrap_dim(a, ndim) - ndim for a in axes)))
 
 
-def _int_list(value: Any) -> list[int]:
+def int_list(value: Any) -> list[int]:
     """One whole number or several (a list, a tuple, a 0-d or 1-d tensor) as a list of ints."""
     raw = value._value if isinstance(value, Tensor) else value
     return [int(v) for v in np.atleast_1d(np.asarray(raw))]
@@ -392,5 +392,6 @@ def vstack(tensors: Sequence[Any]) -> Tensor:
     return cat([_at_least(as_tensor(t), 2) for t in tensors], 0)
 
 
-def _smaller(a: int, b: int) -> int:
+def smaller(a: int, b: int) -> int:
+    """``min(a, b)`` of two ints, without the builtin's call overhead."""
     return a if a < b else b

@@ -330,33 +330,72 @@ def _vector_axis(axis: Any) -> bool:
     return axis is None or axis in (0, -1, (0,), (-1,))
 
 
+def _of_vector(t: Any, values: list[Any]) -> bool:
+    """A ``Structured`` tangent of a 1-D first input."""
+    return isinstance(t, Structured) and np.ndim(values[0]) == 1
+
+
+def _getitem(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    t = tangents[0]
+    span = _one_slice(params[0], t.m) if _of_vector(t, values) else None
+    return NotImplemented if span is None else t.sliced(*span)
+
+
+def _scatter(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    t = tangents[0]
+    if not _of_vector(t, values):
+        return NotImplemented
+    index, shape, nbatch = params
+    span = None if nbatch or len(shape) != 1 else _one_slice(index, shape[0])
+    if span is None or span[1] - span[0] != t.m:
+        return NotImplemented
+    return t.scattered(span[0], shape[0])
+
+
+def _sum(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    t = tangents[0]
+    axis, keepdims = params
+    return t.summed() if _of_vector(t, values) and _vector_axis(axis) and not keepdims else NotImplemented
+
+
+def _reshape(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    t = tangents[0]
+    return t if isinstance(t, Structured) and tuple(params[0]) == (t.m,) else NotImplemented
+
+
+def _expand(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    t = tangents[0]
+    if not (isinstance(t, Structured) and t.m == 1 and not t.bands and len(params[0]) == 1):
+        return NotImplemented
+    (m,) = params[0]
+    return Structured(t.n, m, {}, t.U, np.repeat(t.V, m, axis=1))
+
+
+def _dot(tangents: tuple[Any, ...], values: list[Any], params: tuple[Any, ...]) -> Any:
+    if not all(np.ndim(v) == 1 for v in values):
+        return NotImplemented
+    total = None
+    for ti, other in zip(tangents, values[::-1]):
+        if ti is None:
+            continue
+        part = ti.inner(other) if isinstance(ti, Structured) else np.asarray(ti) @ other
+        total = part if total is None else total + part
+    return total
+
+
+#: the primitives whose tangent keeps a ``Structured`` batch: name -> rule(tangents, values, params)
+_STRUCTURED_RULES = {
+    "getitem": _getitem,
+    "scatter": _scatter,
+    "sum": _sum,
+    "reshape": _reshape,
+    "expand": _expand,
+    "dot": _dot,
+}
+
+
 def structured_tangent(name: str, tangents: tuple[Any, ...], out: Any, values: list[Any], params: tuple[Any, ...]):
     """The output's tangent of primitive ``name`` where it keeps a ``Structured`` batch (1-D values);
     ``NotImplemented`` where it does not (the caller densifies)."""
-    t = tangents[0]
-    if name == "getitem" and isinstance(t, Structured) and np.ndim(values[0]) == 1:
-        span = _one_slice(params[0], t.m)
-        return NotImplemented if span is None else t.sliced(*span)
-    if name == "scatter" and isinstance(t, Structured) and np.ndim(values[0]) == 1:
-        index, shape, nbatch = params
-        span = None if nbatch or len(shape) != 1 else _one_slice(index, shape[0])
-        if span is None or span[1] - span[0] != t.m:
-            return NotImplemented
-        return t.scattered(span[0], shape[0])
-    if name == "sum" and isinstance(t, Structured) and np.ndim(values[0]) == 1:
-        axis, keepdims = params
-        return t.summed() if _vector_axis(axis) and not keepdims else NotImplemented
-    if name == "reshape" and isinstance(t, Structured) and tuple(params[0]) == (t.m,):
-        return t
-    if name == "expand" and isinstance(t, Structured) and t.m == 1 and not t.bands and len(params[0]) == 1:
-        (m,) = params[0]
-        return Structured(t.n, m, {}, t.U, np.repeat(t.V, m, axis=1))
-    if name == "dot" and all(np.ndim(v) == 1 for v in values):
-        total = None
-        for ti, other in zip(tangents, values[::-1]):
-            if ti is None:
-                continue
-            part = ti.inner(other) if isinstance(ti, Structured) else np.asarray(ti) @ other
-            total = part if total is None else total + part
-        return total
-    return NotImplemented
+    rule = _STRUCTURED_RULES.get(name)
+    return NotImplemented if rule is None else rule(tangents, values, params)

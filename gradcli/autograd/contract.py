@@ -22,18 +22,36 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Tensor:
     """Sum of products over ``dims``: the last ``dims`` axes of ``a`` with the first of ``b``, or the
     axes the pair of lists ``([a axes], [b axes])`` names."""
     a, b = F.as_tensor(a), F.as_tensor(b)
+    da, db = _tensordot_axes(a, b, dims)
+    a, b = _matched(a, da, b, db)
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
+    left = F.reshape(F.permute(a, free_a + da) if a.ndim else a, (-1, k))
+    right = F.reshape(F.permute(b, db + free_b) if b.ndim else b, (k, -1))
+    shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
+    return F.reshape(F.mm(left, right), shape)
+
+
+def _tensordot_axes(a: Tensor, b: Tensor, dims: Any) -> tuple[list[int], list[int]]:
+    """The axes of ``a`` and of ``b`` that ``tensordot``'s ``dims`` contracts."""
     if isinstance(dims, (int, np.integer)):
         n = int(dims)
         if n < 0 or n > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot expects dims >= 0 and at most the dimensions of a and b, got {n}")
-        da, db = list(range(a.ndim - n, a.ndim)), list(range(n))
-    else:
-        da, db = ([int(d) for d in side] if isinstance(side, (list, tuple)) else [int(side)] for side in dims)
-        da = [F.wrap_dim(d, a.ndim) for d in da]
-        db = [F.wrap_dim(d, b.ndim) for d in db]
+        return list(range(a.ndim - n, a.ndim)), list(range(n))
+    da, db = ([int(d) for d in side] if isinstance(side, (list, tuple)) else [int(side)] for side in dims)
+    da = [F.wrap_dim(d, a.ndim) for d in da]
+    db = [F.wrap_dim(d, b.ndim) for d in db]
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
-    for i, j in zip(da, db):  # a size 1 against n broadcasts, as in PyTorch: the other side summed there
+    return da, db
+
+
+def _matched(a: Tensor, da: list[int], b: Tensor, db: list[int]) -> tuple[Tensor, Tensor]:
+    """``a`` and ``b`` with equal sizes on the contracted axes: a size 1 against n broadcasts, as in
+    PyTorch (the other side summed there); other sizes that differ are refused."""
+    for i, j in zip(da, db):
         if a.shape[i] == 1 and b.shape[j] != 1:
             b = F.sum(b, j, keepdim=True)
         elif b.shape[j] == 1 and a.shape[i] != 1:
@@ -43,13 +61,7 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Tensor:
                 f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                 f"and second has size {b.shape[j]} in dim {j}"
             )
-    free_a = [d for d in range(a.ndim) if d not in da]
-    free_b = [d for d in range(b.ndim) if d not in db]
-    k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
-    left = F.reshape(F.permute(a, free_a + da) if a.ndim else a, (-1, k))
-    right = F.reshape(F.permute(b, db + free_b) if b.ndim else b, (k, -1))
-    shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
-    return F.reshape(F.mm(left, right), shape)
+    return a, b
 
 
 def _labels(term: str, ndim: int, where: str) -> list[str]:
@@ -164,22 +176,31 @@ def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], out: list[str]) ->
     for lab, n in zip(lb, b.shape):
         if size.setdefault(lab, n) != n:
             return None
-    own_a = [lab for lab in la if lab not in lb and lab not in out]
-    own_b = [lab for lab in lb if lab not in la and lab not in out]
-    if own_a:  # labels of one operand alone, not in the output: summed first
-        a, la = F.sum(a, tuple(la.index(lab) for lab in own_a)), [lab for lab in la if lab not in own_a]
-    if own_b:
-        b, lb = F.sum(b, tuple(lb.index(lab) for lab in own_b)), [lab for lab in lb if lab not in own_b]
+    a, la, b, lb = (*_sum_own(a, la, lb, out), *_sum_own(b, lb, la, out))
     batch = [lab for lab in out if lab in la and lab in lb]
     inner = [lab for lab in la if lab in lb and lab not in out]
     free_a = [lab for lab in la if lab not in lb]
     free_b = [lab for lab in lb if lab not in la]
-    n = [int(np.prod([size[lab] for lab in group], dtype=np.int64)) for group in (batch, free_a, inner, free_b)]
-    left = F.reshape(F.permute(a, [la.index(lab) for lab in batch + free_a + inner]), (n[0], n[1], n[2]))
-    right = F.reshape(F.permute(b, [lb.index(lab) for lab in batch + inner + free_b]), (n[0], n[2], n[3]))
+    left = _matrices(a, la, (batch, free_a, inner), size)
+    right = _matrices(b, lb, (batch, inner, free_b), size)
     labels = batch + free_a + free_b
     product = F.reshape(F.matmul(left, right), tuple(size[lab] for lab in labels))
     return product if labels == out else F.permute(product, [labels.index(lab) for lab in out])
+
+
+def _sum_own(x: Tensor, labels: list[str], other: list[str], out: list[str]) -> tuple[Tensor, list[str]]:
+    """The labels of one operand alone, in neither the other operand nor the output: summed first."""
+    own = [lab for lab in labels if lab not in other and lab not in out]
+    if not own:
+        return x, labels
+    return F.sum(x, tuple(labels.index(lab) for lab in own)), [lab for lab in labels if lab not in own]
+
+
+def _matrices(x: Tensor, labels: list[str], groups: tuple[list[str], ...], size: dict[str, int]) -> Tensor:
+    """``x`` with its axes in the order of ``groups``, each group one axis (a batch of matrices)."""
+    order = [lab for group in groups for lab in group]
+    shape = tuple(int(np.prod([size[lab] for lab in group], dtype=np.int64)) for group in groups)
+    return F.reshape(F.permute(x, [labels.index(lab) for lab in order]), shape)
 
 
 def _contract(xs: Sequence[Tensor], terms: list[list[str]], out: list[str]) -> Tensor:

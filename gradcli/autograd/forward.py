@@ -59,20 +59,38 @@ def primitive_tangent(
         if not prim.analytic:
             raise RuntimeError(f"{prim.name} is not differentiable at complex inputs (it is not holomorphic)")
     if structured:  # a Hessian's batch of 1-D tangents, kept banded + low rank (basis.Structured)
-        if prim.elementwise:
-            if np.ndim(out) == 1 and np.size(out) > 1:
-                tangents = [_spread(t) for t in tangents]
-        else:
-            if prim.name == "expand" and np.ndim(out) == 1:
-                tangents = [_spread(t) for t in tangents]
-            if any(isinstance(t, Structured) for t in tangents):
-                found = structured_tangent(prim.name, tuple(tangents), out, values, params)
-                if found is not NotImplemented:
-                    return found
-                tangents = [np.asarray(t) if isinstance(t, Structured) else t for t in tangents]
+        found, tangents = _structured(prim, tangents, out, values, params)
+        if found is not NotImplemented:
+            return found
     if prim.jvp is not None:
         return prim.jvp(tuple(tangents), out, *values, *params)
-    # elementwise: a diagonal Jacobian, so jvp = sum of the reverse rules applied to the tangents
+    return _elementwise_tangent(prim, tangents, out, values, params, still)
+
+
+def _structured(
+    prim: Primitive, tangents: Sequence[Any], out: Any, values: list[Any], params: tuple[Any, ...]
+) -> tuple[Any, Sequence[Any]]:
+    """A primitive's tangent kept ``Structured`` where it has a structured rule (else
+    ``NotImplemented``), and the tangents the plain rules take (spread, or made dense)."""
+    if prim.elementwise:
+        if np.ndim(out) == 1 and np.size(out) > 1:
+            tangents = [_spread(t) for t in tangents]
+        return NotImplemented, tangents
+    if prim.name == "expand" and np.ndim(out) == 1:
+        tangents = [_spread(t) for t in tangents]
+    if any(isinstance(t, Structured) for t in tangents):
+        found = structured_tangent(prim.name, tuple(tangents), out, values, params)
+        if found is not NotImplemented:
+            return found, tangents
+        tangents = [np.asarray(t) if isinstance(t, Structured) else t for t in tangents]
+    return NotImplemented, tangents
+
+
+def _elementwise_tangent(
+    prim: Primitive, tangents: Sequence[Any], out: Any, values: list[Any], params: tuple[Any, ...], still: bool
+) -> Any:
+    """An elementwise primitive's tangent: its Jacobian is diagonal, so the jvp is the sum of the
+    reverse rules applied to the tangents."""
     out_ndim = np.ndim(out)
     args = [Meta.of(v) for v in values] if prim.saves == "meta" else values
     total = None
@@ -84,17 +102,21 @@ def primitive_tangent(
         part = rule(lifted, out, *args, *params)
         if still:  # 0 * inf counts 0, as in a Jacobian's reverse passes (still.py)
             part = settle(part, lifted, lambda ones, rule=rule: rule(ones, out, *args, *params))
-        if total is None:
-            total = part
-        elif (
-            _fresh(total, tangents)
-            and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part))
-            and total.dtype == np.result_type(total, part)
-        ):
-            total += part  # a new array of this rule's: add in place (saves a pass over memory)
-        else:
-            total = total + part
+        total = part if total is None else _add(total, part, tangents)
     return total
+
+
+def _add(total: Any, part: Any, tangents: Sequence[Any]) -> Any:
+    """``total + part``, in place when ``total`` is a new array of a rule's that can hold the sum
+    (saves a pass over memory)."""
+    if (
+        _fresh(total, tangents)
+        and np.shape(total) == np.broadcast_shapes(np.shape(total), np.shape(part))
+        and total.dtype == np.result_type(total, part)
+    ):
+        total += part
+        return total
+    return total + part
 
 
 def _spread(t: Any) -> Any:

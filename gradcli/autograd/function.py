@@ -27,11 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import unbroadcast
+from ..ops import STACK, unbroadcast
 from . import grad_mode as _grad_mode
 from .grad_mode import no_grad
+from .inplace import check_inplace, rebase_view, retake_views
 from .node import BACKWARD_TWICE, FREED, AccumulateGrad, Node, OutputRef, inplace_error, next_seq
-from .tensor import CUSTOM_VIEW, Tensor, as_value, check_inplace, rebase_view, retake_views, storage_root, wrap
+from .record import apply
+from .tensor import Tensor, as_value, storage_root, wrap
+
+CUSTOM_VIEW = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic "
+    "to handle view+inplace would override the custom backward associated with the custom Function, leading to "
+    "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function."
+)
 
 
 class FunctionCtx:
@@ -209,49 +217,71 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        separate_setup = cls.setup_context is not Function.setup_context
-        if kwargs or separate_setup:  # setup_context sees every argument, defaults included (as PyTorch)
-            args, kwargs = _bound(cls.forward, args, kwargs, separate_setup)
-        needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
-        ctx = FunctionCtx(needs)
-        with no_grad():
-            output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
-        if separate_setup:
-            cls.setup_context(ctx, args, output)
+        args, needs, ctx, output = _run_forward(cls, args, kwargs)
         many = isinstance(output, tuple)
-        # NumPy results become tensors; anything else that is not a tensor (None, a string, an int) passes through
-        outs = [
-            wrap(as_value(o)) if isinstance(o, (np.ndarray, np.generic)) else o for o in (output if many else (output,))
-        ]
-        dirty = ctx._dirty
-        if dirty and not dirty <= {id(o) for o in outs}:
-            raise RuntimeError(
-                "Some elements marked as dirty during the forward method were not returned as output. The inputs "
-                "that are modified inplace must all be outputs of the Function."
-            )
-        if not (_grad_mode.state.enabled and any(needs)):
-            for o in outs:
-                if id(o) in dirty:
-                    o._bump_version()
-            if _grad_mode.state.enabled:
-                _mark_custom_views(cls, outs, args, dirty)
-            return tuple(outs) if many else outs[0]
-        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node = cls._node_type()(
-            tuple(args[i]._edge for i in positions),
-            ctx,
-            positions,
-            len(outs),
-            tuple(args[i].shape for i in positions),
-            [o.shape if isinstance(o, Tensor) else None for o in outs],
-        )
-        results = _link_outputs(node, ctx, outs, many, [a for a in args if isinstance(a, Tensor)])
-        _mark_custom_views(cls, results, args, dirty)
-        if _grad_mode.state.trace is not None:
-            for result in results:
-                if isinstance(result, Tensor):
-                    _grad_mode.state.trace.append((node, result, args))
+        outs = _as_outputs(output if many else (output,), ctx._dirty)
+        if _grad_mode.state.enabled and any(needs):
+            results = _recorded(cls, ctx, args, outs, many)
+        else:
+            results = _not_recorded(cls, outs, args, ctx._dirty)
         return tuple(results) if many else results[0]
+
+
+def _run_forward(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``cls.forward`` under ``no_grad``: (the arguments as bound, which of them need grad, the
+    context forward or ``setup_context`` filled, forward's output)."""
+    separate_setup = cls.setup_context is not Function.setup_context
+    if kwargs or separate_setup:  # setup_context sees every argument, defaults included (as PyTorch)
+        args, kwargs = _bound(cls.forward, args, kwargs, separate_setup)
+    needs = tuple(isinstance(a, Tensor) and a._edge is not None for a in args)
+    ctx = FunctionCtx(needs)
+    with no_grad():
+        output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+    if separate_setup:
+        cls.setup_context(ctx, args, output)
+    return args, needs, ctx, output
+
+
+def _as_outputs(output: tuple[Any, ...], dirty: Any) -> list[Any]:
+    """Forward's outputs: NumPy results become tensors; anything else that is not a tensor (None, a
+    string, an int) passes through. Every input marked dirty must be among them."""
+    outs = [wrap(as_value(o)) if isinstance(o, (np.ndarray, np.generic)) else o for o in output]
+    if dirty and not dirty <= {id(o) for o in outs}:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. The inputs "
+            "that are modified inplace must all be outputs of the Function."
+        )
+    return outs
+
+
+def _not_recorded(cls: type[Function], outs: list[Any], args: tuple[Any, ...], dirty: Any) -> list[Any]:
+    """The outputs of a call that is not recorded: the dirty inputs' versions move on all the same."""
+    for o in outs:
+        if id(o) in dirty:
+            o._bump_version()
+    if _grad_mode.state.enabled:
+        _mark_custom_views(cls, outs, args, dirty)
+    return outs
+
+
+def _recorded(cls: type[Function], ctx: FunctionCtx, args: tuple[Any, ...], outs: list[Any], many: bool) -> list[Any]:
+    """The outputs of a recorded call: one node of the Function's backward class for the call."""
+    positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    node = cls._node_type()(
+        tuple(args[i]._edge for i in positions),
+        ctx,
+        positions,
+        len(outs),
+        tuple(args[i].shape for i in positions),
+        [o.shape if isinstance(o, Tensor) else None for o in outs],
+    )
+    results = _link_outputs(node, ctx, outs, many, [a for a in args if isinstance(a, Tensor)])
+    _mark_custom_views(cls, results, args, ctx._dirty)
+    if _grad_mode.state.trace is not None:
+        for result in results:
+            if isinstance(result, Tensor):
+                _grad_mode.state.trace.append((node, result, args))
+    return results
 
 
 _signature = functools.lru_cache(maxsize=256)(inspect.signature)  # apply binds on every call
@@ -408,17 +438,14 @@ class Unbind(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        from .functions import stack
-
         like = next(g for g in grads if g is not None)
         zero = wrap(np.zeros_like(like._value))
-        return stack([zero if g is None else g for g in grads], ctx.axis), None
+        stacked = [zero if g is None else g for g in grads]
+        return apply(STACK, stacked, (like.ndim + 1 + ctx.axis,)), None  # (axis counted from the end)
 
     @staticmethod
     def jvp(ctx: Any, tangent: Any, _: Any) -> tuple[Tensor, ...]:
-        from .functions import unbind
-
-        return unbind(tangent, ctx.dim)
+        return tangent.unbind(ctx.dim)
 
 
 Unbind._node_class = type("UnbindBackward0", (FunctionNode,), {"__slots__": (), "function": Unbind})

@@ -39,6 +39,7 @@ from .basis import ScaledIdentity, Structured, identity
 from .engine import grad as _grad
 from .engine import reachable_counts, run_backward
 from .function import FunctionNode
+from .functions import cat
 from .node import edge_node
 from .record import apply
 from .tape import nested_recording
@@ -159,64 +160,94 @@ def reverse_blocks(
     outs: list[Tensor], ins: list[Tensor], *, create_graph: bool = False, vectorised: bool = True
 ) -> tuple[list[list[Any]], int]:
     """d out_k / d in_j for all k, j, by batched reverse passes: blocks of shape out_k + in_j."""
-    # an output without a grad_fn (a constant, a comparison's bool) is no row of the batched pass:
-    # its zero seed would still meet another output's infinite derivative (0 * inf = nan)
-    grown = [o for o in outs if o._edge is not None]
-    if len(grown) < len(outs):
-        if not grown:
-            return [[_zeros(o.shape + x.shape, create_graph, _float_dtype(x._value)) for x in ins] for o in outs], 0
-        found, passes = reverse_blocks(grown, ins, create_graph=create_graph, vectorised=vectorised)
-        rows_of = iter(found)
-        return [next(rows_of) if o._edge is not None else [_zeros(o.shape + x.shape, create_graph, _float_dtype(x._value)) for x in ins]
-                for o in outs], passes  # fmt: skip
+    if any(o._edge is None for o in outs):
+        return _with_constants(outs, ins, create_graph, vectorised)
     sizes = _sizes(outs)
     total = sum(sizes)
     widest = max([total, *(_sizes(ins))])
     step = max(1, MAX_BATCH_ELEMENTS // max(widest, 1)) if vectorised else 1
-    roots = list(enumerate(outs))
     capture = {edge_node(x._edge): j for j, x in enumerate(ins)}
     rows: list[list[Any]] = [[] for _ in ins]
     passes = 0
     offsets = np.cumsum([0, *sizes])
     for start in range(0, total, step):
         stop = min(total, start + step)
-        grads = []
-        whole = start == 0 and stop == total and len(outs) == 1 and len(roots) == 1 and not create_graph
-        for k, out in roots:
-            if whole:  # every basis vector of the one output: kept diagonal while it stays so
-                grads.append(identity(out.shape, _float_dtype(out._value)))
-                continue
-            seed = np.zeros((stop - start, sizes[k]), dtype=_float_dtype(out._value))
-            lo, hi = max(start, offsets[k]), min(stop, offsets[k + 1])
-            if lo < hi:
-                seed[np.arange(lo - start, hi - start), np.arange(lo - offsets[k], hi - offsets[k])] = 1.0
-            # one row at a time (a custom Function may not take batches): no batch axis at all
-            seed = seed.reshape(((stop - start,) if vectorised else ()) + out.shape)
-            grads.append(wrap(seed) if create_graph else seed)
+        grads = _reverse_seeds(outs, start, stop, offsets, create_graph, vectorised)
         nbatch = 1 if vectorised else 0
-        found = run_backward([o._edge for _, o in roots], grads, retain_graph=True, create_graph=create_graph,
-                             capture=dict(capture), nbatch=nbatch) if roots else [None] * len(ins)  # fmt: skip
+        found = run_backward([o._edge for o in outs], grads, retain_graph=True, create_graph=create_graph,
+                             capture=dict(capture), nbatch=nbatch) if outs else [None] * len(ins)  # fmt: skip
         passes += 1
         for j, g in enumerate(found):
-            if g is None:
-                rows[j].append(_zeros((stop - start,) + ins[j].shape, create_graph, _float_dtype(ins[j]._value)))
-            else:
-                rows[j].append(_dense(g) if vectorised else np.reshape(_dense(g), (1,) + ins[j].shape))
-    blocks: list[list[Any]] = []
-    for k, out in enumerate(outs):
-        row = []
-        for j, x in enumerate(ins):
-            stacked = _concat(rows[j])[offsets[k] : offsets[k + 1]]
-            row.append(_reshape(stacked, out.shape + x.shape))
-        blocks.append(row)
-    if len(roots) > 1:
-        # a zero seed of another output still meets its inf (0 * inf = nan): an output whose rows
-        # are not finite is done again alone, as PyTorch's jacobian does each output by itself
-        for k, out in roots:
-            if not all(np.isfinite(getattr(b, "_value", b)).all() for b in blocks[k]):
-                alone, more = reverse_blocks([out], ins, create_graph=create_graph, vectorised=vectorised)
-                blocks[k], passes = alone[0], passes + more
+            rows[j].append(_rows_of(g, ins[j], stop - start, create_graph, vectorised))
+    blocks = [
+        [_reshape(_concat(rows[j])[offsets[k] : offsets[k + 1]], out.shape + x.shape) for j, x in enumerate(ins)]
+        for k, out in enumerate(outs)
+    ]
+    if len(outs) > 1:
+        passes += _redo_not_finite(blocks, outs, ins, create_graph, vectorised)
     return blocks, passes
+
+
+def _with_constants(
+    outs: list[Tensor], ins: list[Tensor], create_graph: bool, vectorised: bool
+) -> tuple[list[list[Any]], int]:
+    """``reverse_blocks`` where some outputs have no grad_fn (a constant, a comparison's bool): they
+    are no row of the batched pass (their zero seed would still meet another output's infinite
+    derivative, 0 * inf = nan), their blocks are zeros."""
+    grown = [o for o in outs if o._edge is not None]
+    found, passes = reverse_blocks(grown, ins, create_graph=create_graph, vectorised=vectorised) if grown else ([], 0)
+    rows_of = iter(found)
+    return [next(rows_of) if o._edge is not None else [_zeros(o.shape + x.shape, create_graph, _float_dtype(x._value)) for x in ins]
+            for o in outs], passes  # fmt: skip
+
+
+def _basis_rows(start: int, stop: int, lo_k: int, hi_k: int, dtype: Any) -> np.ndarray:
+    """Rows ``start .. stop`` of the identity over all elements, restricted to the columns ``lo_k ..
+    hi_k`` of one tensor's elements: a batch of seeds for that tensor (flat)."""
+    seed = np.zeros((stop - start, hi_k - lo_k), dtype=dtype)
+    lo, hi = max(start, lo_k), min(stop, hi_k)
+    if lo < hi:
+        seed[np.arange(lo - start, hi - start), np.arange(lo - lo_k, hi - lo_k)] = 1.0
+    return seed
+
+
+def _reverse_seeds(
+    outs: list[Tensor], start: int, stop: int, offsets: Any, create_graph: bool, vectorised: bool
+) -> list[Any]:
+    """The seeds of one batched reverse pass, one per output."""
+    whole = start == 0 and stop == offsets[-1] and len(outs) == 1 and not create_graph
+    grads = []
+    for k, out in enumerate(outs):
+        dtype = _float_dtype(out._value)
+        if whole:  # every basis vector of the one output: kept diagonal while it stays so
+            grads.append(identity(out.shape, dtype))
+            continue
+        seed = _basis_rows(start, stop, offsets[k], offsets[k + 1], dtype)
+        # one row at a time (a custom Function may not take batches): no batch axis at all
+        seed = seed.reshape(((stop - start,) if vectorised else ()) + out.shape)
+        grads.append(wrap(seed) if create_graph else seed)
+    return grads
+
+
+def _rows_of(g: Any, x: Tensor, n: int, create_graph: bool, vectorised: bool) -> Any:
+    """One pass's ``n`` rows of d out / d x (``g`` None: x was not reached, zeros)."""
+    if g is None:
+        return _zeros((n,) + x.shape, create_graph, _float_dtype(x._value))
+    return _dense(g) if vectorised else np.reshape(_dense(g), (1,) + x.shape)
+
+
+def _redo_not_finite(
+    blocks: list[list[Any]], outs: list[Tensor], ins: list[Tensor], create_graph: bool, vectorised: bool
+) -> int:
+    """A zero seed of another output still meets its inf (0 * inf = nan): an output whose rows are
+    not finite is done again alone, as PyTorch's jacobian does each output by itself. Returns the
+    passes that took."""
+    passes = 0
+    for k, out in enumerate(outs):
+        if not all(np.isfinite(getattr(b, "_value", b)).all() for b in blocks[k]):
+            alone, more = reverse_blocks([out], ins, create_graph=create_graph, vectorised=vectorised)
+            blocks[k], passes = alone[0], passes + more
+    return passes
 
 
 def _float_dtype(value: Any) -> np.dtype:
@@ -249,10 +280,7 @@ def forward_blocks(
                 else:
                     seeds[forward.key(x)] = identity(x.shape, dtype)
                 continue
-            seed = np.zeros((stop - start, sizes[j]), dtype=_float_dtype(x._value))
-            lo, hi = max(start, offsets[j]), min(stop, offsets[j + 1])
-            if lo < hi:
-                seed[np.arange(lo - start, hi - start), np.arange(lo - offsets[j], hi - offsets[j])] = 1.0
+            seed = _basis_rows(start, stop, offsets[j], offsets[j + 1], _float_dtype(x._value))
             seeds[forward.key(x)] = seed.reshape((stop - start,) + x.shape)
         tangents = forward.push(tape, seeds, nbatch=1)
         passes += 1
@@ -283,8 +311,6 @@ def _dense(value: Any) -> Any:
 
 def _concat(parts: list[Any]) -> Any:
     if isinstance(parts[0], Tensor):
-        from .functions import cat
-
         return cat(parts, 0) if len(parts) > 1 else parts[0]
     return np.concatenate(parts, axis=0)
 

@@ -20,19 +20,18 @@ from ..ops import PRIMITIVES
 from ..ops import order as ops_order
 from ..ops.shape import PickIndex
 from .arrays import (  # noqa: F401 - the library's shape, view and indexing functions, from here too
-    _dims,
-    _int_list,
-    _smaller,
     as_tensor,
     broadcast_to,
     cat,
     chunk,
     clone,
+    dims_of,
     expand,
     flatten,
     gather,
     hstack,
     index_select,
+    int_list,
     masked_fill,
     multi_view,
     narrow,
@@ -40,6 +39,7 @@ from .arrays import (  # noqa: F401 - the library's shape, view and indexing fun
     repeat,
     reshape,
     roll,
+    smaller,
     split,
     squeeze,
     stack,
@@ -60,7 +60,7 @@ def _reduce(prim: Any, x: Any, dim: Any, keepdim: bool, axis: Any, keepdims: Any
     x = as_tensor(x)
     dim = axis if dim is None else dim
     keepdim = bool(keepdims) if keepdims is not None else keepdim
-    return apply(prim, (x,), (_dims(dim, x.ndim), keepdim))
+    return apply(prim, (x,), (dims_of(dim, x.ndim), keepdim))
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:  # noqa: A001
@@ -97,7 +97,7 @@ def _check_nonempty(name: str, x: Tensor, dim: Any) -> None:
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
             "with the 'dim' argument."
         )
-    for d in _dims(dim, x.ndim) or range(x.ndim):
+    for d in dims_of(dim, x.ndim) or range(x.ndim):
         if x.ndim and x.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d % x.ndim} to have non-zero size.")
 
@@ -170,7 +170,7 @@ def _along(prim: Any, x: Any, dim: Any) -> Tensor:
     """``prim`` along one axis (a 0-d tensor is taken as one element along axis 0 or -1)."""
     x = as_tensor(x)
     if x.ndim == 0:
-        _dims(dim, 0)  # only 0 and -1
+        dims_of(dim, 0)  # only 0 and -1
         return apply(prim, (x.reshape(1),), (-1,)).reshape(())
     return apply(prim, (x,), (wrap_dim(dim, x.ndim) - x.ndim,))
 
@@ -198,7 +198,7 @@ def cumprod(x: Any, dim: int = -1) -> Tensor:
 def flip(x: Any, dims: Any = -1) -> Tensor:
     """The elements in reverse order along each of ``dims`` (an int or a tuple)."""
     x = as_tensor(x)
-    axes = _dims(dims, x.ndim)
+    axes = dims_of(dims, x.ndim)
     if axes is None:  # a 0-d tensor
         return apply(ops.FLIP, (x.reshape(1),), ((-1,),)).reshape(())
     return apply(ops.FLIP, (x,), (axes,))
@@ -213,7 +213,7 @@ def _arg(pick: Any, x: Any, dim: Any, keepdim: bool) -> Tensor:
         index = np.asarray(pick(v), dtype=np.int64)
         return wrap(np.reshape(index, (1,) * v.ndim) if keepdim else index)
     if v.ndim == 0:
-        _dims(dim, 0)
+        dims_of(dim, 0)
         return wrap(np.zeros((), dtype=np.int64))
     return wrap(np.asarray(pick(v, axis=wrap_dim(dim, v.ndim), keepdims=bool(keepdim)), dtype=np.int64))
 
@@ -244,7 +244,7 @@ def sort(x: Any, dim: int = -1, descending: bool = False, stable: bool = False) 
     indices int64 without gradient; equal elements keep their order (NaN is the largest)."""
     x = _ordered("sort", x)
     if x.ndim == 0:
-        _dims(dim, 0)
+        dims_of(dim, 0)
         values = apply(ops.SORT, (x.reshape(1),), (-1, np.zeros(1, np.int64))).reshape(())
         return SortResult(values, wrap(np.zeros((), np.int64)))
     axis = wrap_dim(dim, x.ndim) - x.ndim
@@ -261,7 +261,7 @@ def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = Tru
     if not 0 <= k <= n:
         raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {n}")
     if x.ndim == 0:
-        _dims(dim, 0)
+        dims_of(dim, 0)
         index = np.zeros(k, np.int64)
         values = apply(ops.TOPK, (x.reshape(1),), (-1, index)).reshape(() if k else (0,))
         return TopkResult(values, wrap(index.reshape(() if k else (0,))))
@@ -282,7 +282,7 @@ def _spread(
     x = as_tensor(x)
     dim = axis if dim is None else dim
     keepdim = bool(keepdims) if keepdims is not None else keepdim
-    return apply(prim, (x,), (_dims(dim, x.ndim), bool(keepdim), c))
+    return apply(prim, (x,), (dims_of(dim, x.ndim), bool(keepdim), c))
 
 
 def var(
@@ -302,10 +302,7 @@ def std(
 
 
 def dot(a: Any, b: Any) -> Tensor:
-    a, b = as_tensor(a), as_tensor(b)
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return _checked_product(ops.DOT, a, b)
+    return _checked_product(ops.DOT, a, b, (1, 1), "1D tensors expected, but got {}D and {}D tensors")
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -313,17 +310,11 @@ def matmul(a: Any, b: Any) -> Tensor:
 
 
 def mm(a: Any, b: Any) -> Tensor:
-    a, b = as_tensor(a), as_tensor(b)
-    if a.ndim != 2 or b.ndim != 2:
-        raise RuntimeError("mm: both arguments must be matrices")
-    return _checked_product(ops.MM, a, b)
+    return _checked_product(ops.MM, a, b, (2, 2), "mm: both arguments must be matrices")
 
 
 def mv(a: Any, x: Any) -> Tensor:
-    a, x = as_tensor(a), as_tensor(x)
-    if a.ndim != 2 or x.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {x.ndim}")
-    return _checked_product(ops.MV, a, x)
+    return _checked_product(ops.MV, a, x, (2, 1), "vector + matrix @ vector expected, got {}, {}")
 
 
 def outer(a: Any, b: Any) -> Tensor:
@@ -452,7 +443,12 @@ def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:
         ) from None
 
 
-def _checked_product(prim: Any, a: Tensor, b: Tensor) -> Tensor:
+def _checked_product(prim: Any, a: Any, b: Any, ndims: tuple[int, int], wrong_ndim: str) -> Tensor:
+    """``prim`` of two tensors of ``ndims`` dimensions (else ``wrong_ndim``, given both counts), their
+    sizes checked as matmul's."""
+    a, b = as_tensor(a), as_tensor(b)
+    if (a.ndim, b.ndim) != ndims:
+        raise RuntimeError(wrong_ndim.format(a.ndim, b.ndim))
     try:
         return apply(prim, (a, b))
     except ValueError:
@@ -630,7 +626,7 @@ def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = 
     """The positions that sort ``input`` along ``dim`` (int64, no gradient; ties keep their order)."""
     x = _ordered("argsort", input)
     if x.ndim == 0:
-        _dims(dim, 0)
+        dims_of(dim, 0)
         return wrap(np.zeros((), np.int64))
     axis = wrap_dim(dim, x.ndim) - x.ndim
     return wrap(ops_order.order(x._value, axis, bool(descending)).astype(np.int64))

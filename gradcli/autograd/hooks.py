@@ -22,6 +22,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from .tensor import Tensor, wrap
+
 #: Set by the first hook registered; until then the engine skips the hook checks. For the process,
 #: not a thread (unlike the modes in grad_mode.state): a hook belongs to a node, which any thread
 #: may run; set once and never cleared, so a thread reading it late only checks more.
@@ -77,57 +79,31 @@ def add(table: dict[int, Any], entry: Any) -> RemovableHandle:
     return handle
 
 
-def _check_callable(fn: Any) -> None:
+def check_callable(fn: Any) -> None:
+    """Refuse a hook that cannot be called, when it is registered (not when it would run)."""
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
 
 
-def register_tensor_hook(tensor: Any, fn: Any) -> RemovableHandle:
-    from .node import OutputRef, edge_node
-
-    _check_callable(fn)
-    edge = tensor._edge
-    if edge is None:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    index = edge.index if edge.__class__ is OutputRef else None
-    return add(hooks_of(edge_node(edge)).tensor, (index, fn))
-
-
 def register_node_hook(node: Any, fn: Any) -> RemovableHandle:
-    _check_callable(fn)
+    check_callable(fn)
     return add(hooks_of(node).post, fn)
 
 
 def register_node_prehook(node: Any, fn: Any) -> RemovableHandle:
-    _check_callable(fn)
+    check_callable(fn)
     return add(hooks_of(node).pre, fn)
-
-
-def register_post_accumulate(tensor: Any, fn: Any) -> RemovableHandle:
-    from .node import AccumulateGrad
-
-    _check_callable(fn)
-    edge = tensor._edge
-    if edge is None:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    if edge.__class__ is not AccumulateGrad:
-        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    return add(hooks_of(edge).post_accumulate, fn)
 
 
 # --- running them (called by the engine) -----------------------------------------------------------
 
 
 def _as_tensor(g: Any) -> Any:
-    from .tensor import Tensor, wrap
-
     return g if g is None or isinstance(g, Tensor) else wrap(g)
 
 
 def _as_grad(r: Any, like: Any, create: bool, what: str) -> Any:
     """A hook's replacement gradient as the engine carries it (an array, or a tensor under create_graph)."""
-    from .tensor import Tensor
-
     if not isinstance(r, Tensor):
         raise TypeError(f"{what} must return None or a Tensor, got {type(r).__name__}")
     if like is not None and r.shape != getattr(like, "shape", ()):

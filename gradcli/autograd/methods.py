@@ -1,4 +1,5 @@
-"""Tensor methods: the library functions, bound (``x.sum(0)``, ``x.sin()``, ``x.T``)."""
+"""Tensor methods: the library functions, bound (``x.sum(0)``, ``x.sin()``, ``x.T``), the operators
+(``+`` and the comparisons from the operator table, ``@``, ``-x``, ``x[i]``...) and NumPy's protocols."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from .. import ops as _ops
 from ..ops.operators import OPERATORS
 from . import functions as F
+from . import numpy_compat as _numpy_compat
 from . import record as _record
-from .tensor import Tensor
+from .tensor import Tensor, normalize_index, tensor_methods
 
-_METHODS = (
+#: the library functions that are Tensor methods too (``gc.sum(x, 0)`` and ``x.sum(0)``); the package
+#: exports them (``gradcli._FUNCTIONS``), with ``to`` as a method only
+FUNCTION_METHODS = (
     "sum",
     "mean",
     "prod",
@@ -44,7 +49,6 @@ _METHODS = (
     "expand",
     "clamp",
     "clone",
-    "to",
     "conj",
     "outer",
     "trace",
@@ -73,7 +77,7 @@ _METHODS = (
 
 
 def _install() -> None:
-    for name in _METHODS:
+    for name in (*FUNCTION_METHODS, "to"):
         setattr(Tensor, name, getattr(F, name))
     for name, fn in F.GENERATED.items():
         if not hasattr(Tensor, name):
@@ -120,6 +124,47 @@ def _install_operators() -> None:
 
 def _pow(self: Tensor, exponent: Any) -> Any:
     return self**exponent
+
+
+@tensor_methods
+class TensorOperators:
+    """The operators that are not rows of the operator table, indexing, and NumPy's protocols."""
+
+    def __matmul__(self, other: Any) -> Any:
+        return _record.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _record.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return _record.unary(_ops.NEG, self)
+
+    def __abs__(self) -> Tensor:
+        return _record.unary(_ops.ABS, self)
+
+    def __and__(self, other: Any) -> Any:
+        return _record.binary(_ops.LOGICAL_AND, self, other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Any:
+        return _record.binary(_ops.LOGICAL_OR, self, other)
+
+    __ror__ = __or__
+
+    def __invert__(self) -> Tensor:
+        return _record.unary(_ops.LOGICAL_NOT, self)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return _record.getitem(self, normalize_index(index))
+
+    # NumPy interoperability: rules written with NumPy run on tensors
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _numpy_compat.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _numpy_compat.array_function(func, args, kwargs)
 
 
 _install()

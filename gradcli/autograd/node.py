@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..ops import CONJ as _CONJ
-from ..ops import RESHAPE as _RESHAPE
 from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
@@ -537,14 +536,12 @@ class CopySlices(SingleOutput, Node):
         batch = np.shape(g)[:nbatch]
         flat = (Ellipsis, self.positions)
         if create:
-            from . import record
-
             g = g if g.__class__ is Tensor else Tensor._wrap(g)
             mask = np.ones(np.shape(g), g.dtype)
             mask.reshape(batch + (-1,))[flat] = 0
-            rows = record.apply(_RESHAPE, (g,), (batch + (-1,),))
+            rows = g.reshape(batch + (-1,))  # (recorded: Tensor's methods, so that node needs no record)
             g_base = g * mask
-            g_view = record.getitem(rows, flat)
+            g_view = rows[flat]
         else:
             g_base = np.array(g, copy=True)
             rows = np.reshape(g, batch + (-1,))

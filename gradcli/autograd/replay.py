@@ -22,7 +22,7 @@ import numpy as np
 from ..ops import Meta, Primitive
 from ..ops.shape import lift
 from .forward import key
-from .function import FunctionNode
+from .function import FunctionCtx, FunctionNode
 from .node import OpNode
 from .tensor import Tensor, wrap
 
@@ -95,8 +95,6 @@ def _loop(prim: Primitive, args: list[Any], which: list[bool], params: tuple[Any
 
 def _batched_function(node: FunctionNode, args: list[Any], which: list[bool], nb: int) -> Any:
     """A custom Function's forward, point by point (its code may not take batches)."""
-    from .function import FunctionCtx
-
     batch = next(np.shape(a)[:nb] for a, w in zip(args, which) if w)
     flat = [np.reshape(a, (-1,) + np.shape(a)[nb:]) if w else a for a, w in zip(args, which)]
     rows = []

@@ -1,5 +1,8 @@
 """The Tensor: a NumPy value and, when it requires grad, its place in the graph.
 
+This module knows no node, engine or recording: the methods that need them are defined by the
+modules above (``tensor_methods``), so that those modules may build on Tensor without a circle.
+
 A tensor's ``_edge`` is where gradients for it go: its ``grad_fn`` when it was
 computed, its ``AccumulateGrad`` when it is a leaf that requires grad, ``None``
 for constants. One slot answers both "does it require grad?" and "which node
@@ -113,99 +116,15 @@ def unwrap(obj: Any) -> Any:
     return obj
 
 
-def _reads_self(prim: Any, edge: Any, args: tuple[Any, ...]) -> bool:
-    """Whether the node of an in-place ``prim`` on a tensor reads the tensor's old value
-    (``d *= 3`` does not: no copy of ``d`` is kept)."""
-    reads = prim.reads
-    if not reads:
-        return True
-    if edge is not None and 0 in reads[0]:
-        return True
-    return any(a.__class__ is Tensor and a._edge is not None and 0 in reads[i + 1] for i, a in enumerate(args))
-
-
-def _no_leaf() -> None:
-    return None
-
-
 def storage_root(t: Tensor) -> Tensor:
     """The tensor that owns ``t``'s storage and version counter (``t`` unless it is a view)."""
     return t if t._base is None else t._base
 
 
-DETACH_VIEW = (
-    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
-    "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence "
-    "detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
-    "function in torch/optim/optimizer.py as the solution."
-)
 DETACHED_SAVED = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
     "please use out-of-place `.detach()` instead"
 )
-OVERLAP = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
-    "Please clone() the tensor before performing the operation."
-)
-CUSTOM_VIEW = (
-    "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic "
-    "to handle view+inplace would override the custom backward associated with the custom Function, leading to "
-    "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function."
-)
-VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-MULTI_VIEW = (
-    "This view is the output of a function that returns multiple views. Such functions do not allow the output "
-    "views to be modified inplace. You should replace the inplace operation by an out-of-place one."
-)
-
-
-def check_inplace(t: Tensor, edge: Any, recording: bool) -> None:
-    """PyTorch's refusals of an in-place change under grad mode: a leaf that requires grad, a view of
-    one, a recorded change to one of several views a function returned (unbind, split)."""
-    if edge is not None and edge.__class__ is _node.AccumulateGrad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    base = t._base
-    if base is None or t._detached:
-        return
-    if base._edge.__class__ is _node.AccumulateGrad:
-        # also when the view was taken before its base required grad (PyTorch checks the base)
-        raise RuntimeError(VIEW_OF_LEAF)
-    if not recording:
-        return
-    multi = t._multi_view
-    if multi is not None:
-        why = multi[2] if len(multi) > 2 else MULTI_VIEW  # (a custom Function's view says so)
-        if edge is None:
-            raise RuntimeError(
-                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. " + why
-            )
-        raise RuntimeError(f"Output {multi[1]} of {multi[0]} is a view and is being modified inplace. {why}")
-    if t._view_fn is None:
-        raise RuntimeError(
-            "gradcli does not record in-place operations on this view of a tensor that requires grad; "
-            "assign through the tensor itself (y[i] = v) or use out-of-place operations"
-        )
-
-
-def rebase_view(view: Tensor, new_edge: Any) -> Any:
-    """``view`` of a base was changed in place, its new value from ``new_edge``: the base's history
-    becomes a ``CopySlices`` node (the old base outside the view, the new values inside it), so the
-    base requires grad from now on, and the view is taken again from the new base. Returns the
-    view's new edge."""
-    root = view._base
-    chain = view._view_fn
-    if root._edge is None and new_edge is None:
-        return None
-    root._edge = _node.CopySlices(root._edge, new_edge, chain, root._value)
-    return _retake(root, chain)
-
-
-def _retake(root: Tensor, chain: tuple[Any, ...]) -> Any:
-    """The edge of the view ``chain`` takes of ``root`` as it is now."""
-    taken = root
-    for prim, params in chain:
-        taken = _record.apply(prim, (taken,), params)
-    return taken._edge
 
 
 def note_view(root: Tensor, view: Tensor) -> None:
@@ -221,18 +140,6 @@ def note_view(root: Tensor, view: Tensor) -> None:
         views[:] = [r for r in views if r() is not None]
 
 
-def retake_views(root: Tensor, changed: Tensor) -> None:
-    """``root``'s history changed in place (through ``changed``, itself or a view of it): every other
-    live view of it is taken again from the new history, as PyTorch regenerates a view's grad_fn
-    whose base's version moved on (its old history would miss the change)."""
-    views = root._views
-    if views:
-        for ref in list(views):
-            view = ref()
-            if view is not None and view is not changed and view._base is root:
-                view._move_edge(view._edge, _retake(root, view._view_fn))  # (retain_grad moves with it)
-
-
 def wrap(value: Any, edge: Any = None) -> Tensor:
     """The fast internal constructor: no copy, no checks."""
     t = _new(Tensor)
@@ -241,7 +148,7 @@ def wrap(value: Any, edge: Any = None) -> Tensor:
     return t
 
 
-def _normalize_index(index: Any) -> tuple[Any, ...]:
+def normalize_index(index: Any) -> tuple[Any, ...]:
     if not isinstance(index, tuple):
         index = (index,)
     return tuple(i._value if isinstance(i, Tensor) else (np.asarray(i) if isinstance(i, list) else i) for i in index)
@@ -251,12 +158,10 @@ class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
     >>> import gradcli as gc
-    >>> x = gc.tensor(2.0, requires_grad=True)
-    >>> w = gc.tensor(1.0, requires_grad=True)
-    >>> y = (x + w) * (w + 1)
-    >>> y.backward()
-    >>> w.grad
-    tensor(5.)
+    >>> x = gc.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
     """
 
     # The two fields every operation touches are slots; the rarely set ones (a leaf's
@@ -299,48 +204,11 @@ class Tensor:
 
     # --- place in the graph -------------------------------------------------------------
 
-    @property
-    def requires_grad(self) -> bool:
-        return self._edge is not None
-
-    @requires_grad.setter
-    def requires_grad(self, flag: bool) -> None:
-        edge = self._edge
-        if edge is not None and edge.__class__ is not _node.AccumulateGrad:
-            if not flag:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
-                )
-            return
-        if not flag:
-            self._edge = None
-        elif edge is None:
-            kind = np.asarray(self._value).dtype.kind
-            if kind not in "fc":
-                raise RuntimeError(REQUIRES_GRAD_DTYPE)
-            if kind == "c":
-                global complex_seen
-                complex_seen = True
-            self._edge = _node.AccumulateGrad(self)
-
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if requires_grad and self._edge is None:
             check_can_require_grad(self._value, REQUIRES_GRAD_DTYPE_METHOD)
         self.requires_grad = requires_grad
         return self
-
-    @property
-    def grad_fn(self) -> Any:
-        edge = self._edge
-        if edge is None or edge.__class__ is _node.AccumulateGrad:
-            return None
-        return edge.node if edge.__class__ is _node.OutputRef else edge
-
-    @property
-    def is_leaf(self) -> bool:
-        edge = self._edge
-        return edge is None or edge.__class__ is _node.AccumulateGrad
 
     @property
     def grad(self) -> Tensor | None:
@@ -364,36 +232,6 @@ class Tensor:
     def grad(self) -> None:
         self._grad = None
 
-    def register_hook(self, hook: Any) -> Any:
-        """``hook(grad)`` each time the gradient of this tensor is computed; it may return a
-        replacement. Returns a handle whose ``.remove()`` removes the hook."""
-        return _hooks.register_tensor_hook(self, hook)
-
-    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
-        """``hook(leaf)`` after the gradient was accumulated into this leaf's ``.grad``."""
-        return _hooks.register_post_accumulate(self, hook)
-
-    def retain_grad(self) -> None:
-        """Keep this non-leaf's ``.grad`` after backward (leaves keep theirs anyway)."""
-        edge = self._edge
-        if edge is None:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if edge.__class__ is not _node.AccumulateGrad:
-            _node.edge_node(edge).retain(self, edge)
-
-    @property
-    def retains_grad(self) -> bool:
-        edge = self._edge
-        if edge is None or edge.__class__ is _node.AccumulateGrad:
-            return False
-        return _node.edge_node(edge).retained(edge) is self
-
-    def backward(
-        self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False, inputs: Any = None
-    ) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``gradcli.autograd.backward``)."""
-        _engine.backward(self, gradient, retain_graph, create_graph, inputs)
-
     def detach(self) -> Tensor:
         """The same values, cut from the graph (shares storage and version counter)."""
         self._materialize()
@@ -401,22 +239,6 @@ class Tensor:
         t._base = storage_root(self)
         t._detached = True
         return t
-
-    def detach_(self) -> Tensor:
-        """Cut this tensor from the graph in place; a node that saved it refuses to use it (PyTorch)."""
-        if self._base is not None and not self._detached:
-            raise RuntimeError(DETACH_VIEW)
-        edge = self._edge
-        if edge.__class__ is _node.AccumulateGrad:
-            edge.variable = _no_leaf  # a pass still reaching the leaf's sink fills no .grad (PyTorch)
-        elif edge is not None:
-            global inplace_seen
-            inplace_seen = True  # saved tensors are checked from now on (OpNode._check_versions)
-            self._detached_in_place = True
-        self._edge = None
-        return self
-
-    # --- values -------------------------------------------------------------------------------
 
     def _materialize(self) -> None:
         # 0-d results are NumPy scalars (fast, immutable); aliasing needs a real buffer
@@ -543,157 +365,25 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
-    # --- in-place -----------------------------------------------------------------------------
-
-    def _inplace(self, prim: Any, args: tuple[Any, ...], params: tuple[Any, ...] = ()) -> Tensor:
-        edge = self._edge
-        recording = _grad_mode.state.enabled and (
-            edge is not None or any(a.__class__ is Tensor and a._edge is not None for a in args)
-        )
-        through_view = False
-        if _grad_mode.state.enabled:
-            check_inplace(self, edge, recording)
-            through_view = recording and self._base is not None and not self._detached
-        value = self._value
-        if value.__class__ is _ndarray and not value.flags.writeable and 0 in value.strides and value.size > 1:
-            raise RuntimeError(OVERLAP)  # an expanded tensor: one element stands for several
-        if recording:
-            saves_self = prim.saves in ("inputs", "both") and _reads_self(prim, edge, args)
-            old = wrap(np.array(self._value, copy=True) if saves_self else self._value, edge) if saves_self else self
-            result = _record.apply(prim, (old, *args), params)
-            new_value, new_edge = result._value, result._edge
-        else:
-            new_value = prim.forward(self._value, *(unwrap(a) for a in args), *params)
-            new_edge = edge
-        self._store(new_value)
-        self._bump_version()
-        if through_view:  # the base's history is rebased (PyTorch's CopySlices), the view taken again
-            new_edge = rebase_view(self, new_edge)
-        if new_edge is not edge:
-            self._move_edge(edge, new_edge)
-        if recording and (through_view or self._base is None):  # the base's history changed
-            retake_views(storage_root(self), self)
-        return self
-
-    def _bump_version(self) -> None:
-        """After an in-place change: a saved copy of this storage is stale, its version moves on."""
-        global inplace_seen
-        inplace_seen = True
-        root = storage_root(self)
-        producer = self._edge if root is self else root._edge  # whose saved output shares this storage
-        if producer is not None:
-            _node.mark_output_modified(producer, root)
-        root._versions += 1
-
-    def _move_edge(self, edge: Any, new_edge: Any) -> None:
-        if edge is not None and self.retains_grad:
-            # .grad is the gradient of the newest version only (PyTorch moves the hook)
-            _node.edge_node(edge).unretain(edge)
-            _node.edge_node(new_edge).retain(self, new_edge)
-        self._edge = new_edge
-
-    def _store(self, new_value: Any) -> None:
-        value = self._value
-        if value.__class__ is _ndarray and value.flags.writeable:
-            if np.shape(new_value) != value.shape:
-                raise RuntimeError(
-                    f"output with shape {list(value.shape)} doesn't match the broadcast shape {list(np.shape(new_value))}"
-                )
-            try:
-                np.copyto(value, new_value, casting="same_kind")
-            except TypeError:
-                raise RuntimeError(
-                    f"result type {np.result_type(new_value)} can't be cast to the desired output type {value.dtype}"
-                ) from None
-        else:
-            self._value = np.asarray(new_value, dtype=np.asarray(value).dtype)[()]
-
-    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
-        return self._inplace(_ops.ADD, (other if alpha == 1 else other * alpha,))
-
-    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
-        return self._inplace(_ops.SUB, (other if alpha == 1 else other * alpha,))
-
-    def mul_(self, other: Any) -> Tensor:
-        return self._inplace(_ops.MUL, (other,))
-
-    def div_(self, other: Any) -> Tensor:
-        return self._inplace(_ops.DIV, (other,))
-
-    def pow_(self, exponent: Any) -> Tensor:
-        return self._inplace(_ops.POW, (exponent,))
-
-    def zero_(self) -> Tensor:
-        return self._inplace(_ops.FILL, (), (0,))
-
-    def fill_(self, value: Any) -> Tensor:
-        if isinstance(value, Tensor):  # differentiable in the value, as PyTorch's fill_(Tensor)
-            if value.ndim != 0:
-                raise RuntimeError(
-                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
-                )
-            return self.copy_(value)
-        return self._inplace(_ops.FILL, (), (value,))
-
-    def copy_(self, src: Any) -> Tensor:
-        return self._inplace(_ops.INDEX_PUT, (src,), ((Ellipsis,),))
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        edge = self._edge
-        self._inplace(_ops.INDEX_PUT, (value,), (_normalize_index(index),))
-        if self._edge is not edge and self._base is None:
-            # PyTorch records an assignment as CopySlices or IndexPutBackward0, both freed by a backward
-            # pass: a second one through it raises, whatever the assignment saved
-            _node.edge_node(self._edge).frees = True
-
-    __iadd__ = add_
-    __isub__ = sub_
-    __imul__ = mul_
-    __itruediv__ = div_
-    __ipow__ = pow_
-
-    # --- operators ------------------------------------------------------------------------------
-
-    # + - * / % ^ and the comparisons are installed from the operator table (methods.py)
-
-    def __matmul__(self, other: Any) -> Any:
-        return _record.matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Any:
-        return _record.matmul(other, self)
-
-    def __neg__(self) -> Tensor:
-        return _record.unary(_ops.NEG, self)
-
     def __pos__(self) -> Tensor:
         return self
 
-    def __abs__(self) -> Tensor:
-        return _record.unary(_ops.ABS, self)
 
-    def __and__(self, other: Any) -> Any:
-        return _record.binary(_ops.LOGICAL_AND, self, other)
+#: what a class body holds besides its methods: not copied onto Tensor by ``tensor_methods``
+_CLASS_ONLY = frozenset(
+    {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__firstlineno__", "__static_attributes__"}
+)
 
-    __rand__ = __and__
 
-    def __or__(self, other: Any) -> Any:
-        return _record.binary(_ops.LOGICAL_OR, self, other)
-
-    __ror__ = __or__
-
-    def __invert__(self) -> Tensor:
-        return _record.unary(_ops.LOGICAL_NOT, self)
-
-    def __getitem__(self, index: Any) -> Tensor:
-        return _record.getitem(self, _normalize_index(index))
-
-    # --- NumPy interoperability: rules written with NumPy run on tensors ------------------------
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return _numpy_compat.array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return _numpy_compat.array_function(func, args, kwargs)
+def tensor_methods(cls: type) -> type:
+    """Class decorator: put the methods and properties ``cls`` defines on ``Tensor``. The modules
+    above this one define, this way, what needs them: the place in the graph (place.py), in-place
+    changes (inplace.py), operators and NumPy's protocols (methods.py); ``gradcli.autograd``
+    imports them all, so a Tensor has every method once the package is loaded."""
+    for name, value in vars(cls).items():
+        if name not in _CLASS_ONLY:
+            setattr(Tensor, name, value)
+    return cls
 
 
 def _unpickle(value: Any, requires_grad: bool, name: str | None) -> Tensor:
@@ -704,16 +394,3 @@ def _unpickle(value: Any, requires_grad: bool, name: str | None) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-# Late imports: these modules build on Tensor. The order matters (node before the
-# modules that import it), so the sorter leaves this block alone.
-# isort: off
-from .. import ops as _ops  # noqa: E402
-from . import node as _node  # noqa: E402
-from . import hooks as _hooks  # noqa: E402
-from . import engine as _engine  # noqa: E402
-from . import record as _record  # noqa: E402
-from . import numpy_compat as _numpy_compat  # noqa: E402
-
-# isort: on
