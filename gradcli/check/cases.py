@@ -276,7 +276,7 @@ def _check_points(
     """Every row of the case's points file, each its own point (with ``at``'s values as parameters): the
     first failing row stands for the case (the last row when all pass). The one place points are read
     and checked for a case: a batched ``check --points`` can replace this loop."""
-    from ..lang.values import read_points
+    from ..lang.data import read_points
 
     path = str(Path(case.base, case.fields["points"]))
     columns = read_points(path)
@@ -548,7 +548,7 @@ def missing_expectations(case: Case) -> list[str]:
     program = case_program(case)
     values = case_values(case)
     if "points" in case.fields:
-        from ..lang.values import read_points
+        from ..lang.data import read_points
 
         columns = read_points(str(Path(case.base, case.fields["points"])))
         values = {**values, **{n: np.asarray(c[0]) for n, c in columns.items()}}
