@@ -203,6 +203,7 @@ class _ChunkRoad:
         self.recorded = None if check.program.function is not None else (
             recorded_points(check.program, chunk.numbers, check.values, names))  # fmt: skip
         self.each: list[Any] = [] if self.recorded is not None else self._each()
+        self.roads: list[Road] = []  # each point's own road, as check --at has it (when recorded point by point)
 
     def _each(self) -> list[Any]:
         return [Recorded(self.check.program, point, self.names, self.check.seed) for point in self._points()]
@@ -217,7 +218,7 @@ class _ChunkRoad:
             reason = not_analytic(self.recorded[0], self.check.program)
             return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
                         [reason] * self.chunk.n)  # fmt: skip
-        roads = [recorded.road() for recorded in self.each]
+        roads = self.roads = [recorded.road() for recorded in self.each]
         return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
                     [r.not_analytic[0] for r in roads], roads[0].escapes,
                     [None if r.continuation is None else r.continuation[0] for r in roads])  # fmt: skip
@@ -268,7 +269,11 @@ class _ChunkRoad:
     def gradient_at(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
         """Autograd's gradient at each row, run afresh there (as check --at runs it for the rounding)."""
         if self.recorded is None:
-            return np.stack([self.each[p]._gradient_at(row) for row, p in zip(rows, owner)])
+            out = np.empty((len(rows), self.x0.shape[1]), dtype=np.float64)
+            for p in np.unique(owner):
+                mine = owner == p
+                out[mine] = self.roads[p].gradient_at(rows[mine], owner[mine])
+            return out
         columns = {name: c[owner] for name, c in self.chunk.numbers.items() if name not in self.names}
         offsets = np.cumsum([0, *self.sizes])
         for k, name in enumerate(self.names):
