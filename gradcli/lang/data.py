@@ -18,6 +18,7 @@ import glob
 import io
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -25,7 +26,6 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import MissingProgram, UsageError, install_hint
-from .points import given_once
 from .values import NAME_CHARS, decode, read_bounded
 
 CSV, PARQUET, IPC = "csv", "parquet", "ipc"
@@ -428,6 +428,8 @@ class DataSet:
     ) -> Iterator[Chunk]:
         """Every chunk of the data set, numbered across its files; the files' headers must agree, and
         name no ``--at`` value of ``given``."""
+        from .points import given_once  # lazy: check --cases reads its files without the batched evaluator
+
         first = 0
         for path in self.files:
             kind = kind_of(path)
@@ -459,8 +461,6 @@ def _agree(columns: list[Columns], got: list[Columns], spec: str, path: str) -> 
 
 
 def _csv_file(path: str, used: set[str], keep: bool, rows: int, got: list[Columns]) -> Iterator[Chunk]:
-    import sys
-
     what = f"--points {path}"
     if path == "-":
         yield from csv_chunks(sys.stdin.buffer, "--points - (standard input)", used, keep, rows, got)
