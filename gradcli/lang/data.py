@@ -1,6 +1,7 @@
 """The one reader of points files: a ``--points`` data set read in chunks (CSV, ``-`` for stdin, Parquet,
 Arrow IPC/Feather, a folder or a glob of them, each chunk of at most ``chunk_rows`` rows, in order),
-and ``check --cases``' whole CSV file (``read_points``), read with the same rows, cells and messages.
+and ``check --cases``' whole CSV file (``read_points``), both with the same rows (``row_cells``), the
+same cell pattern (``CELL``) and the same words for a bad cell (``bad_cell``).
 
 A data set's spec is resolved to its files once (``DataSet.resolved``) and the files are read from that.
 
@@ -486,9 +487,13 @@ def read_points(path: str) -> dict[str, np.ndarray]:
 def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] | None]:
     """The columns, and each row's own text (to echo it unchanged) when the rows line up.
 
-    Every column is a variable here (a case's file names no other), so the header is stricter than
-    ``--points``' and the file is read at once, by NumPy's C reader: a million rows in about a second,
-    with or without pyarrow; a row it cannot read is named as the chunked reader names it."""
+    Every column is a variable here (a case's file names no other), and the file is read at once, by
+    NumPy's C reader: a million rows in about a second, with or without pyarrow. What it says of a
+    defect is what check --cases always said, which differs from the chunked reader in four places:
+    the header is split at every comma (no quoted names) and each column must be a variable name ("a
+    variable is named twice"); the whole file is limited (``MAX_POINTS_BYTES``), not each row; its bytes
+    are decoded before any row is read; and a cell that is no number is named before any nan or
+    infinity, wherever it is (a ``nan`` then counts as no number)."""
     what = f"--points {path}"
     too_large = f"{what}: more than {MAX_POINTS_BYTES:,} bytes; split it into smaller files"
     text = decode(read_bounded(path, what, MAX_POINTS_BYTES, too_large), what)
