@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.cli.points import source
+from gradcli.lang import data as source
 
 runner = CliRunner()
 

@@ -19,7 +19,7 @@ from gradcli.check import check
 from gradcli.check.cases import parse_cases, run_case
 from gradcli.cli.app import app
 from gradcli.cli.points.check import PointsCheck
-from gradcli.cli.points.source import Chunk
+from gradcli.lang.data import Chunk
 from gradcli.lang.program import load
 
 runner = CliRunner()

@@ -20,10 +20,11 @@ import numpy as np
 
 from ..compute import resolve_wrt, unused_values
 from ..errors import GradcliError, UsageError, printable
+from ..lang.data import read_points
 from ..lang.evaluate import suggest
 from ..lang.parser import parse
 from ..lang.program import Program, load
-from ..lang.values import assignments, constant, read_points, read_text
+from ..lang.values import assignments, constant, read_text
 from ..text import number
 from .result import METHOD_NAMES, check_table
 from .run import check

@@ -26,6 +26,7 @@ import numpy as np
 from ..autograd.tape import recording
 from ..errors import Source, UsageError
 from ..lang import ast
+from ..lang.data import given_once
 from ..lang.evaluate import Run, limit_size
 from ..lang.functions import COMPARISONS, FUNCTIONS, compare
 from ..lang.library import gc
@@ -59,18 +60,6 @@ class _Batched:
     def __init__(self, t: gc.Tensor, shared: Any = None) -> None:
         self.t = t
         self.shared = shared
-
-
-def given_once(columns: Sequence[str] | Mapping[str, Any], values: Mapping[str, Any]) -> None:
-    """A UsageError when an ``--at`` name is also a column of the data set (any column, used or not):
-    as ``--at w=2,w=3`` is refused, neither value silently wins."""
-    twice = [name for name in columns if name in values]
-    if twice:
-        name = twice[0]
-        raise UsageError(
-            f"--at {name}: {name!r} is also a column of the --points data; give it once (drop --at {name}=... "
-            "or the column)"
-        )
 
 
 def evaluate_points(

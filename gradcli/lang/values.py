@@ -1,4 +1,4 @@
-"""Values given on the command line: ``--at x=2,w=[1,2]``, ``--seed``, ``--points`` files.
+"""Values given on the command line: ``--at x=2,w=[1,2]``, ``--seed``; files read within limits.
 
 A value is a constant expression of the language (``pi/4``, ``[1, 2, 3]``,
 ``2^-3``), read by the same safe parser; nothing is handed to Python.
@@ -6,9 +6,7 @@ A value is a constant expression of the language (``pi/4``, ``[1, 2, 3]``,
 
 from __future__ import annotations
 
-import io
 import os
-import re
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
@@ -116,101 +114,6 @@ def seed_vector(text: str, shape: tuple[int, ...]) -> np.ndarray:
             return np.full(shape, float(seed))
         raise UsageError(f"--seed has shape {seed.shape} but the output has shape {shape}")
     return seed
-
-
-def read_points(path: str) -> dict[str, np.ndarray]:
-    """A CSV file, one point a row, a header naming the variables: columns as float arrays."""
-    return read_points_with_rows(path)[0]
-
-
-def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] | None]:
-    """The columns, and each row's own text (to echo it unchanged) when the rows line up."""
-    text = _read_points_text(path)
-    header_line, _, body = text.lstrip("\ufeff").partition("\n")
-    if "\r" in header_line.rstrip("\r"):
-        raise UsageError(f"--points {path}: row 1 {_BARE_CR}")
-    header = [h.strip() for h in header_line.split(",")]
-    if not header_line.strip():
-        raise UsageError(f"--points {path}: the file is empty; expected a header naming the variables")
-    for h in header:
-        if not NAME_CHARS(h):
-            raise UsageError(f"--points {path}: header column {h!r} is not a variable name")
-    if len(set(header)) != len(header):
-        raise UsageError(f"--points {path}: a variable is named twice in the header")
-    if not body.strip():
-        raise UsageError(f"--points {path}: no points after the header")
-    try:  # NumPy's C reader: a million rows in about a second
-        data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2, comments=None)
-    except ValueError:
-        _locate_bad_row(path, header, body)
-        raise
-    if data.shape[1] != len(header):
-        _locate_bad_row(path, header, body)
-    if not np.isfinite(data).all():  # refused as --at refuses them: a point is a finite float64 value
-        _locate_nonfinite(path, header, body, data)
-    rows = [line.strip() for line in body.split("\n")]
-    rows = [line for line in rows if line]
-    columns = {name: data[:, i] for i, name in enumerate(header)}
-    return columns, rows if len(rows) == len(data) else None
-
-
-#: The largest --points file read: about 12 million rows of two 17-digit numbers, a few GB of memory
-#: while it is read. (A program has its own limits: ``lexer.MAX_CHARACTERS`` and ``lexer.check_size``.)
-MAX_POINTS_BYTES = 500_000_000
-
-_BARE_CR = "holds a carriage return (CR) that does not end a line: lines must end with LF or CR LF"
-
-#: A number as a --points cell may write it: what NumPy's reader takes, in ASCII digits only.
-_CELL = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\r]*", re.ASCII)
-
-
-def _data_lines(body: str) -> Iterable[tuple[int, str]]:
-    """Each non-blank line after the header with its row number (the header is row 1)."""
-    for number, line in enumerate(body.split("\n"), start=2):
-        if line.strip():
-            yield number, line
-
-
-def _locate_bad_row(path: str, header: list[str], body: str) -> None:
-    """Raise an error naming the first row (and column) that cannot be read."""
-    for number, line in _data_lines(body):
-        if "\r" in line.rstrip("\r"):
-            raise UsageError(f"--points {path}: row {number} {_BARE_CR}")
-        row = line.split(",")
-        if len(row) != len(header):
-            raise UsageError(f"--points {path}: row {number} has {len(row)} values, the header names {len(header)}")
-        for column, cell in zip(header, row):
-            if not _CELL.fullmatch(cell):
-                shown = cell.strip(" \t\r")
-                raise UsageError(
-                    f"--points {path}: row {number}, column {column!r}: {_escaped(shown)} is not a number"
-                ) from None
-    raise UsageError(f"--points {path}: cannot read the values")
-
-
-def _locate_nonfinite(path: str, header: list[str], body: str, data: np.ndarray) -> None:
-    """Raise an error naming the first cell that is nan, an infinity or beyond float64's range."""
-    bad = ~np.isfinite(data)
-    point = int(np.argmax(bad.any(axis=1)))
-    column = int(np.argmax(bad[point]))
-    number, line = next(item for i, item in enumerate(_data_lines(body)) if i == point)
-    cell = line.split(",")[column].strip(" \t\r")
-    raise UsageError(
-        f"--points {path}: row {number}, column {header[column]!r}: {_escaped(cell)} is not a finite float64 "
-        "number (nan, an infinity, or too large)"
-    )
-
-
-def _escaped(text: str) -> str:
-    """``repr`` of a cell, control characters escaped, long cells shortened."""
-    return repr(text if len(text) <= 40 else text[:37] + "...")
-
-
-def _read_points_text(path: str) -> str:
-    """A --points file as text, reading at most ``MAX_POINTS_BYTES`` + 1 bytes (``/dev/zero`` is refused)."""
-    what = f"--points {path}"
-    too_large = f"{what}: more than {MAX_POINTS_BYTES:,} bytes; split it into smaller files"
-    return decode(read_bounded(path, what, MAX_POINTS_BYTES, too_large), what)
 
 
 def read_bounded(source: str | BinaryIO, what: str, limit: int | None, too_long: str | None = None) -> bytes:

@@ -16,10 +16,20 @@ from typing import Any
 
 import numpy as np
 
+from ...autograd import replay as replaying  # called through the module: a test counts the replays
+from ...autograd.forward import key
 from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, expected, expected_names, tolerances
+from ...check.numeric import tolerance_problem
 from ...check.result import METHOD_NAMES
+from ...check.run import Recorded, method_names, not_analytic
+from ...compute import element_labels
+from ...compute.points import evaluate_points, point_values, recorded_points
 from ...errors import UsageError
-from .source import Chunk, Columns, chunks
+from ...lang.data import Chunk, Columns, DataSet
+from ...lang.program import load
+from ...lang.values import seed_vector
+from .. import output
+from .run import check_chunk_rows
 
 WORST = 5  # points shown
 REPLAYED = 4_000_000  # input elements a replay of the chunk's record takes at once
@@ -74,8 +84,6 @@ class Tally:
 def chosen_methods(methods: list[str]) -> list[str]:
     """--method read as check --at reads it (the same names, the same refusal); by default finite
     differences and the complex step, SymPy left out (it works on one point at a time)."""
-    from ...check.run import method_names
-
     return [name for name in method_names(methods or ["fd", "complex"]) if name != "sympy"]
 
 
@@ -84,9 +92,6 @@ class PointsCheck:
 
     def __init__(self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None, methods: list[str],
                  rtol: float | None, atol: float | None, expect: dict[str, str]) -> None:  # fmt: skip
-        from ...check.numeric import tolerance_problem
-        from ...lang.program import load
-
         for name, value in (("rtol", rtol), ("atol", atol)):
             problem = tolerance_problem(name, value)
             if problem:
@@ -111,8 +116,6 @@ class PointsCheck:
 
     def decided(self, chunk: Chunk, extra: dict[str, np.ndarray] | None = None) -> tuple[Road, Decision]:
         """Every point of the chunk decided, as check --at decides one point."""
-        from ...compute.points import evaluate_points
-
         # check's road, as check --at: the zero derivatives of unused variables are checked too
         names, result = evaluate_points(
             self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first, unused=True
@@ -128,8 +131,6 @@ class PointsCheck:
         self, chunk: Chunk, road: Road, names: list[str], result: Any, extra: dict[str, np.ndarray]
     ) -> Reference:
         """The user's formulas at every point, each broadcast to its variable's shape (as check --at's)."""
-        from ...compute.points import point_values
-
         values = {}
         for name, program in self.expect.items():
             with np.errstate(all="ignore"):
@@ -187,9 +188,6 @@ class _ChunkRoad:
     batched (a Python function) is recorded point by point, as check --at records it."""
 
     def __init__(self, check: PointsCheck, chunk: Chunk, names: list[str], result: Any) -> None:
-        from ...compute.points import recorded_points
-        from ...lang.values import seed_vector
-
         self.check, self.chunk, self.names = check, chunk, names
         self.shapes = {name: tuple(result.gradient[name].shape[1:]) for name in names}
         self.sizes = [int(np.prod(self.shapes[name], dtype=int)) for name in names]
@@ -206,10 +204,9 @@ class _ChunkRoad:
         self.recorded = None if not check.program.replayable else (
             recorded_points(check.program, chunk.numbers, check.values, names))  # fmt: skip
         self.each: list[Any] = [] if self.recorded is not None else self._each()
+        self.roads: list[Road] = []  # each point's own road, as check --at has it (when recorded point by point)
 
     def _each(self) -> list[Any]:
-        from ...check.run import Recorded
-
         return [Recorded(self.check.program, point, self.names, self.check.seed) for point in self._points()]
 
     def _points(self) -> list[dict[str, Any]]:
@@ -217,15 +214,12 @@ class _ChunkRoad:
         return [{**self.check.values, **{k: np.asarray(c[i]) for k, c in numbers.items()}} for i in range(self.chunk.n)]
 
     def road(self) -> Road:
-        from ...check.run import not_analytic
-        from ...compute import element_labels
-
         labels = [label for name in self.names for label in element_labels(name, self.shapes[name])]
         if self.recorded is not None:  # an expression: the same operations at every point
             reason = not_analytic(self.recorded[0], self.check.program)
             return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
                         [reason] * self.chunk.n)  # fmt: skip
-        roads = [recorded.road() for recorded in self.each]
+        roads = self.roads = [recorded.road() for recorded in self.each]
         return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
                     [r.not_analytic[0] for r in roads], roads[0].escapes,
                     [None if r.continuation is None else r.continuation[0] for r in roads])  # fmt: skip
@@ -262,15 +256,12 @@ class _ChunkRoad:
 
     def _replayed(self, moved: np.ndarray) -> np.ndarray:
         """The record replayed at ``moved`` (k, P, N): each of the k batches moves every point: (k, P)."""
-        from ...autograd.forward import key
-        from ...autograd.replay import replay
-
         tape, leaves, out = self.recorded  # type: ignore[misc]
         k, points = moved.shape[:2]
         offsets = np.cumsum([0, *self.sizes])
         batched = {key(leaves[name]): moved[..., offsets[i] : offsets[i + 1]].reshape(k, points, *self.shapes[name])
                    for i, name in enumerate(self.names)}  # fmt: skip
-        found = replay(tape, batched).get(key(out))
+        found = replaying.replay(tape, batched).get(key(out))
         if found is None:  # the output does not depend on the inputs
             return np.broadcast_to(self.f0, (k, points))
         found = np.asarray(found).reshape(k, points, -1)
@@ -278,10 +269,12 @@ class _ChunkRoad:
 
     def gradient_at(self, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
         """Autograd's gradient at each row, run afresh there (as check --at runs it for the rounding)."""
-        from ...compute.points import evaluate_points
-
         if self.recorded is None:
-            return np.stack([self.each[p]._gradient_at(row) for row, p in zip(rows, owner)])
+            out = np.empty((len(rows), self.x0.shape[1]), dtype=np.float64)
+            for p in np.unique(owner):
+                mine = owner == p
+                out[mine] = self.roads[p].gradient_at(rows[mine], owner[mine])
+            return out
         columns = {name: c[owner] for name, c in self.chunk.numbers.items() if name not in self.names}
         offsets = np.cumsum([0, *self.sizes])
         for k, name in enumerate(self.names):
@@ -313,13 +306,10 @@ def check_points_file(
     atol: float | None, seed: str | None, expect: dict[str, str], as_json: bool, chunk_rows: int | None = None,
 ) -> bool:  # fmt: skip
     """Check every point of ``spec``; print the worst points; True when all agree."""
-    from .. import output
-    from .run import check_chunk_rows
-
     checker = PointsCheck(program, values, wrt, seed, methods, rtol, atol, expect)
     columns: list[Columns] = []
     used = set(program.variables) | set(checker.extra)
-    for chunk in chunks(spec, used, False, check_chunk_rows(chunk_rows), columns, values):
+    for chunk in DataSet.resolved(spec).chunks(used, False, check_chunk_rows(chunk_rows), columns, values):
         checker.chunk(chunk)
     tally = checker.tally
     if not tally.points:
@@ -350,8 +340,6 @@ def _document(checker: PointsCheck, worst: list[Bad], ok: bool) -> dict[str, Any
 
 
 def _print(checker: PointsCheck, worst: list[Bad], ok: bool) -> None:
-    from .. import output
-
     tally = checker.tally
     rows = [["point", "", "autograd", "other", "method", "err/tol", ""]]
     for b in worst:

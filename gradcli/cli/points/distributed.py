@@ -26,8 +26,11 @@ import numpy as np
 
 from ...errors import MissingProgram, UsageError, install_hint
 from ...files import atomic_folder, refuse_same
+from ...lang.data import BEYOND, CSV, IPC, PARQUET, Chunk, Columns, DataSet, inexact_integer, kind_of
+from .. import output
+from ..options import checked_number
+from .run import Results
 from .sink import OUT_EXTENSIONS
-from .source import BEYOND, CSV, IPC, PARQUET, Chunk, Columns, chunks, inexact_integer, kind_of, resolve
 
 
 def _imports() -> tuple[Any, Any]:
@@ -54,13 +57,14 @@ def evaluate_on_dask(
     """Every row of ``spec`` a point, evaluated on the cluster at ``address``, written to ``out``/."""
     if out is None:
         raise UsageError("--dask writes a folder of Parquet parts: give it with -o DIR")
-    files = resolve(spec)
-    if files == ["-"] or kind_of(files[0]) == IPC:
+    data = DataSet.resolved(spec)  # the files, once: the probe and the cluster read these
+    files = list(data.files)
+    if files == ["-"] or data.kind == IPC:
         raise UsageError("--dask reads CSV or Parquet files (a folder or a glob of parts), not stdin or Arrow IPC")
     _check_folder(out, [program.source, *files])
     workers = _local_workers(address)
     dd, distributed = _imports()
-    columns, labels = _probe(program, spec, values, wrt, seed, keep_columns)
+    columns, labels = _probe(program, data, values, wrt, seed, keep_columns)
     frame = _read(dd, files, columns)  # partitions of up to 64 MB of CSV, or one a Parquet row group
     meta = _empty(frame.dtypes, columns.kept, labels)
     job = (program, columns, values, wrt, seed, labels, f"gradcli-warning-{uuid.uuid4().hex}")
@@ -74,8 +78,6 @@ def evaluate_on_dask(
             raise UsageError(f"--points {spec}: {str(exc).splitlines()[0]}") from None
         _first_warning(client, frame, job)
     parts = sum(1 for name in os.listdir(out) if name.endswith(".parquet"))
-    from .. import output
-
     output.wrote(out, f"{parts:,} Parquet part{'s' if parts != 1 else ''}")
 
 
@@ -108,8 +110,6 @@ def _local_workers(address: str) -> int | None:
     count = address.removeprefix("local:")
     if not count.isdigit() or not count.isascii():
         raise UsageError(f"--dask {address}: give local:N with N workers (local:2), or a scheduler's address")
-    from ..options import checked_number
-
     return int(checked_number("--dask local:N", int(count)))  # type: ignore[arg-type]
 
 
@@ -164,18 +164,16 @@ def _quiet_logs() -> Any:
 
 
 def _probe(
-    program: Any, spec: str, values: dict[str, Any], wrt: list[str], seed: str | None, keep: bool
+    program: Any, data: DataSet, values: dict[str, Any], wrt: list[str], seed: str | None, keep: bool
 ) -> tuple[Columns, list[str]]:
     """The header and the output's column names, from the data set's first row, here: an error in
     the program is said before any worker runs."""
-    from .run import Results
-
     columns: list[Columns] = []
     results = Results(program, values, wrt, seed, warn=False)  # (the first row's warning is said with the rest)
-    for chunk in chunks(spec, set(program.variables), keep, 1, columns, values):
+    for chunk in data.chunks(set(program.variables), keep, 1, columns, values):
         results.evaluate(chunk)
         return columns[0], results.labels
-    raise UsageError(f"--points {spec}: no points after the header")
+    raise UsageError(f"--points {data.spec}: no points after the header")
 
 
 def _read(dd: Any, files: list[str], columns: Columns) -> Any:
@@ -197,8 +195,6 @@ def _empty(dtypes: Any, kept: list[str], labels: list[str]) -> Any:
 def _partition(frame: Any, job: tuple, partition_info: dict[str, Any] | None = None) -> Any:
     """One partition's points (on a worker): the kept columns, the value and the gradients."""
     import pandas as pd
-
-    from .run import Results
 
     program, columns, values, wrt, seed, labels, topic = job
     if len(frame) == 0:
@@ -232,8 +228,6 @@ def _first_warning(client: Any, frame: Any, job: tuple) -> None:
     """The warning of the data set's first partition that had one, as one process says it: its
     point evaluated again here, numbered by its row in the data set (the partitions before it
     are counted only then)."""
-    from .run import Results
-
     program, columns, values, wrt, seed, _, topic = job
     found = [event for _, event in client.get_events(topic)]
     if not found:

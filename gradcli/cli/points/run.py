@@ -6,15 +6,20 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from ...compute import element_labels
+from ...compute.points import evaluate_points
 from ...errors import UsageError
 from ...files import refuse_same
+from ...lang.data import PARQUET, Chunk, Columns, DataSet, arrow, kind_of
+from .. import output
+from ..output import element_texts, nested, shown_path
+from ..progress import working
+from ..report import warn_later
 from .sink import CSV, JSON, Sink, out_kind
-from .source import Chunk, Columns, arrow, chunks, resolve
 
 CHUNK_ROWS = (
     100_000  # rows a chunk by default: ~100 MB of work at two variables (and faster than larger chunks: caches)
@@ -39,9 +44,6 @@ class Results:
         self.warning: str | None = None
 
     def evaluate(self, chunk: Chunk) -> tuple[list[np.ndarray], Any]:
-        from ...compute import element_labels
-        from ...compute.points import evaluate_points
-
         names, result = evaluate_points(self.program, chunk.numbers, self.values, self.wrt, self.seed, chunk.first)
         if not self.labels:
             self.names = names
@@ -51,8 +53,6 @@ class Results:
         if result.warning and self.warning is None:
             self.warning = result.warning
             if self.warn:
-                from ..report import warn_later
-
                 warn_later(result.warning)  # said when the run ends well: an error (a bad row later) is said alone
         arrays = [result.value, *(result.gradient[name] for name in names)]
         flat = [a.reshape(chunk.n, -1) for a in arrays]
@@ -61,8 +61,6 @@ class Results:
 
 def json_lines(names: list[str], result: Any, n: int) -> list[str]:
     """eval's JSON document for each point (``value`` and ``gradient``), one a line."""
-    from ..output import element_texts, nested
-
     arrays = [result.value, *(result.gradient[name] for name in names)]
     texts = [element_texts(a) for a in arrays]
     value_json, *grads_json = [nested(t, a.shape[1:], n) for t, a in zip(texts, arrays)]
@@ -76,10 +74,10 @@ def json_lines(names: list[str], result: Any, n: int) -> list[str]:
 class Pace:
     """Rows done, rows per second and the time left, for the progress line."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, data: DataSet) -> None:
         self.start = time.monotonic()
         self.rows = 0
-        self.total = _estimated_rows(spec)
+        self.total = _estimated_rows(list(data.files))
 
     def text(self, rows: int, what: str) -> str:
         self.rows = rows
@@ -92,12 +90,8 @@ class Pace:
         return text
 
 
-def _estimated_rows(spec: str) -> Any:
+def _estimated_rows(files: list[str]) -> Any:
     """A function of the rows done giving the data set's rows: Parquet's metadata, else by bytes."""
-    try:
-        files = resolve(spec)
-    except UsageError:
-        return None
     if files == ["-"]:
         return None
     sizes = [os.path.getsize(f) for f in files]
@@ -116,8 +110,6 @@ def _estimated_rows(spec: str) -> Any:
 
 
 def _bytes_per_row(path: str, size: int) -> float | None:
-    from .source import PARQUET, kind_of
-
     if kind_of(path) == PARQUET:
         try:
             import pyarrow.parquet as pq
@@ -152,23 +144,21 @@ def evaluate_points_file(
     keep_columns: bool = False,
 ) -> None:
     """Every row of the data set ``spec`` its own point, streamed to stdout or ``out``."""
-    from ..output import shown_path
-    from ..progress import working
-
     rows = check_chunk_rows(chunk_rows)
     kind = out_kind(out, as_json)
     if kind not in (CSV, JSON):
         arrow(f"-o {out}")  # said before any work
-    refuse_same(out, [program.source, *resolve(spec)])
+    data = DataSet.resolved(spec)  # the files, once: every step below reads these
+    refuse_same(out, [program.source, *data.files])
     sink = Sink(out, kind)
     results = Results(program, values, wrt, seed)
     columns: list[Columns] = []
     on_terminal = out is None and _stdout_is_terminal()
-    pace = Pace(spec)
+    pace = Pace(data)
     what = f"evaluating the points of {shown_path(spec)}"
     with working(what, quiet=as_json or on_terminal) as work:
         try:
-            for chunk in _chunks(spec, program, values, keep_columns, rows, columns):
+            for chunk in data.chunks(set(program.variables), keep_columns, rows, columns, values):
                 arrays, result = results.evaluate(chunk)
                 if sink.stream is None:
                     _no_clash(columns[0].kept, results.labels, spec)
@@ -177,23 +167,14 @@ def evaluate_points_file(
                 sink.write(chunk, arrays, lines)
                 work.say(pace.text(sink.rows, "evaluating points"))
             if not sink.rows:
-                shown = spec if len(resolve(spec)) == 1 else f"{spec} (every file)"
+                shown = spec if len(data.files) == 1 else f"{spec} (every file)"
                 raise UsageError(f"--points {shown}: no points after the header")
         except BaseException:
             sink.discard()  # -o FILE: the old file stays as it was, and no temporary file is left
             raise
         sink.close()
     if out is not None:
-        from .. import output
-
         output.wrote(out, f"{sink.rows:,} rows")
-
-
-def _chunks(
-    spec: str, program: Any, values: dict[str, Any], keep: bool, rows: int, columns: list[Columns]
-) -> Iterator[Chunk]:
-    used = set(program.variables)
-    yield from chunks(spec, used, keep, rows, columns, values)
 
 
 def _no_clash(inputs: list[str], outputs: list[str], spec: str) -> None:

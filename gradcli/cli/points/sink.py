@@ -18,7 +18,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ...errors import UsageError
-from .source import CSV, IPC, PARQUET, Chunk, arrow, float_numpy, has_arrow
+from ...files import AtomicFile
+from ...lang.data import CSV, IPC, PARQUET, Chunk, arrow, float_numpy, has_arrow
+from ..report import ReaderLeft, StreamProblem
 
 JSON = "json"
 OUT_EXTENSIONS = {".csv": CSV, ".txt": CSV, ".jsonl": JSON, ".json": JSON, ".parquet": PARQUET, ".pq": PARQUET,
@@ -74,15 +76,11 @@ class Sink:
 
     def _open(self) -> Any:
         if self.path is None:
-            from ..report import StreamProblem
-
             sys.stdout.flush()
             raw = getattr(sys.stdout, "buffer", None)
             if raw is None:
                 raise StreamProblem("cannot write the result: standard output is closed")
             return raw
-        from ...files import AtomicFile
-
         self.file = AtomicFile(self.path)  # a temporary file beside the target, renamed by close()
         return self.file
 
@@ -100,8 +98,6 @@ class Sink:
         if self.path is not None:
             self.stream.write(data)
             return
-        from ..report import ReaderLeft, StreamProblem
-
         try:
             self.stream.write(data)
             self.stream.flush()

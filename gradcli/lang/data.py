@@ -1,5 +1,9 @@
-"""Reading a ``--points`` data set in chunks: CSV (``-`` for stdin), Parquet, Arrow IPC/Feather, a folder
-or a glob of them, each chunk of at most ``chunk_rows`` rows, in order.
+"""The one reader of points files: a ``--points`` data set read in chunks (CSV, ``-`` for stdin, Parquet,
+Arrow IPC/Feather, a folder or a glob of them, each chunk of at most ``chunk_rows`` rows, in order),
+and ``check --cases``' whole CSV file (``read_points``), both with the same rows (``row_cells``), the
+same cell pattern (``CELL``) and the same words for a bad cell (``bad_cell``).
+
+A data set's spec is resolved to its files once (``DataSet.resolved``) and the files are read from that.
 
 CSV is cut into chunks of whole lines here (so every row keeps its line number, the header being row 1,
 and stdin works as a file does), and each chunk is parsed by pyarrow's multi-threaded reader as text
@@ -12,16 +16,18 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from ...errors import MissingProgram, UsageError, install_hint
-from ...lang.values import _BARE_CR, _CELL, NAME_CHARS, _escaped
+from ..errors import MissingProgram, UsageError, install_hint
+from .values import NAME_CHARS, decode, read_bounded
 
 CSV, PARQUET, IPC = "csv", "parquet", "ipc"
 EXTENSIONS = {
@@ -35,6 +41,37 @@ EXTENSIONS = {
 }
 MAX_ROW_BYTES = 16 * 2**20  # a line longer than this is not a row of numbers (/dev/zero, a binary file)
 BLOCK = 4 * 2**20  # bytes read at a time
+
+#: The largest file ``read_points`` reads whole: about 12 million rows of two 17-digit numbers, a few GB of
+#: memory while it is read. (A program has its own limits: ``lexer.MAX_CHARACTERS`` and ``lexer.check_size``.)
+MAX_POINTS_BYTES = 500_000_000
+
+BARE_CR = "holds a carriage return (CR) that does not end a line: lines must end with LF or CR LF"
+NOT_FINITE = "is not a finite float64 number (nan, an infinity, or too large)"
+
+#: A number as a points cell may write it: what NumPy's reader takes, in ASCII digits only.
+CELL = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\r]*", re.ASCII)
+
+
+def escaped(text: str) -> str:
+    """``repr`` of a cell, control characters escaped, long cells shortened."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def bad_cell(what: str, row: int, column: str, cell: str, why: str = "is not a number") -> UsageError:
+    """The error naming a cell by its row (the header is row 1) and column."""
+    shown = escaped(cell.strip(" \t\r"))
+    return UsageError(f"{what}: row {row}, column {column!r}: {shown} {why}")
+
+
+def row_cells(line: str, row: int, width: int, what: str) -> list[str]:
+    """The cells of one CSV line, or the error of a line that is no row of ``width`` cells."""
+    if "\r" in line.rstrip("\r"):
+        raise UsageError(f"{what}: row {row} {BARE_CR}")
+    cells = line.rstrip("\r").split(",")
+    if len(cells) != width:
+        raise UsageError(f"{what}: row {row} has {len(cells)} values, the header names {width}")
+    return cells
 
 
 def arrow(what: str) -> Any:
@@ -134,7 +171,7 @@ def choose_columns(header: Sequence[str], what: str, used: set[str], keep: bool)
 # --- CSV: whole lines, in chunks ------------------------------------------------------------------
 
 
-class _Lines:
+class Lines:
     """A binary stream read as chunks of whole lines, with their first line's number and byte offset."""
 
     def __init__(self, stream: BinaryIO, what: str) -> None:
@@ -197,7 +234,7 @@ class _Lines:
 def _decode(data: bytes, what: str, offset: int) -> str:
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError as exc:  # as values.decode says it, counted from the file's start
         raise UsageError(f"{what}: not UTF-8 text (byte {offset + exc.start})") from None
 
 
@@ -205,11 +242,11 @@ def csv_chunks(
     stream: BinaryIO, what: str, used: set[str], keep: bool, rows: int, columns: list[Columns]
 ) -> Iterator[Chunk]:
     """A CSV stream's chunks; ``columns`` receives the header's ``Columns`` before the first chunk."""
-    lines = _Lines(stream, what)
+    lines = Lines(stream, what)
     first = lines.header()
     text = _decode(first, what, 0).lstrip("\ufeff")
     if "\r" in text.rstrip("\r"):
-        raise UsageError(f"{what}: row 1 {_BARE_CR}")
+        raise UsageError(f"{what}: row 1 {BARE_CR}")
     if not text.strip():
         raise UsageError(f"{what}: the file is empty; expected a header naming the variables")
     names = next(csv.reader([text.rstrip("\r")]))  # a quoted name may hold a comma ("grad_A[0,1]")
@@ -278,11 +315,7 @@ def _python_chunk(text: str, line: int, what: str, chosen: Columns) -> Chunk:
     for number, raw in enumerate(text.split("\n"), start=line):
         if not raw.strip():
             continue
-        if "\r" in raw.rstrip("\r"):
-            raise UsageError(f"{what}: row {number} {_BARE_CR}")
-        row = raw.rstrip("\r").split(",")
-        if len(row) != width:
-            raise UsageError(f"{what}: row {number} has {len(row)} values, the header names {width}")
+        row = row_cells(raw, number, width, what)
         for name, i in wanted:
             numbers[name].append(_number(row[i], number, name, what))
         for h in chosen.kept:
@@ -292,17 +325,13 @@ def _python_chunk(text: str, line: int, what: str, chosen: Columns) -> Chunk:
 
 
 def _number(cell: str, row: int, column: str, what: str) -> float:
-    shown = cell.strip(" \t\r")
-    if _CELL.fullmatch(cell):
-        value = float(shown)
+    if CELL.fullmatch(cell):
+        value = float(cell)
         if np.isfinite(value):
             return value
-    elif shown.lower().lstrip("+-") not in ("nan", "inf", "infinity"):
-        raise UsageError(f"{what}: row {row}, column {column!r}: {_escaped(shown)} is not a number")
-    raise UsageError(
-        f"{what}: row {row}, column {column!r}: {_escaped(shown)} is not a finite float64 number "
-        "(nan, an infinity, or too large)"
-    )
+    elif cell.strip(" \t\r").lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+        raise bad_cell(what, row, column, cell)
+    raise bad_cell(what, row, column, cell, NOT_FINITE)
 
 
 # --- Parquet and Arrow IPC: record batches --------------------------------------------------------
@@ -374,36 +403,61 @@ def _numbers(column: Any, name: str, what: str, done: int) -> np.ndarray:
         kind = (
             "is missing (null)"
             if column.null_count and not column.is_valid()[i].as_py()
-            else (f"{float(values[i])!r} is not a finite float64 number (nan, an infinity, or too large)")
+            else f"{float(values[i])!r} {NOT_FINITE}"
         )
         raise UsageError(f"{what}: data row {done + i + 1}, column {name!r}: {kind}")
     return values
 
 
-def chunks(
-    spec: str, used: set[str], keep: bool, rows: int, columns: list[Columns], given: Mapping[str, Any] | None = None
-) -> Iterator[Chunk]:
-    """Every chunk of the data set ``spec``, numbered across its files; the files' headers must agree, and
-    name no ``--at`` value of ``given``."""
-    from ...compute.points import given_once
+def given_once(columns: Sequence[str] | Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """A UsageError when an ``--at`` name is also a column of the data set (any column, used or not):
+    as ``--at w=2,w=3`` is refused, neither value silently wins."""
+    twice = [name for name in columns if name in values]
+    if twice:
+        name = twice[0]
+        raise UsageError(
+            f"--at {name}: {name!r} is also a column of the --points data; give it once (drop --at {name}=... "
+            "or the column)"
+        )
 
-    first = 0
-    for path in resolve(spec):
-        kind = kind_of(path)
-        got: list[Columns] = []
-        if kind == CSV:
-            parts = _csv_file(path, used, keep, rows, got)
-        else:
-            parts = columnar_chunks(path, kind, used, keep, rows, got)
-        for chunk in parts:
-            if len(got) == 1:
-                _agree(columns, got, spec, path)
-                given_once(columns[0].header, given or {})
-            chunk.first, chunk.path = first, path
-            first += chunk.n
-            yield chunk
-        if got and not columns:
-            columns.append(got[0])
+
+@dataclass(frozen=True)
+class DataSet:
+    """A ``--points`` data set, its spec resolved once: ``spec`` as given, its ``files`` (one format)."""
+
+    spec: str
+    files: tuple[str, ...]
+
+    @classmethod
+    def resolved(cls, spec: str) -> DataSet:
+        return cls(spec, tuple(resolve(spec)))
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.files[0])
+
+    def chunks(
+        self, used: set[str], keep: bool, rows: int, columns: list[Columns], given: Mapping[str, Any] | None = None
+    ) -> Iterator[Chunk]:
+        """Every chunk of the data set, numbered across its files; the files' headers must agree, and
+        name no ``--at`` value of ``given``."""
+        first = 0
+        for path in self.files:
+            kind = kind_of(path)
+            got: list[Columns] = []
+            if kind == CSV:
+                parts = _csv_file(path, used, keep, rows, got)
+            else:
+                parts = columnar_chunks(path, kind, used, keep, rows, got)
+            for chunk in parts:
+                if len(got) == 1:
+                    _agree(columns, got, self.spec, path)
+                    given_once(columns[0].header, given or {})
+                chunk.first, chunk.path = first, path
+                first += chunk.n
+                yield chunk
+            if got and not columns:
+                columns.append(got[0])
 
 
 def _agree(columns: list[Columns], got: list[Columns], spec: str, path: str) -> None:
@@ -418,8 +472,6 @@ def _agree(columns: list[Columns], got: list[Columns], spec: str, path: str) -> 
 
 
 def _csv_file(path: str, used: set[str], keep: bool, rows: int, got: list[Columns]) -> Iterator[Chunk]:
-    import sys
-
     what = f"--points {path}"
     if path == "-":
         yield from csv_chunks(sys.stdin.buffer, "--points - (standard input)", used, keep, rows, got)
@@ -432,3 +484,83 @@ def _csv_file(path: str, used: set[str], keep: bool, rows: int, got: list[Column
         raise UsageError(f"{what}: cannot read it ({exc.strerror or exc})") from None
     with stream:
         yield from csv_chunks(stream, what, used, keep, rows, got)
+
+
+# --- check --cases: one CSV file read whole -------------------------------------------------------
+
+
+def read_points(path: str) -> dict[str, np.ndarray]:
+    """A CSV file, one point a row, a header naming the variables: columns as float arrays."""
+    return read_points_with_rows(path)[0]
+
+
+def read_points_with_rows(path: str) -> tuple[dict[str, np.ndarray], list[str] | None]:
+    """The columns, and each row's own text (to echo it unchanged) when the rows line up.
+
+    Every column is a variable here (a case's file names no other), and the file is read at once, by
+    NumPy's C reader: a million rows in about a second, with or without pyarrow. What it says of a
+    defect is what check --cases always said, which differs from the chunked reader in four places:
+    the header is split at every comma (no quoted names) and each column must be a variable name ("a
+    variable is named twice"); the whole file is limited (``MAX_POINTS_BYTES``), not each row; its bytes
+    are decoded before any row is read; and a cell that is no number is named before any nan or
+    infinity, wherever it is (a ``nan`` then counts as no number)."""
+    what = f"--points {path}"
+    too_large = f"{what}: more than {MAX_POINTS_BYTES:,} bytes; split it into smaller files"
+    text = decode(read_bounded(path, what, MAX_POINTS_BYTES, too_large), what)
+    header_line, _, body = text.lstrip("\ufeff").partition("\n")
+    header = _variables_header(header_line, what)
+    if not body.strip():
+        raise UsageError(f"{what}: no points after the header")
+    try:
+        data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2, comments=None)
+    except ValueError:
+        _locate_bad_row(what, header, body)
+        raise
+    if data.shape[1] != len(header):
+        _locate_bad_row(what, header, body)
+    if not np.isfinite(data).all():  # refused as --at refuses them: a point is a finite float64 value
+        _locate_nonfinite(what, header, body, data)
+    rows = [line.strip() for line in body.split("\n")]
+    rows = [line for line in rows if line]
+    columns = {name: data[:, i] for i, name in enumerate(header)}
+    return columns, rows if len(rows) == len(data) else None
+
+
+def _variables_header(line: str, what: str) -> list[str]:
+    """The header of a file whose every column is a variable."""
+    if "\r" in line.rstrip("\r"):
+        raise UsageError(f"{what}: row 1 {BARE_CR}")
+    header = [h.strip() for h in line.split(",")]
+    if not line.strip():
+        raise UsageError(f"{what}: the file is empty; expected a header naming the variables")
+    for h in header:
+        if not NAME_CHARS(h):
+            raise UsageError(f"{what}: header column {h!r} is not a variable name")
+    if len(set(header)) != len(header):
+        raise UsageError(f"{what}: a variable is named twice in the header")
+    return header
+
+
+def _data_lines(body: str) -> Iterator[tuple[int, str]]:
+    """Each non-blank line after the header with its row number (the header is row 1)."""
+    for number, line in enumerate(body.split("\n"), start=2):
+        if line.strip():
+            yield number, line
+
+
+def _locate_bad_row(what: str, header: list[str], body: str) -> None:
+    """Raise an error naming the first row (and column) that cannot be read."""
+    for number, line in _data_lines(body):
+        for column, cell in zip(header, row_cells(line, number, len(header), what)):
+            if not CELL.fullmatch(cell):
+                raise bad_cell(what, number, column, cell) from None
+    raise UsageError(f"{what}: cannot read the values")
+
+
+def _locate_nonfinite(what: str, header: list[str], body: str, data: np.ndarray) -> None:
+    """Raise an error naming the first cell that is nan, an infinity or beyond float64's range."""
+    bad = ~np.isfinite(data)
+    point = int(np.argmax(bad.any(axis=1)))
+    column = int(np.argmax(bad[point]))
+    number, line = next(item for i, item in enumerate(_data_lines(body)) if i == point)
+    raise bad_cell(what, number, header[column], line.split(",")[column], NOT_FINITE)
