@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..autograd import functions as _library
+from ..autograd.anomaly import inputs_text, nonfinite_kind
 from ..errors import Source, SyntaxProblem, UsageError
+from ..memory import limit_size, max_elements
 from ..ops.operators import INFIX, PREFIX
 from ..records import Record, fill
 from . import ast
@@ -117,7 +119,7 @@ def evaluate(
             t.requires_grad_(True)
         t.name = name
         inputs[name] = t
-    run = _Run(source, dict(inputs), record_steps, program)
+    run = Run(source, dict(inputs), record_steps, program)
     collecting = _gc.isenabled()
     _gc.disable()  # evaluation makes no cycles; collections would rescan the growing graph
     try:
@@ -127,7 +129,7 @@ def evaluate(
             _gc.enable()
 
 
-def _run_statements(program: ast.SyntaxTree, run: _Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
+def _run_statements(program: ast.SyntaxTree, run: Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
     for statement in program.statements:
         value = run.value_of(statement.value)
         tensor = value if isinstance(value, gc.Tensor) else gc.tensor(value)
@@ -143,40 +145,7 @@ def _run_statements(program: ast.SyntaxTree, run: _Run, source: Source, inputs: 
     return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
 
 
-DEFAULT_MAX_ELEMENTS = 200_000_000
-
-
-def max_elements() -> int:
-    """The largest array gradcli will make: GRADCLI_MAX_ELEMENTS, or 2e8 (1.6 GB of float64)."""
-    import os
-
-    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "").strip()
-    if not text:
-        return DEFAULT_MAX_ELEMENTS
-    # ASCII digits only: str.isdigit() also takes '²' and '٣', which int() then refuses or misreads
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise UsageError(
-            f"GRADCLI_MAX_ELEMENTS={text!r} is invalid: give a whole number of elements >= 1 "
-            f"(digits only, e.g. {DEFAULT_MAX_ELEMENTS}), or unset it for the default"
-        )
-    return int(text)
-
-
-def limit_size(shape: tuple[int, ...], what: str, limit: int | None = None) -> None:
-    """UsageError if an array of ``shape`` would be over the limit: said before it is allocated."""
-    count = 1
-    for n in shape:
-        count *= int(n)
-    if limit is None:
-        limit = max_elements()
-    if count > limit:
-        raise UsageError(
-            f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
-            f"more than the limit of {limit:,} (set GRADCLI_MAX_ELEMENTS to raise it)"
-        )
-
-
-class _Run:
+class Run:
     def __init__(self, source: Source, env: dict[str, Any], record: bool, program: ast.SyntaxTree) -> None:
         self.program = program
         self.source = source
@@ -230,8 +199,6 @@ class _Run:
                 return
         elif not isinstance(raw, (np.ndarray, np.generic)) or raw.dtype.kind not in "fc" or np.isfinite(raw).all():
             return
-        from ..autograd.anomaly import inputs_text, nonfinite_kind
-
         given = [a for a in args if not isinstance(a, (str, tuple))]
         self.nonfinite = f"{self.source.quote(node.start, node.end)} gave {nonfinite_kind(raw)}{inputs_text(given)}"
 

@@ -18,9 +18,12 @@ import numpy as np
 
 from .. import ops
 from ..autograd import record
+from ..memory import limit_size
 from ..ops import PRIMITIVES, Primitive
+from ..ops.indexing import gather_index
 from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
 from ..records import Frozen, fill
+from . import library
 from .ast import Call
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
@@ -82,23 +85,17 @@ def _derivative_text(prim: Primitive, names: tuple[str, ...]) -> str:
 
 def _from_primitive(prim: Primitive) -> BuiltinFunction:
     names = prim.arg_names or ARG_NAMES.get(prim.arity, ("x",))
-    library = getattr(_gc(), prim.name, None) if prim.public else None
+    bound = getattr(library.gc, prim.name, None) if prim.public else None
     return BuiltinFunction(
         prim.name,
         (prim.arity,),
-        (lambda gc, *args, _f=library: _f(*args)) if library else (lambda gc, *args, _p=prim: record.apply(_p, args)),
+        (lambda gc, *args, _f=bound: _f(*args)) if bound else (lambda gc, *args, _p=prim: record.apply(_p, args)),
         _derivative_text(prim, names),
         (lambda sp, *args, _p=prim: _p.sympy(sp, *args)) if prim.sympy else None,
         prim,
         prim.doc,
         elementwise=(prim.arity,) if prim.elementwise else (),
     )
-
-
-def _gc() -> Any:
-    from .library import gc
-
-    return gc
 
 
 def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> BuiltinFunction:
@@ -231,8 +228,6 @@ def _folded(sp: Any, fn: Any, args: list[Any]) -> Any:
 
 
 def _flat(x: Any) -> list[Any]:
-    import numpy as np
-
     return list(np.asarray(x, dtype=object).reshape(-1))
 
 
@@ -328,7 +323,7 @@ def not_analytic_call(tree: Any) -> str | None:
 
 
 def _sym_detach(sp: Any, x: Any) -> Any:
-    from .symbolic import stop_gradient  # symbolic reads this table
+    from .terms import stop_gradient  # lazy: start-up, eval never imports SymPy
 
     return stop_gradient(x)
 
@@ -366,8 +361,6 @@ def _offset(value: Any) -> int:
 
 def _limited(shape: tuple[int, ...], what: str) -> None:
     """The element limit, checked before a function that grows its input (n -> n^2) allocates."""
-    from .evaluate import limit_size  # evaluate imports this table
-
     limit_size(shape, what)
 
 
@@ -520,8 +513,6 @@ def _gather(gc: Any, x: Any, index: Any, axis: Any = -1) -> Any:
 
 
 def _sym_gather(sp: Any, x: Any, index: Any, axis: Any = -1) -> Any:
-    from ..ops.indexing import gather_index
-
     arr = _objects(x)
     return arr[gather_index(arr.ndim, _axis(axis) % max(arr.ndim, 1), _sym_whole(index, "positions"))]
 

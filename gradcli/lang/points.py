@@ -27,7 +27,7 @@ from ..errors import UsageError
 from ..ops.operators import INFIX, PREFIX
 from ..ops.shape import take
 from . import ast
-from .evaluate import _Run, limit_size
+from .evaluate import Run, limit_size
 from .functions import COMPARISONS, FUNCTIONS, compare
 from .library import gc
 from .program import SCALAR_ONLY, Program, backward_anomaly, resolve_wrt, single_output, value_and_grad
@@ -273,7 +273,7 @@ def _kind(value: Any) -> str:
     return "nan" if np.isnan(value).any() else "inf"
 
 
-class _BatchedRun(_Run):
+class _BatchedRun(Run):
     """The evaluator with ``_Batched`` values: each operation acts on every point alone."""
 
     def __init__(self, program: Program, env: dict[str, Any], n: int) -> None:

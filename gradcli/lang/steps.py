@@ -31,11 +31,11 @@ from sympy.functions.elementary.trigonometric import TrigonometricFunction
 from sympy.printing.str import StrPrinter
 
 from ..errors import GradcliError, UsageError
-from ..ops.operators import INFIX, PREFIX
+from ..ops.operators import CONDITIONAL_POWER, INFIX, PREFIX, PREFIX_POWER
 from . import ast, symbolic
 from .functions import FUNCTIONS
 from .parser import parse_expression
-from .unparse import unparse
+from .unparse import ATOM, POWERS, unparse
 
 #: The most nodes an expression (or statement) may have to be explained step by step.
 MAX_NODES = 300
@@ -815,12 +815,10 @@ _LATEX_RELATIONS = {"<": "<", "<=": r"\le", ">": ">", ">=": r"\ge", "==": "=", "
 
 def latex(root: ast.SyntaxNode) -> str:
     """A syntax tree (with ``d/dx(...)`` nodes) as LaTeX, terms and factors in the tree's order."""
-    from .unparse import _ATOM, _CONDITIONAL, _POWER, _UNARY
-
     done: dict[int, tuple[str, int]] = {}
     for node in ast.postorder(root):
         kids = [done.pop(id(child)) for child in node.children()]
-        done[id(node)] = _latex_form(node, kids, _POWER, _ATOM, _UNARY, _CONDITIONAL)
+        done[id(node)] = _latex_form(node, kids, POWERS, ATOM, PREFIX_POWER, CONDITIONAL_POWER)
     return done[id(root)][0]
 
 
