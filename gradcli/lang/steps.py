@@ -497,7 +497,7 @@ class _Sympy:
                 x = self.symbol(node.variable)
                 results[id(node)] = sp.Derivative(args[0], x) if unevaluated else sp.diff(args[0], x)
             else:
-                results[id(node)] = _scalar(symbolic._node(node, args, self._lookup), unparse(node))
+                results[id(node)] = _scalar(symbolic.node_value(node, args, self._lookup), unparse(node))
         return results[id(root)]
 
 

@@ -139,7 +139,7 @@ def _convert(root: ast.SyntaxNode, lookup: Any, source: Source) -> Any:
                 results[id(node)] = _sum(node.op, *args)
                 continue
             args = [_total(a) for a in args]
-            results[id(node)] = _node(node, args, lookup)
+            results[id(node)] = node_value(node, args, lookup)
         except SyntaxProblem:
             raise
         except _TooLarge as exc:
@@ -186,7 +186,8 @@ def _elementwise(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
-def _node(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
+def node_value(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
+    """One node in SymPy, from its children's values (``args``) and ``lookup`` for a name."""
     if isinstance(node, ast.Number):
         return number(node.text)
     if isinstance(node, ast.Name):
@@ -368,24 +369,8 @@ def differentiate_program(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
-    taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
     lookup = _names(program, shapes, env, variables)
-
-    definitions: dict[Any, Any] = {}
-    steps: list[tuple[str, Any]] = []  # name, symbol(s)
-    for statement in program.statements:
-        value = _convert(statement.value, lookup, source)
-        known = all(getattr(v, "is_number", True) for v in np.asarray(value, dtype=object).reshape(-1))
-        if known or not all(isinstance(v, sp.Basic) for v in np.asarray(value, dtype=object).reshape(-1)):
-            env[statement.name] = value  # a constant (or a slice): used as it is
-            continue
-        shape = np.shape(value)
-        elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
-        symbol = symbols_for(statement.name, shape, bool(elements & taken))
-        for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
-            definitions[s] = as_expr(v)
-        env[statement.name] = symbol
-        steps.append((statement.name, symbol))
+    definitions, steps = _step_symbols(program, shapes, lookup, source, env)
     outputs = [_convert(item, lookup, source) for item in program.outputs.items]
     if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
@@ -404,13 +389,41 @@ def differentiate_program(
         for s, g in zip(flat, grads):
             if g != 0:
                 _spread(definitions[s], g, adjoint, s)
-        found.append((name, np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]))
+        found.append((name, _shaped(grads, symbol)))
     inputs = {}
     for name, symbol in variables.items():
         flat = np.asarray(symbol, dtype=object).reshape(-1)
-        grads = [_tidy(sp.Add(*adjoint.get(s, []))) for s in flat]
-        inputs[name] = np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]
+        inputs[name] = _shaped([_tidy(sp.Add(*adjoint.get(s, []))) for s in flat], symbol)
     return ProgramDerivative(steps[-1][0] if named else None, found, inputs, variables, definitions)
+
+
+def _step_symbols(
+    program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]], lookup: Any, source: Source, env: dict[str, Any]
+) -> tuple[dict[Any, Any], list[tuple[str, Any]]]:
+    """Each statement's symbol(s) in ``env`` and its definition (element symbol -> expression in earlier
+    symbols); a constant statement (or a slice) stays the value it is."""
+    taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
+    definitions: dict[Any, Any] = {}
+    steps: list[tuple[str, Any]] = []  # name, symbol(s)
+    for statement in program.statements:
+        value = _convert(statement.value, lookup, source)
+        known = all(getattr(v, "is_number", True) for v in np.asarray(value, dtype=object).reshape(-1))
+        if known or not all(isinstance(v, sp.Basic) for v in np.asarray(value, dtype=object).reshape(-1)):
+            env[statement.name] = value  # a constant (or a slice): used as it is
+            continue
+        shape = np.shape(value)
+        elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
+        symbol = symbols_for(statement.name, shape, bool(elements & taken))
+        for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
+            definitions[s] = as_expr(v)
+        env[statement.name] = symbol
+        steps.append((statement.name, symbol))
+    return definitions, steps
+
+
+def _shaped(grads: list[Any], symbol: Any) -> Any:
+    """Derivatives of a symbol's elements in the symbol's shape (the one derivative of a scalar)."""
+    return np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]
 
 
 def _spread(expr: Any, grad: Any, adjoint: dict[Any, list[Any]], name: Any = None) -> None:
