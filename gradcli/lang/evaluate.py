@@ -9,6 +9,7 @@ every failure points at the node that caused it.
 from __future__ import annotations
 
 import gc as _gc
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -96,7 +97,7 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
         alias = next((c for c in candidates if c.lower() == word.lower() and c != word), None)
     if alias is not None and alias in candidates:
         return f"; did you mean '{alias}'?"
-    import difflib  # lazily: eval starts faster without it
+    import difflib  # lazy: start-up, eval needs it only for a name it does not know
 
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -318,6 +319,16 @@ class Run:
                 return float(fold(np.float64(a), np.float64(b)))
         return _APPLY[op](a, b)  # shapes that do not fit: said by failure()
 
+    def _vector_limit(self, node: ast.Vector, args: Any) -> None:
+        """``[a, b, ...]`` stacks its items: refused when the stack would be over the limit."""
+        count = len(args)
+        shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
+        size = count
+        for n in shape:
+            size *= n
+        if size > self.limit:
+            limit_size((count, *shape), self.source.quote(node.start, node.end), self.limit)
+
     def _size_limit(self, node: ast.SyntaxNode, args: Any) -> None:
         """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
 
@@ -329,13 +340,7 @@ class Run:
         """
         cls = node.__class__
         if cls is ast.Vector:
-            count = len(args)
-            shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
-            size = count
-            for n in shape:
-                size *= n
-            if size > self.limit:
-                limit_size((count, *shape), self.source.quote(node.start, node.end), self.limit)
+            self._vector_limit(node, args)
             return
         if cls is ast.Call:
             function = FUNCTIONS.get(node.function)
@@ -459,8 +464,6 @@ def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
 
 def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) -> str:
     """NumPy's message for ``exc`` in gradcli's words, from the shapes of the operation's ``args``."""
-    import re
-
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     values = [a for a in args if not isinstance(a, (str, slice, tuple))]
     shapes = [_shape_of(a) for a in values]
@@ -475,6 +478,12 @@ def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) 
         return _matmul_reason(*shapes)
     if "broadcast" in text and len(shapes) >= 2:
         return _broadcast_reason(shapes, op)
+    return _numpy_reason(text, shapes, op)
+
+
+def _numpy_reason(text: str, shapes: list[tuple[int, ...]], op: str) -> str:
+    """NumPy's other messages (an index out of range, a matrix not square or singular, a reshape, a
+    gufunc's core sizes) in gradcli's words; any other is said as it is."""
     found = re.search(r"index (-?\d+) is out of bounds for (?:axis|dimension) (\d+) with size (\d+)", text)
     if found:
         shape = f" (the value has shape {shapes[0]})" if shapes and len(shapes[0]) > 1 else ""
