@@ -112,14 +112,7 @@ def evaluate(
 ) -> Evaluation:
     """Run ``program`` with ``values`` for its variables; ``wrt`` variables require grad."""
     source = Source(program.text)
-    wrt = set(wrt)
-    inputs: dict[str, gc.Tensor] = {}
-    for name, value in values.items():
-        t = value if isinstance(value, gc.Tensor) else gc.tensor(value)
-        if name in wrt and not t.requires_grad:
-            t.requires_grad_(True)
-        t.name = name
-        inputs[name] = t
+    inputs = leaves(values, set(wrt))
     run = Run(source, dict(inputs), record_steps, program)
     collecting = _gc.isenabled()
     _gc.disable()  # evaluation makes no cycles; collections would rescan the growing graph
@@ -128,6 +121,19 @@ def evaluate(
     finally:
         if collecting:
             _gc.enable()
+
+
+def leaves(values: Mapping[str, Any], wrt: Iterable[str]) -> dict[str, gc.Tensor]:
+    """The variables' values as tensors named after them, requiring grad when in ``wrt``; a Tensor
+    is used as it is (it may be a leaf of an outer computation, as in jacobian_blocks)."""
+    inputs: dict[str, gc.Tensor] = {}
+    for name, value in values.items():
+        t = value if isinstance(value, gc.Tensor) else gc.tensor(value)
+        if name in wrt and not t.requires_grad:
+            t.requires_grad_(True)
+        t.name = name
+        inputs[name] = t
+    return inputs
 
 
 def _run_statements(program: ast.SyntaxTree, run: Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
@@ -557,4 +563,4 @@ def check_names(program: ast.SyntaxTree, given: Iterable[str]) -> None:
             raise SyntaxProblem(f"missing value for '{name}'{hint}: give it with --at {name}=...", source, node.start)
 
 
-__all__ = ["Evaluation", "evaluate", "free_variables", "check_names", "UsageError"]
+__all__ = ["Evaluation", "evaluate", "leaves", "free_variables", "check_names", "UsageError"]

@@ -231,6 +231,26 @@ def _flat(x: Any) -> list[Any]:
     return list(np.asarray(x, dtype=object).reshape(-1))
 
 
+#: (primitive, derivative text, SymPy form): the reductions (``name(x)``, ``name(x, axis)``) and the
+#: functions along an axis, one row each
+_REDUCTIONS = (
+    (ops.SUM, "d/dx_i = 1", _sym_sum),
+    (ops.MEAN, "d/dx_i = 1/n", _sym_mean),
+    (ops.PROD, "d/dx_i = product of the other elements", _sym_prod),
+    (ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm),
+    (ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp),
+    (ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var),
+    (ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std),
+)
+_ALONG = (
+    (ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax),
+    (ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax),
+    (ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum),
+    (ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod),
+    (ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip),
+)
+
+
 def _build() -> dict[str, BuiltinFunction]:
     table: dict[str, BuiltinFunction] = {}
     for prim in PRIMITIVES.values():
@@ -253,13 +273,8 @@ def _build() -> dict[str, BuiltinFunction]:
         "min(a, b): d/da = 1 where a < b, d/db = 1 where b < a (ties: 1/2 each)",
         _sym_extreme("min"), ops.AMIN, "min(x): smallest element; min(a, b): elementwise", elementwise=(2,),
     )  # fmt: skip
-    table["sum"] = _reduction(ops.SUM, "d/dx_i = 1", _sym_sum)
-    table["mean"] = _reduction(ops.MEAN, "d/dx_i = 1/n", _sym_mean)
-    table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
-    table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
-    table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
-    table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
-    table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
+    for prim, derivative, sym in _REDUCTIONS:
+        table[prim.name] = _reduction(prim, derivative, sym)
     table["argsort"] = BuiltinFunction(
         "argsort", (1, 2), lambda gc, x, axis=None: gc.argsort(x, -1 if axis is None else _axis(axis)),
         "not differentiable (indices)", None, None,
@@ -273,11 +288,8 @@ def _build() -> dict[str, BuiltinFunction]:
             f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
             f"{name}(x, axis) along an axis", reduces=True, group="reductions", analytic=False,
         )  # fmt: skip
-    table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
-    table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
-    table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)
-    table["cumprod"] = _along(ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod)
-    table["flip"] = _along(ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip)
+    for prim, derivative, sym in _ALONG:
+        table[prim.name] = _along(prim, derivative, sym)
     table["dot"] = BuiltinFunction(
         "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
