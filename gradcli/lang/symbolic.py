@@ -3,7 +3,8 @@
 Numbers become exact rationals (``2.5`` is 5/2), variables real symbols, and
 array values NumPy object arrays of SymPy expressions, so indexing,
 broadcasting, reductions and ``@`` behave exactly as they do numerically.
-SymPy is imported here and only here.
+SymPy is imported only by the modules SymPy's commands load (this one, terms.py below it,
+printer.py, steps.py), never on ``gradcli eval``'s road.
 """
 
 from __future__ import annotations
