@@ -106,3 +106,34 @@ def room(available: int) -> str:
     if os.environ.get("GRADCLI_MAX_MEMORY", "").strip():
         return f"GRADCLI_MAX_MEMORY ({available / 1e9:.3g} GB)"
     return f"the {available / 1e9:.3g} GB this machine has available"
+
+
+DEFAULT_MAX_ELEMENTS = 200_000_000
+
+
+def max_elements() -> int:
+    """The largest array gradcli will make: GRADCLI_MAX_ELEMENTS, or 2e8 (1.6 GB of float64)."""
+    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "").strip()
+    if not text:
+        return DEFAULT_MAX_ELEMENTS
+    # ASCII digits only: str.isdigit() also takes '²' and '٣', which int() then refuses or misreads
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise UsageError(
+            f"GRADCLI_MAX_ELEMENTS={text!r} is invalid: give a whole number of elements >= 1 "
+            f"(digits only, e.g. {DEFAULT_MAX_ELEMENTS}), or unset it for the default"
+        )
+    return int(text)
+
+
+def limit_size(shape: tuple[int, ...], what: str, limit: int | None = None) -> None:
+    """UsageError if an array of ``shape`` would be over the limit: said before it is allocated."""
+    count = 1
+    for n in shape:
+        count *= int(n)
+    if limit is None:
+        limit = max_elements()
+    if count > limit:
+        raise UsageError(
+            f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
+            f"more than the limit of {limit:,} (set GRADCLI_MAX_ELEMENTS to raise it)"
+        )

@@ -12,10 +12,10 @@ import numpy as np
 
 from ..errors import UsageError
 from ..lang import ast
-from ..lang.evaluate import Evaluation, limit_size
+from ..lang.evaluate import Evaluation
 from ..lang.library import gc
 from ..lang.program import Program
-from ..memory import check_fits
+from ..memory import check_fits, limit_size
 from ..records import Record, fill
 from .gradient import backward_anomaly, resolve_wrt, single_output
 from .unseen import nothing_to_differentiate

@@ -27,11 +27,12 @@ from ..autograd.tape import recording
 from ..errors import Source, UsageError
 from ..lang import ast
 from ..lang.data import given_once
-from ..lang.evaluate import Run, limit_size
+from ..lang.evaluate import Run
 from ..lang.functions import COMPARISONS, FUNCTIONS, compare
 from ..lang.library import gc
 from ..lang.program import Program
 from ..lang.values import seed_vector
+from ..memory import limit_size
 from ..ops.operators import INFIX, PREFIX
 from ..ops.shape import take
 from .gradient import SCALAR_ONLY, backward_anomaly, resolve_wrt, single_output, value_and_grad

@@ -71,28 +71,28 @@ class Unary(SyntaxNode):
         return (self.operand,)
 
 
-class Binary(SyntaxNode):
+class _Infix(SyntaxNode):
+    """``left op right``, the operator's offset in ``op_start`` (where a caret points)."""
+
+    __slots__ = ("op", "left", "right", "op_start")
+
+    def __init__(self, start: int, end: int, op: str, left: SyntaxNode, right: SyntaxNode, op_start: int = 0) -> None:
+        self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
+
+    def children(self) -> tuple[SyntaxNode, ...]:
+        return (self.left, self.right)
+
+
+class Binary(_Infix):
     """``op``: an infix operator's symbol in ops/operators.py: "+", "-", "*", "/", "%", "@", "^" (``**`` is read as "^")."""
 
-    __slots__ = ("op", "left", "right", "op_start")
-
-    def __init__(self, start: int, end: int, op: str, left: SyntaxNode, right: SyntaxNode, op_start: int = 0) -> None:
-        self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
-
-    def children(self) -> tuple[SyntaxNode, ...]:
-        return (self.left, self.right)
+    __slots__ = ()
 
 
-class Compare(SyntaxNode):
+class Compare(_Infix):
     """``op``: "<", "<=", ">", ">=", "==", "!="."""
 
-    __slots__ = ("op", "left", "right", "op_start")
-
-    def __init__(self, start: int, end: int, op: str, left: SyntaxNode, right: SyntaxNode, op_start: int = 0) -> None:
-        self.start, self.end, self.op, self.left, self.right, self.op_start = start, end, op, left, right, op_start
-
-    def children(self) -> tuple[SyntaxNode, ...]:
-        return (self.left, self.right)
+    __slots__ = ()
 
 
 class Conditional(SyntaxNode):

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..ops import PRIMITIVES
 from ..ops.core import GROUPS
+from ..ops.operators import COMPARISONS, INFIX
+from .evaluate import suggest
 from .functions import FUNCTIONS, BuiltinFunction
 
 # "d/dx = ...", "d/dx_i = ...", "d s_i/dx_j = ...", "d y_i/dx_(n-1-i) = ...", "d/dx: ..."
@@ -103,9 +106,6 @@ def catalog() -> list[dict[str, Any]]:
 def lookup(name: str) -> BuiltinFunction:
     """The function called ``name`` (or the one an operator such as ``%`` records); a typo is
     a UsageError that suggests the nearest name."""
-    from ..ops.operators import COMPARISONS, INFIX
-    from .evaluate import suggest
-
     if name in FUNCTIONS:
         return FUNCTIONS[name]
     row = INFIX.get(name) or COMPARISONS.get(name)
@@ -117,8 +117,6 @@ def lookup(name: str) -> BuiltinFunction:
 
 def total() -> tuple[int, int]:
     """(language functions, primitives): the figures a closing note quotes."""
-    from ..ops import PRIMITIVES
-
     return len(FUNCTIONS), len(PRIMITIVES)
 
 
@@ -143,8 +141,6 @@ def readme_section() -> str:
 
 def operator_symbols() -> dict[str, str]:
     """The operator that records each function's primitive: ``{"remainder": "%", "lt": "<"}``."""
-    from ..ops.operators import COMPARISONS, INFIX
-
     rows = [row for op, row in INFIX.items() if op == row.symbol] + list(COMPARISONS.values())
     return {row.primitive.name: row.symbol for row in rows if row.primitive is not None}
 

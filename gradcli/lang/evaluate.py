@@ -9,13 +9,16 @@ every failure points at the node that caused it.
 from __future__ import annotations
 
 import gc as _gc
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..autograd import functions as _library
+from ..autograd.anomaly import inputs_text, nonfinite_kind
 from ..errors import Source, SyntaxProblem, UsageError
+from ..memory import limit_size, max_elements
 from ..ops.operators import INFIX, PREFIX
 from ..records import Record, fill
 from . import ast
@@ -94,7 +97,7 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
         alias = next((c for c in candidates if c.lower() == word.lower() and c != word), None)
     if alias is not None and alias in candidates:
         return f"; did you mean '{alias}'?"
-    import difflib  # lazily: eval starts faster without it
+    import difflib  # lazy: start-up, eval needs it only for a name it does not know
 
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -110,7 +113,7 @@ def evaluate(
     """Run ``program`` with ``values`` for its variables; ``wrt`` variables require grad."""
     source = Source(program.text)
     inputs = input_tensors(values, set(wrt))
-    run = _Run(source, dict(inputs), record_steps, program)
+    run = Run(source, dict(inputs), record_steps, program)
     collecting = _gc.isenabled()
     _gc.disable()  # evaluation makes no cycles; collections would rescan the growing graph
     try:
@@ -120,7 +123,7 @@ def evaluate(
             _gc.enable()
 
 
-def _run_statements(program: ast.SyntaxTree, run: _Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
+def _run_statements(program: ast.SyntaxTree, run: Run, source: Source, inputs: dict[str, gc.Tensor]) -> Evaluation:
     for statement in program.statements:
         value = run.value_of(statement.value)
         tensor = value if isinstance(value, gc.Tensor) else gc.tensor(value)
@@ -136,40 +139,7 @@ def _run_statements(program: ast.SyntaxTree, run: _Run, source: Source, inputs: 
     return Evaluation(outputs, inputs, run.names, labels, run.nonfinite, run.steps)
 
 
-DEFAULT_MAX_ELEMENTS = 200_000_000
-
-
-def max_elements() -> int:
-    """The largest array gradcli will make: GRADCLI_MAX_ELEMENTS, or 2e8 (1.6 GB of float64)."""
-    import os
-
-    text = os.environ.get("GRADCLI_MAX_ELEMENTS", "").strip()
-    if not text:
-        return DEFAULT_MAX_ELEMENTS
-    # ASCII digits only: str.isdigit() also takes '²' and '٣', which int() then refuses or misreads
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise UsageError(
-            f"GRADCLI_MAX_ELEMENTS={text!r} is invalid: give a whole number of elements >= 1 "
-            f"(digits only, e.g. {DEFAULT_MAX_ELEMENTS}), or unset it for the default"
-        )
-    return int(text)
-
-
-def limit_size(shape: tuple[int, ...], what: str, limit: int | None = None) -> None:
-    """UsageError if an array of ``shape`` would be over the limit: said before it is allocated."""
-    count = 1
-    for n in shape:
-        count *= int(n)
-    if limit is None:
-        limit = max_elements()
-    if count > limit:
-        raise UsageError(
-            f"{what} would have shape {tuple(shape)}: {count:,} elements ({count * 8 / 1e9:.3g} GB of float64), "
-            f"more than the limit of {limit:,} (set GRADCLI_MAX_ELEMENTS to raise it)"
-        )
-
-
-class _Run:
+class Run:
     def __init__(self, source: Source, env: dict[str, Any], record: bool, program: ast.SyntaxTree) -> None:
         self.program = program
         self.source = source
@@ -223,8 +193,6 @@ class _Run:
                 return
         elif not isinstance(raw, (np.ndarray, np.generic)) or raw.dtype.kind not in "fc" or np.isfinite(raw).all():
             return
-        from ..autograd.anomaly import inputs_text, nonfinite_kind
-
         given = [a for a in args if not isinstance(a, (str, tuple))]
         self.nonfinite = f"{self.source.quote(node.start, node.end)} gave {nonfinite_kind(raw)}{inputs_text(given)}"
 
@@ -344,6 +312,16 @@ class _Run:
                 return float(fold(np.float64(a), np.float64(b)))
         return _APPLY[op](a, b)  # shapes that do not fit: said by failure()
 
+    def _vector_limit(self, node: ast.Vector, args: Any) -> None:
+        """``[a, b, ...]`` stacks its items: refused when the stack would be over the limit."""
+        count = len(args)
+        shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
+        size = count
+        for n in shape:
+            size *= n
+        if size > self.limit:
+            limit_size((count, *shape), self.source.quote(node.start, node.end), self.limit)
+
     def _size_limit(self, node: ast.SyntaxNode, args: Any) -> None:
         """Refuse, before it is allocated, a result over the limit that is larger than its arguments.
 
@@ -355,13 +333,7 @@ class _Run:
         """
         cls = node.__class__
         if cls is ast.Vector:
-            count = len(args)
-            shape = np.shape(args[0].array if args[0].__class__ is _Tensor else args[0])
-            size = count
-            for n in shape:
-                size *= n
-            if size > self.limit:
-                limit_size((count, *shape), self.source.quote(node.start, node.end), self.limit)
+            self._vector_limit(node, args)
             return
         if cls is ast.Call:
             function = FUNCTIONS.get(node.function)
@@ -485,8 +457,6 @@ def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
 
 def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) -> str:
     """NumPy's message for ``exc`` in gradcli's words, from the shapes of the operation's ``args``."""
-    import re
-
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     values = [a for a in args if not isinstance(a, (str, slice, tuple))]
     shapes = [_shape_of(a) for a in values]
@@ -501,6 +471,12 @@ def _reason(exc: Exception, node: ast.SyntaxNode | None = None, args: Any = ()) 
         return _matmul_reason(*shapes)
     if "broadcast" in text and len(shapes) >= 2:
         return _broadcast_reason(shapes, op)
+    return _numpy_reason(text, shapes, op)
+
+
+def _numpy_reason(text: str, shapes: list[tuple[int, ...]], op: str) -> str:
+    """NumPy's other messages (an index out of range, a matrix not square or singular, a reshape, a
+    gufunc's core sizes) in gradcli's words; any other is said as it is."""
     found = re.search(r"index (-?\d+) is out of bounds for (?:axis|dimension) (\d+) with size (\d+)", text)
     if found:
         shape = f" (the value has shape {shapes[0]})" if shapes and len(shapes[0]) > 1 else ""
@@ -573,7 +549,5 @@ def check_names(program: ast.SyntaxTree, given: Iterable[str]) -> None:
             hint = suggest(name, [*given, *CONSTANTS])
             raise SyntaxProblem(f"missing value for '{name}'{hint}: give it with --at {name}=...", source, node.start)
 
-
-Run = _Run  # the evaluator, by a public name: compute/points.py runs it batched
 
 __all__ = ["Evaluation", "evaluate", "free_variables", "check_names", "UsageError"]

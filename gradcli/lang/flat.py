@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..autograd.grad_mode import state
+from ..memory import max_elements
 from ..ops.operators import INFIX, PREFIX, PREFIX_POWER
-from .evaluate import max_elements
 from .functions import CONSTANTS, FUNCTIONS
 from .library import gc
 

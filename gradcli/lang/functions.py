@@ -18,9 +18,12 @@ import numpy as np
 
 from .. import ops
 from ..autograd import record
+from ..memory import limit_size
 from ..ops import PRIMITIVES, Primitive
+from ..ops.indexing import gather_index
 from ..ops.operators import COMPARISONS as OPERATOR_COMPARISONS
 from ..records import Frozen, fill
+from . import library
 from .ast import Call
 
 ARG_NAMES = {1: ("x",), 2: ("a", "b"), 3: ("c", "a", "b")}
@@ -82,23 +85,17 @@ def _derivative_text(prim: Primitive, names: tuple[str, ...]) -> str:
 
 def _from_primitive(prim: Primitive) -> BuiltinFunction:
     names = prim.arg_names or ARG_NAMES.get(prim.arity, ("x",))
-    library = getattr(_gc(), prim.name, None) if prim.public else None
+    bound = getattr(library.gc, prim.name, None) if prim.public else None
     return BuiltinFunction(
         prim.name,
         (prim.arity,),
-        (lambda gc, *args, _f=library: _f(*args)) if library else (lambda gc, *args, _p=prim: record.apply(_p, args)),
+        (lambda gc, *args, _f=bound: _f(*args)) if bound else (lambda gc, *args, _p=prim: record.apply(_p, args)),
         _derivative_text(prim, names),
         (lambda sp, *args, _p=prim: _p.sympy(sp, *args)) if prim.sympy else None,
         prim,
         prim.doc,
         elementwise=(prim.arity,) if prim.elementwise else (),
     )
-
-
-def _gc() -> Any:
-    from .library import gc
-
-    return gc
 
 
 def _reduction(prim: Primitive, derivative: str, sympy_full: Callable[..., Any] | None) -> BuiltinFunction:
@@ -231,9 +228,27 @@ def _folded(sp: Any, fn: Any, args: list[Any]) -> Any:
 
 
 def _flat(x: Any) -> list[Any]:
-    import numpy as np
-
     return list(np.asarray(x, dtype=object).reshape(-1))
+
+
+#: (primitive, derivative text, SymPy form): the reductions (``name(x)``, ``name(x, axis)``) and the
+#: functions along an axis, one row each
+_REDUCTIONS = (
+    (ops.SUM, "d/dx_i = 1", _sym_sum),
+    (ops.MEAN, "d/dx_i = 1/n", _sym_mean),
+    (ops.PROD, "d/dx_i = product of the other elements", _sym_prod),
+    (ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm),
+    (ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp),
+    (ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var),
+    (ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std),
+)
+_ALONG = (
+    (ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax),
+    (ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax),
+    (ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum),
+    (ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod),
+    (ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip),
+)
 
 
 def _build() -> dict[str, BuiltinFunction]:
@@ -258,13 +273,8 @@ def _build() -> dict[str, BuiltinFunction]:
         "min(a, b): d/da = 1 where a < b, d/db = 1 where b < a (ties: 1/2 each)",
         _sym_extreme("min"), ops.AMIN, "min(x): smallest element; min(a, b): elementwise", elementwise=(2,),
     )  # fmt: skip
-    table["sum"] = _reduction(ops.SUM, "d/dx_i = 1", _sym_sum)
-    table["mean"] = _reduction(ops.MEAN, "d/dx_i = 1/n", _sym_mean)
-    table["prod"] = _reduction(ops.PROD, "d/dx_i = product of the other elements", _sym_prod)
-    table["norm"] = _reduction(ops.NORM, "d/dx_i = x_i / norm(x) (0 at 0)", _sym_norm)
-    table["logsumexp"] = _reduction(ops.LOGSUMEXP, "d/dx_i = exp(x_i) / sum(exp(x))", _sym_logsumexp)
-    table["var"] = _reduction(ops.VAR, "d/dx_i = 2*(x_i - mean(x))/(n - 1)", _sym_var)
-    table["std"] = _reduction(ops.STD, "d/dx_i = (x_i - mean(x))/((n - 1)*std(x)) (0 where std is 0)", _sym_std)
+    for prim, derivative, sym in _REDUCTIONS:
+        table[prim.name] = _reduction(prim, derivative, sym)
     table["argsort"] = BuiltinFunction(
         "argsort", (1, 2), lambda gc, x, axis=None: gc.argsort(x, -1 if axis is None else _axis(axis)),
         "not differentiable (indices)", None, None,
@@ -278,11 +288,8 @@ def _build() -> dict[str, BuiltinFunction]:
             f"{name}(x): index of the {'largest' if name == 'argmax' else 'smallest'} element of the flattened x; "
             f"{name}(x, axis) along an axis", reduces=True, group="reductions", analytic=False,
         )  # fmt: skip
-    table["softmax"] = _along(ops.SOFTMAX, "d s_i/dx_j = s_i*([i == j] - s_j)", _sym_softmax)
-    table["log_softmax"] = _along(ops.LOG_SOFTMAX, "d/dx_j = [i == j] - softmax(x)_j", _sym_log_softmax)
-    table["cumsum"] = _along(ops.CUMSUM, "d y_i/dx_j = 1 for j <= i", _sym_cumsum)
-    table["cumprod"] = _along(ops.CUMPROD, "d y_j/dx_i = product of x_k for k <= j, k != i (j >= i)", _sym_cumprod)
-    table["flip"] = _along(ops.FLIP, "d y_i/dx_(n-1-i) = 1", _sym_flip)
+    for prim, derivative, sym in _ALONG:
+        table[prim.name] = _along(prim, derivative, sym)
     table["dot"] = BuiltinFunction(
         "dot", (2,), lambda gc, a, b: gc.dot(a, b), "d/da = b; d/db = a",
         lambda sp, a, b: sum((u * v for u, v in zip(_flat(a), _flat(b))), sp.Integer(0)), ops.DOT,
@@ -328,7 +335,7 @@ def not_analytic_call(tree: Any) -> str | None:
 
 
 def _sym_detach(sp: Any, x: Any) -> Any:
-    from .symbolic import stop_gradient  # symbolic reads this table
+    from .terms import stop_gradient  # lazy: start-up, eval never imports SymPy
 
     return stop_gradient(x)
 
@@ -366,8 +373,6 @@ def _offset(value: Any) -> int:
 
 def _limited(shape: tuple[int, ...], what: str) -> None:
     """The element limit, checked before a function that grows its input (n -> n^2) allocates."""
-    from .evaluate import limit_size  # evaluate imports this table
-
     limit_size(shape, what)
 
 
@@ -520,8 +525,6 @@ def _gather(gc: Any, x: Any, index: Any, axis: Any = -1) -> Any:
 
 
 def _sym_gather(sp: Any, x: Any, index: Any, axis: Any = -1) -> Any:
-    from ..ops.indexing import gather_index
-
     arr = _objects(x)
     return arr[gather_index(arr.ndim, _axis(axis) % max(arr.ndim, 1), _sym_whole(index, "positions"))]
 

@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from ..errors import Source, SyntaxProblem, UsageError
+from ..memory import available_bytes, room
 from ..ops.operators import symbols
 
 KEYWORDS = frozenset({"if", "else"})
@@ -93,8 +94,6 @@ def check_size(source: Source, tokens: int | None = None) -> None:
     needed = size * FLAT_BYTES_PER_CHARACTER if tokens is None else tokens * TREE_BYTES_PER_TOKEN
     if needed < _SMALL:
         return
-    from ..memory import available_bytes, room
-
     available = available_bytes()
     if available is not None and needed > available:
         counted = "" if tokens is None else f", {tokens:,} tokens"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..errors import Source, SyntaxProblem
 from ..ops.operators import COMPARE_POWER, COMPARISONS, CONDITIONAL_POWER, INFIX, POSTFIX_POWER, PREFIX, PREFIX_POWER
 from . import ast
+from .functions import FUNCTIONS
 from .lexer import MAX_CHARACTERS, Token, check_size, tokenize
 
 __all__ = ["MAX_CHARACTERS", "check_size", "parse", "parse_expression"]
@@ -141,14 +142,12 @@ class Parser:
         previous = self.tokens[self.pos - 1] if self.pos else None
         starts_value = token.kind in ("name", "number") or (token.kind == "op" and token.text in ("(", "["))
         ends_value = previous is not None and (previous.kind in ("name", "number") or previous.text in (")", "]"))
-        if starts_value and ends_value and previous.kind == "name" and token.kind in ("name", "number"):
-            from .functions import FUNCTIONS
-
-            if previous.text in FUNCTIONS:  # sin x: a call without its parentheses
-                return self.error(
-                    f"missing parentheses after {previous.text} at {self.where()}; "
-                    f"did you mean {previous.text}({token.text})?"
-                )
+        name_then_value = previous is not None and previous.kind == "name" and token.kind in ("name", "number")
+        if starts_value and ends_value and name_then_value and previous.text in FUNCTIONS:  # sin x: no parentheses
+            return self.error(
+                f"missing parentheses after {previous.text} at {self.where()}; "
+                f"did you mean {previous.text}({token.text})?"
+            )
         if starts_value and ends_value:
             return self.error(
                 f"missing operator before {self.describe(token)} at {self.where()} "

@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
-from .symbolic import Element, as_expr
+from .terms import Element, as_expr
 
 
 class _Sigmoid(sp.Function):

@@ -31,11 +31,11 @@ from sympy.functions.elementary.trigonometric import TrigonometricFunction
 from sympy.printing.str import StrPrinter
 
 from ..errors import GradcliError, UsageError
-from ..ops.operators import INFIX, PREFIX
+from ..ops.operators import CONDITIONAL_POWER, INFIX, PREFIX, PREFIX_POWER
 from . import ast, symbolic
 from .functions import FUNCTIONS
 from .parser import parse_expression
-from .unparse import unparse
+from .unparse import ATOM, POWERS, unparse
 
 #: The most nodes an expression (or statement) may have to be explained step by step.
 MAX_NODES = 300
@@ -355,21 +355,44 @@ def _combine(prim: Any, name: str, args: list[ast.SyntaxNode], variable: str, sh
     """f(u, v, ...) -> f_u * du/dx + f_v * dv/dx, in the textbook shape of its rule."""
     moving = [i for i, arg in enumerate(args) if _depends(arg, variable)]
     rule = prim.rule_name if prim is not None else f"derivative of {name}"
-    if rule == "product rule" and len(moving) == 2:
-        a, b = args
-        return rule, _binary("+", _binary("*", Pending(variable, a), b), _binary("*", a, Pending(variable, b)))
-    if rule == "quotient rule" and len(moving) == 2:
-        a, b = args
-        top = _binary("-", _binary("*", Pending(variable, a), b), _binary("*", a, Pending(variable, b)))
-        return rule, _binary("/", top, _binary("^", b, _number(Fraction(2))))
-    if (rule == "product rule" and len(moving) == 1) or (rule == "quotient rule" and moving == [0]):
-        rule = "constant multiple"
-    if rule == "power rule" and moving == [1]:
-        rule = "exponential rule"
-    elif rule == "power rule" and len(moving) == 2:
-        rule = "generalized power rule"
+    both = _both_moving(rule, args, moving, variable)
+    if both is not None:
+        return rule, both
+    rule = _rule_for(rule, moving)
     linear = rule in _LINEAR
-    terms: list[tuple[bool, ast.SyntaxNode]] = []  # (negated, term)
+    terms = _chain_terms(prim, name, args, moving, variable, shown, linear)
+    if not linear and any(not (isinstance(args[i], ast.Name) and args[i].id == variable) for i in moving):
+        rule = f"chain rule, {rule}"
+    return rule, _signed_sum(terms)
+
+
+def _both_moving(rule: str, args: list[ast.SyntaxNode], moving: list[int], variable: str) -> ast.SyntaxNode | None:
+    """The product and quotient rules in their textbook shape, when both sides depend on ``variable``."""
+    if len(moving) != 2 or rule not in ("product rule", "quotient rule"):
+        return None
+    a, b = args
+    pair = (_binary("*", Pending(variable, a), b), _binary("*", a, Pending(variable, b)))
+    if rule == "product rule":
+        return _binary("+", *pair)
+    return _binary("/", _binary("-", *pair), _binary("^", b, _number(Fraction(2))))
+
+
+def _rule_for(rule: str, moving: list[int]) -> str:
+    """The rule's name for the arguments that move: a product with one moving side is a constant multiple."""
+    if (rule == "product rule" and len(moving) == 1) or (rule == "quotient rule" and moving == [0]):
+        return "constant multiple"
+    if rule == "power rule" and moving == [1]:
+        return "exponential rule"
+    if rule == "power rule" and len(moving) == 2:
+        return "generalized power rule"
+    return rule
+
+
+def _chain_terms(
+    prim: Any, name: str, args: list[ast.SyntaxNode], moving: list[int], variable: str, shown: str, linear: bool
+) -> list[tuple[bool, ast.SyntaxNode]]:
+    """(negated, f_u * du/dx) for each moving argument u, a factor of 1 or -1 left out."""
+    terms: list[tuple[bool, ast.SyntaxNode]] = []
     for i in moving:
         local = _local(name, args, i, prim, shown)
         if local is None:  # not differentiable there: PyTorch's derivative 0
@@ -384,16 +407,18 @@ def _combine(prim: Any, name: str, args: list[ast.SyntaxNode], variable: str, sh
             terms.append((False, local))
         else:
             terms.append((False, _binary("*", local, factor)))
-    if not linear and any(not (isinstance(args[i], ast.Name) and args[i].id == variable) for i in moving):
-        rule = f"chain rule, {rule}"
+    return terms
+
+
+def _signed_sum(terms: list[tuple[bool, ast.SyntaxNode]]) -> ast.SyntaxNode:
     if not terms:
-        return rule, _number(ZERO)
+        return _number(ZERO)
     negated, total = terms[0]
     if negated:
         total = ast.Unary(0, 0, "-", total)
     for negated, term in terms[1:]:
         total = _binary("-" if negated else "+", total, term)
-    return rule, total
+    return total
 
 
 # --- a derivation ------------------------------------------------------------------------------------
@@ -472,7 +497,7 @@ class _Sympy:
                 x = self.symbol(node.variable)
                 results[id(node)] = sp.Derivative(args[0], x) if unevaluated else sp.diff(args[0], x)
             else:
-                results[id(node)] = _scalar(symbolic._node(node, args, self._lookup), unparse(node))
+                results[id(node)] = _scalar(symbolic.node_value(node, args, self._lookup), unparse(node))
         return results[id(root)]
 
 
@@ -815,12 +840,10 @@ _LATEX_RELATIONS = {"<": "<", "<=": r"\le", ">": ">", ">=": r"\ge", "==": "=", "
 
 def latex(root: ast.SyntaxNode) -> str:
     """A syntax tree (with ``d/dx(...)`` nodes) as LaTeX, terms and factors in the tree's order."""
-    from .unparse import _ATOM, _CONDITIONAL, _POWER, _UNARY
-
     done: dict[int, tuple[str, int]] = {}
     for node in ast.postorder(root):
         kids = [done.pop(id(child)) for child in node.children()]
-        done[id(node)] = _latex_form(node, kids, _POWER, _ATOM, _UNARY, _CONDITIONAL)
+        done[id(node)] = _latex_form(node, kids, POWERS, ATOM, PREFIX_POWER, CONDITIONAL_POWER)
     return done[id(root)][0]
 
 

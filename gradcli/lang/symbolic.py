@@ -3,7 +3,8 @@
 Numbers become exact rationals (``2.5`` is 5/2), variables real symbols, and
 array values NumPy object arrays of SymPy expressions, so indexing,
 broadcasting, reductions and ``@`` behave exactly as they do numerically.
-SymPy is imported here and only here.
+SymPy is imported only by the modules SymPy's commands load (this one, terms.py below it,
+printer.py, steps.py), never on ``gradcli eval``'s road.
 """
 
 from __future__ import annotations
@@ -25,52 +26,10 @@ from ..ops.operators import INFIX, PREFIX
 from . import ast
 from .evaluate import is_mask_node
 from .functions import COMPARISONS, FUNCTIONS, indicator
-
-
-class stop_gradient(sp.Function):  # noqa: N801  (the name SymPy prints)
-    """``detach(e)``: the value of ``e``, whose derivative is 0."""
-
-    def _at_number(cls, arg: Any) -> Any:
-        if arg.is_Number:  # a constant has no gradient to stop (and log(detach(1)) is log(1) = 0)
-            return arg
-        return None
-
-    eval = classmethod(_at_number)  # SymPy's hook, called as the node is made
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        return sp.Integer(0)
-
-    def _eval_evalf(self, prec: int) -> Any:
-        return self.args[0]._eval_evalf(prec)
-
-
-class Element(sp.Symbol):
-    """The symbol of one element of an array (``x_0``, ``A_1_2``): printed ``x[0]``, ``A[1,2]``;
-    it knows the array's name, shape and its own index."""
-
-    def __new__(cls, name: str, array: str = "", shape: tuple[int, ...] = (), index: tuple[int, ...] = (), **kw: Any):
-        obj = sp.Symbol.__xnew__(cls, name, **kw)
-        obj.array, obj.shape, obj.index = array, tuple(shape), tuple(index)
-        return obj
-
-    def __getnewargs_ex__(self) -> Any:
-        return (self.name, self.array, self.shape, self.index), self.assumptions0
-
-    def _hashable_content(self) -> Any:
-        return (*super()._hashable_content(), self.array, self.shape, self.index)
-
-
-def as_expr(value: Any) -> Any:
-    """A SymPy expression, or a Python/NumPy number made one (never text: no ``sympify``)."""
-    if isinstance(value, sp.Basic):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return sp.Integer(int(value))
-    if isinstance(value, (int, np.integer)):
-        return sp.Integer(int(value))
-    if isinstance(value, (float, np.floating)):
-        return sp.Float(float(value))
-    raise TypeError(f"not a SymPy value: {type(value).__name__}")
+from .parser import parse
+from .printer import sigmoid_form
+from .terms import Element, as_expr, stop_gradient
+from .values import split_top_level
 
 
 def number(text: str) -> sp.Rational:
@@ -181,7 +140,7 @@ def _convert(root: ast.SyntaxNode, lookup: Any, source: Source) -> Any:
                 results[id(node)] = _sum(node.op, *args)
                 continue
             args = [_total(a) for a in args]
-            results[id(node)] = _node(node, args, lookup)
+            results[id(node)] = node_value(node, args, lookup)
         except SyntaxProblem:
             raise
         except _TooLarge as exc:
@@ -228,7 +187,8 @@ def _elementwise(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
-def _node(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
+def node_value(node: ast.SyntaxNode, args: list[Any], lookup: Any) -> Any:
+    """One node in SymPy, from its children's values (``args``) and ``lookup`` for a name."""
     if isinstance(node, ast.Number):
         return number(node.text)
     if isinstance(node, ast.Name):
@@ -343,8 +303,6 @@ def _simplest(raw: Any) -> Any:
         return simple
     if sp.count_ops(raw) <= sp.count_ops(simple) + 2:
         return raw
-    from .printer import sigmoid_form
-
     return raw if raw.has(sp.exp) and sigmoid_form(raw) is not raw else simple
 
 
@@ -412,24 +370,8 @@ def differentiate_program(
     source = Source(program.text)
     env: dict[str, Any] = {}
     variables: dict[str, Any] = {}
-    taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
     lookup = _names(program, shapes, env, variables)
-
-    definitions: dict[Any, Any] = {}
-    steps: list[tuple[str, Any]] = []  # name, symbol(s)
-    for statement in program.statements:
-        value = _convert(statement.value, lookup, source)
-        known = all(getattr(v, "is_number", True) for v in np.asarray(value, dtype=object).reshape(-1))
-        if known or not all(isinstance(v, sp.Basic) for v in np.asarray(value, dtype=object).reshape(-1)):
-            env[statement.name] = value  # a constant (or a slice): used as it is
-            continue
-        shape = np.shape(value)
-        elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
-        symbol = symbols_for(statement.name, shape, bool(elements & taken))
-        for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
-            definitions[s] = as_expr(v)
-        env[statement.name] = symbol
-        steps.append((statement.name, symbol))
+    definitions, steps = _step_symbols(program, shapes, lookup, source, env)
     outputs = [_convert(item, lookup, source) for item in program.outputs.items]
     if len(outputs) != 1 or isinstance(outputs[0], np.ndarray):
         raise UsageError("diff differentiates one scalar output; use gradcli jacobian for several")
@@ -448,13 +390,41 @@ def differentiate_program(
         for s, g in zip(flat, grads):
             if g != 0:
                 _spread(definitions[s], g, adjoint, s)
-        found.append((name, np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]))
+        found.append((name, _shaped(grads, symbol)))
     inputs = {}
     for name, symbol in variables.items():
         flat = np.asarray(symbol, dtype=object).reshape(-1)
-        grads = [_tidy(sp.Add(*adjoint.get(s, []))) for s in flat]
-        inputs[name] = np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]
+        inputs[name] = _shaped([_tidy(sp.Add(*adjoint.get(s, []))) for s in flat], symbol)
     return ProgramDerivative(steps[-1][0] if named else None, found, inputs, variables, definitions)
+
+
+def _step_symbols(
+    program: ast.SyntaxTree, shapes: Mapping[str, tuple[int, ...]], lookup: Any, source: Source, env: dict[str, Any]
+) -> tuple[dict[Any, Any], list[tuple[str, Any]]]:
+    """Each statement's symbol(s) in ``env`` and its definition (element symbol -> expression in earlier
+    symbols); a constant statement (or a slice) stays the value it is."""
+    taken = {n.id for n in program.nodes() if isinstance(n, ast.Name)} | set(shapes)
+    definitions: dict[Any, Any] = {}
+    steps: list[tuple[str, Any]] = []  # name, symbol(s)
+    for statement in program.statements:
+        value = _convert(statement.value, lookup, source)
+        known = all(getattr(v, "is_number", True) for v in np.asarray(value, dtype=object).reshape(-1))
+        if known or not all(isinstance(v, sp.Basic) for v in np.asarray(value, dtype=object).reshape(-1)):
+            env[statement.name] = value  # a constant (or a slice): used as it is
+            continue
+        shape = np.shape(value)
+        elements = {_element_name(statement.name, idx, False) for idx in np.ndindex(shape)} if shape else set()
+        symbol = symbols_for(statement.name, shape, bool(elements & taken))
+        for s, v in zip(np.asarray(symbol, dtype=object).reshape(-1), np.asarray(value, dtype=object).reshape(-1)):
+            definitions[s] = as_expr(v)
+        env[statement.name] = symbol
+        steps.append((statement.name, symbol))
+    return definitions, steps
+
+
+def _shaped(grads: list[Any], symbol: Any) -> Any:
+    """Derivatives of a symbol's elements in the symbol's shape (the one derivative of a scalar)."""
+    return np.array(grads, dtype=object).reshape(np.shape(symbol)) if np.shape(symbol) else grads[0]
 
 
 def _spread(expr: Any, grad: Any, adjoint: dict[Any, list[Any]], name: Any = None) -> None:
@@ -495,9 +465,6 @@ def value_at(expr: Any, symbols: Mapping[str, Any], point: Mapping[str, Any]) ->
 def exact_point(items: list[str], values: Mapping[str, Any]) -> dict[str, Any]:
     """The ``--at`` values as exact SymPy numbers, read from their text (``x=1/3`` is 1/3,
     ``x=0.1`` is 1/10, ``x=pi/4`` is pi/4); a value SymPy cannot read is the float given."""
-    from .parser import parse
-    from .values import split_top_level
-
     point: dict[str, Any] = {}
     for item in items:
         for _, piece in split_top_level(item):

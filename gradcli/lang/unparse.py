@@ -10,12 +10,12 @@ from ..ops.operators import COMPARE_POWER, CONDITIONAL_POWER, INFIX, PREFIX_POWE
 from . import ast
 
 # how tightly each form binds (higher: tighter): the operator table's powers
-_POWER = {row.symbol: row.power for row in INFIX.values()}
+POWERS = {row.symbol: row.power for row in INFIX.values()}
 _RIGHT = frozenset(row.symbol for row in INFIX.values() if row.right)
 _COMPARE = COMPARE_POWER
 _CONDITIONAL = CONDITIONAL_POWER
 _UNARY = PREFIX_POWER
-_ATOM = 100
+ATOM = 100
 
 
 def unparse(root: ast.SyntaxNode | ast.SyntaxTree) -> str:
@@ -42,16 +42,16 @@ def _wrap(part: tuple[str, int], need: int) -> str:
 
 def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]]) -> tuple[str, int]:
     if isinstance(node, ast.Number):
-        return node.text, _ATOM
+        return node.text, ATOM
     if isinstance(node, ast.Name):
-        return node.id, _ATOM
+        return node.id, ATOM
     if isinstance(node, ast.Unary):
         # the operand of a sign takes in a power (-x^2), nothing looser
         return f"{node.op}{_wrap(kids[0], _UNARY)}", _UNARY
     if isinstance(node, ast.Binary):
-        power = _POWER[node.op]
+        power = POWERS[node.op]
         if node.op in _RIGHT:  # "^": right-associative; its left side is an atom or a call; written tight: x^2
-            return f"{_wrap(kids[0], _ATOM)}{node.op}{_wrap(kids[1], _UNARY)}", power
+            return f"{_wrap(kids[0], ATOM)}{node.op}{_wrap(kids[1], _UNARY)}", power
         left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
         return f"{left} {node.op} {right}", power
     if isinstance(node, ast.Compare):
@@ -63,17 +63,17 @@ def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]]) -> tuple[str, int]:
             _CONDITIONAL,
         )
     if isinstance(node, ast.Call):
-        return f"{node.function}({', '.join(k[0] for k in kids)})", _ATOM
+        return f"{node.function}({', '.join(k[0] for k in kids)})", ATOM
     if isinstance(node, ast.Slice):
         parts = iter(k[0] for k in kids)
         texts = ["" if p is None else next(parts) for p in (node.lower, node.upper, node.step)]
         text = ":".join(texts[:2]) + (f":{texts[2]}" if node.step is not None else "")
-        return text, _ATOM
+        return text, ATOM
     if isinstance(node, ast.Index):
         target, *items = kids
-        return f"{_wrap(target, _ATOM)}[{', '.join(i[0] for i in items)}]", _ATOM
+        return f"{_wrap(target, ATOM)}[{', '.join(i[0] for i in items)}]", ATOM
     if isinstance(node, ast.Vector):
-        return f"[{', '.join(k[0] for k in kids)}]", _ATOM
+        return f"[{', '.join(k[0] for k in kids)}]", ATOM
     if isinstance(node, (ast.Outputs,)):
         return ", ".join(k[0] for k in kids), 0
     if isinstance(node, ast.Assign):

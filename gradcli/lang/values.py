@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
+from .evaluate import evaluate
 from .parser import MAX_CHARACTERS, parse
 
 #: A value longer than a program can be is a list of numbers that belongs in a file.
@@ -39,8 +40,6 @@ def split_top_level(text: str, sep: str = ",") -> list[tuple[int, str]]:
 
 def constant(text: str, origin: str = "value") -> np.ndarray:
     """The value of a constant expression: ``2``, ``-1.5e3``, ``pi/2``, ``[[1, 2], [3, 4]]``."""
-    from .evaluate import evaluate
-
     program = parse(text, origin)
     names = [n for n in program.nodes() if isinstance(n, ast.Name) and n.id not in ("pi", "e")]
     if names or program.statements or len(program.outputs.items) != 1:
