@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..ops import REAL as REAL_PRIM
-from ..ops.elementwise import DONATION as _DONATION
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
+from .donation import DONATION as _DONATION
 from .node import AccumulateGrad, CopyBackwards, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
