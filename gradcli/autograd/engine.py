@@ -333,7 +333,8 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
 
 
 def _run_node(node, g, hooks, lent, create_graph, anomaly, retain_graph, nbatch):
-    """One node of ``_run_nodes``: its rules on ``g``, between its hooks, checked in anomaly mode.
+    """One node, in either loop (the loops differ only in their order and bookkeeping): its rules on
+    ``g``, between its hooks, checked in anomaly mode.
     ``lent``: ``g`` is an array the engine made and holds alone, and nothing outside the node's rules
     will see it, so the node's last rule to read it may write into it. Returns the gradients for its
     edges, whether a rule wrote into ``g`` and returned it, and whether they come from gradcli's rules."""
@@ -497,14 +498,8 @@ def _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch):
     owned.discard(node)
     if g is None:
         return  # nothing to hand on: the nodes below get nothing from it
-    trusted = not node.user_defined
-    if g.__class__ is _ndarray and g.ndim and owned_g and trusted:
-        # an array the engine made and holds alone: the last rule to read it may write into it
-        in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
-    else:
-        if node._retain is not None:
-            _retain_grad(node, g, False)
-        in_grads, taken = node.apply(g, False, nbatch, retain_graph), False
+    lent = g.__class__ is _ndarray and g.ndim and owned_g  # an array the engine made and holds alone
+    in_grads, taken, trusted = _run_node(node, g, None, lent, False, False, retain_graph, nbatch)
     for e, gi in zip(node.next, in_grads):
         if e is not None and gi is not None:
             _deliver(e, gi, trusted and (gi is not g or taken), grads, owned, heap, leaves)
