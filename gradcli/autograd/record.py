@@ -254,17 +254,25 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         av = a._value
         ea = a._edge
     else:
-        a = av = _operand(a)
-        if a is NotImplemented:
-            return NotImplemented
+        if isinstance(a, np.generic) and not isinstance(a, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            a = a.item()
+        if not isinstance(a, _REAL_SCALARS):
+            a = _constant_operand(a)
+            if a is NotImplemented:
+                return NotImplemented
+        av = a
         ea = None
     if b.__class__ is Tensor:
         bv = b._value
         eb = b._edge
     else:
-        b = bv = _operand(b)
-        if b is NotImplemented:
-            return NotImplemented
+        if isinstance(b, np.generic) and not isinstance(b, np.str_):  # NumPy's number: weak, as PyTorch takes it
+            b = b.item()
+        if not isinstance(b, _REAL_SCALARS):
+            b = _constant_operand(b)
+            if b is NotImplemented:
+                return NotImplemented
+        bv = b
         eb = None
     out = prim.forward(av, bv)
     if (
@@ -292,10 +300,24 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     if ea is None and eb is None:
         result._edge = None
         return result
-    if _tensor_mod.inplace_seen or prim.variant is not None or prim.saves == "meta":
+    saves = prim.saves
+    if _tensor_mod.inplace_seen or prim.variant is not None or saves == "meta":
         node = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
-    else:
-        node = _binary_node(prim, a, b, av, bv, out, ea, eb)
+    else:  # a plain node, its fields set here: this runs once per operation
+        node = _new(_plain_classes.get(prim) or _plain_class(prim))
+        node.seq = next_seq()
+        node.e0 = ea
+        node.e1 = eb
+        if saves == "inputs" or saves == "both":
+            node.s0 = a
+            node.s1 = b
+            if ea is None or eb is None:
+                _drop_unread(node, prim, ea)
+        else:
+            node.s0 = node.s1 = None
+        node.out = out if saves == "output" or saves == "both" else None
+        if out.__class__ is _ndarray:
+            _note_broadcast(node, av, bv, out, ea, eb)
     result._edge = node
     trace = _state.trace
     if trace is not None:
@@ -303,37 +325,12 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     return result
 
 
-def _operand(x: Any) -> Any:
-    """A non-tensor operand of ``binary`` as a constant (NumPy's number as Python's: weak, as
-    PyTorch takes it), or NotImplemented (Python then tries the other operand)."""
-    if isinstance(x, np.generic) and not isinstance(x, np.str_):
-        x = x.item()
-    if isinstance(x, _REAL_SCALARS):
-        return x
+def _constant_operand(x: Any) -> Any:
+    """A non-tensor operand as a constant, or NotImplemented (Python then tries the other operand)."""
     try:
         return constant(x)
     except TypeError:
         return NotImplemented
-
-
-def _binary_node(prim: Primitive, a: Any, b: Any, av: Any, bv: Any, out: Any, ea: Any, eb: Any) -> Any:
-    """A plain node of ``binary``, its fields set here: this runs once per operation."""
-    saves = prim.saves
-    node = _new(_plain_classes.get(prim) or _plain_class(prim))
-    node.seq = next_seq()
-    node.e0 = ea
-    node.e1 = eb
-    if saves == "inputs" or saves == "both":
-        node.s0 = a
-        node.s1 = b
-        if ea is None or eb is None:
-            _drop_unread(node, prim, ea)
-    else:
-        node.s0 = node.s1 = None
-    node.out = out if saves == "output" or saves == "both" else None
-    if out.__class__ is _ndarray:
-        _note_broadcast(node, av, bv, out, ea, eb)
-    return node
 
 
 def _drop_unread(node: Any, prim: Primitive, ea: Any) -> None:
