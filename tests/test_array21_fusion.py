@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import gradcli as gc
+from gradcli.autograd import donation as elementwise
 from gradcli.autograd import engine
-from gradcli.ops import elementwise
 
 rng = np.random.default_rng(21)
 N = 1000

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..ops import REAL as REAL_PRIM
-from ..ops.elementwise import DONATION as _DONATION
 from . import anomaly as _anomaly
 from . import grad_mode as _grad_mode
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
+from .donation import DONATION as _DONATION
 from .node import AccumulateGrad, CopyBackwards, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
@@ -318,38 +318,51 @@ def _run_nodes(schedule, grads, owned, retain_graph, create_graph, capture, nbat
             _capture(captured, capture[node], g)
         if node.__class__ is AccumulateGrad:
             if capture is None and g is not None:
-                if hooks is None:
-                    _accumulate(node, g, node in owned, create_graph)
-                else:
-                    _accumulate_hooked(node, hooks, g, create_graph)
+                _leaf_arrives(node, hooks, g, node in owned, create_graph)
             owned.discard(node)
             continue
         if g is not None and (needed is None or (node in needed and node not in skip)):
-            if g.__class__ is _ndarray and g.ndim and node in owned and not create_graph and not anomaly:
-                # an array the engine made and holds alone: the node's last rule to read it may write into it
-                owned.discard(node)
-                if hooks is None and not node.user_defined and (capture is None or node not in capture):
-                    in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
-                    _hand_on(node, in_grads, g, taken, True, grads, owned, pending, ready, needed)
-                    continue
+            lent = g.__class__ is _ndarray and g.ndim and node in owned and not create_graph and not anomaly
             owned.discard(node)
-            if node._retain is not None:
-                _retain_grad(node, g, create_graph)
-            if hooks is None:
-                in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-            else:
-                multi = getattr(node, "n_outputs", 1) > 1
-                g = _hooks.run_pre_hooks(hooks, g, multi, create_graph)
-                in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-                in_grads = _hooks.run_post_hooks(hooks, in_grads, g, multi, create_graph)
-            if anomaly:
-                in_grads = tuple(in_grads)
-                _anomaly.backward_check(node, g, in_grads)
-            trusted = not node.user_defined
+            in_grads, taken, trusted = _run_node(node, g, hooks, lent and (capture is None or node not in capture),
+                                                 create_graph, anomaly, retain_graph, nbatch)  # fmt: skip
         else:
-            in_grads, trusted = _NO_GRADS, False
-        _hand_on(node, in_grads, g, False, trusted, grads, owned, pending, ready, needed, create_graph)
+            in_grads, taken, trusted = _NO_GRADS, False, False
+        _hand_on(node, in_grads, g, taken, trusted, grads, owned, pending, ready, needed, create_graph)
     return captured
+
+
+def _run_node(node, g, hooks, lent, create_graph, anomaly, retain_graph, nbatch):
+    """One node, in either loop (the loops differ only in their order and bookkeeping): its rules on
+    ``g``, between its hooks, checked in anomaly mode.
+    ``lent``: ``g`` is an array the engine made and holds alone, and nothing outside the node's rules
+    will see it, so the node's last rule to read it may write into it. Returns the gradients for its
+    edges, whether a rule wrote into ``g`` and returned it, and whether they come from gradcli's rules."""
+    trusted = not node.user_defined
+    if lent and hooks is None and trusted:
+        in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
+        return in_grads, taken, True
+    if node._retain is not None:
+        _retain_grad(node, g, create_graph)
+    if hooks is None:
+        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+    else:
+        multi = getattr(node, "n_outputs", 1) > 1
+        g = _hooks.run_pre_hooks(hooks, g, multi, create_graph)
+        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+        in_grads = _hooks.run_post_hooks(hooks, in_grads, g, multi, create_graph)
+    if anomaly:
+        in_grads = tuple(in_grads)
+        _anomaly.backward_check(node, g, in_grads)
+    return in_grads, False, trusted
+
+
+def _leaf_arrives(node, hooks, g, owned, create_graph):
+    """A leaf's complete gradient in ``_run_nodes``, into its ``.grad`` (through its hooks if any)."""
+    if hooks is None:
+        _accumulate(node, g, owned, create_graph)
+    else:
+        _accumulate_hooked(node, hooks, g, create_graph)
 
 
 def _slot_count(capture: dict[Any, Any] | None) -> int:
@@ -485,14 +498,8 @@ def _plain_node(node, g, grads, owned, heap, leaves, retain_graph, nbatch):
     owned.discard(node)
     if g is None:
         return  # nothing to hand on: the nodes below get nothing from it
-    trusted = not node.user_defined
-    if g.__class__ is _ndarray and g.ndim and owned_g and trusted:
-        # an array the engine made and holds alone: the last rule to read it may write into it
-        in_grads, taken = _apply_donating(node, g, retain_graph, nbatch)
-    else:
-        if node._retain is not None:
-            _retain_grad(node, g, False)
-        in_grads, taken = node.apply(g, False, nbatch, retain_graph), False
+    lent = g.__class__ is _ndarray and g.ndim and owned_g  # an array the engine made and holds alone
+    in_grads, taken, trusted = _run_node(node, g, None, lent, False, False, retain_graph, nbatch)
     for e, gi in zip(node.next, in_grads):
         if e is not None and gi is not None:
             _deliver(e, gi, trusted and (gi is not g or taken), grads, owned, heap, leaves)

@@ -18,6 +18,7 @@ from ..ops import CONJ as _CONJ
 from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
+from .donation import rules as rules_with_donation
 from .still import quiet
 from .tensor import Tensor, is_complex, storage_root
 
@@ -170,6 +171,7 @@ class OpNode(SingleOutput, Node):
     # retain_grad) default to the class attributes until set.
     __slots__ = ("out", "seq", "__dict__", "__weakref__")
     prim: Primitive
+    rules: tuple[Any, ...]  # the primitive's reverse rules, with the in-place forms of donation.py
     params: tuple[Any, ...] = ()
     versions: tuple[int, ...] | None = None
     shapes: tuple[tuple[int, ...], ...] | None = None
@@ -223,7 +225,7 @@ class OpNode(SingleOutput, Node):
         if rules is None:
             if _tensor_mod.complex_seen:
                 return complex_apply(self, g, create, nbatch, retain)
-            rules = self.prim.vjp
+            rules = self.rules
         inputs = self.inputs_for(create)
         if _tensor_mod.inplace_seen:  # versions can only differ once something was modified in place
             self._check_versions()
@@ -341,7 +343,7 @@ def mark_output_modified(edge: Any, tensor: Tensor) -> None:
 
 
 def _unary_apply(prim: Primitive) -> Any:
-    rule = prim.vjp[0]
+    (rule,) = rules_with_donation(prim)
     keeps_input = prim.saves in ("inputs", "both")
     frees = prim.frees
     elementwise = prim.elementwise
@@ -373,7 +375,7 @@ def _unary_apply(prim: Primitive) -> Any:
 
 
 def _binary_apply(prim: Primitive) -> Any:
-    rule_a, rule_b = prim.vjp
+    rule_a, rule_b = rules_with_donation(prim)
     keeps_inputs = prim.saves in ("inputs", "both")
     frees = prim.frees
     elementwise = prim.elementwise
@@ -437,7 +439,7 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
         saved is not None and any(v is not None and is_complex(v) for v in saved)
     )
     if not values_complex:
-        return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
+        return OpNode.apply(node, g, create, nbatch, retain, node.rules)
     if prim.complex_vjp is not None:
         return OpNode.apply(node, g, create, nbatch, retain, prim.complex_vjp)
     if not prim.analytic:
@@ -446,8 +448,8 @@ def complex_apply(node: OpNode, g: Any, create: bool, nbatch: int, retain: bool)
             "complex rule); differentiate its real and imaginary parts instead"
         )
     if prim.saves in ("nothing", "meta"):  # linear with real coefficients: conj would change nothing
-        return OpNode.apply(node, g, create, nbatch, retain, prim.vjp)
-    grads = OpNode.apply(node, _CONJ(g), create, nbatch, retain, prim.vjp)
+        return OpNode.apply(node, g, create, nbatch, retain, node.rules)
+    grads = OpNode.apply(node, _CONJ(g), create, nbatch, retain, node.rules)
     return [None if gi is None else _CONJ(gi) for gi in grads]
 
 
@@ -459,7 +461,13 @@ def node_class(prim: Primitive, name: str) -> type[OpNode]:
     too: two primitives may share PyTorch's name (square and x ** 2 are both PowBackward0)."""
     cls = _NODE_CLASSES.get((prim, name))
     if cls is None:
-        body: dict[str, Any] = {"__slots__": (), "prim": prim, "frees": prim.frees, "__module__": "gradcli.autograd"}
+        body: dict[str, Any] = {
+            "__slots__": (),
+            "prim": prim,
+            "rules": rules_with_donation(prim),
+            "frees": prim.frees,
+            "__module__": "gradcli.autograd",
+        }
         layout: type[OpNode] = TupleNode
         if prim.nparams == 0 and prim.saves != "meta" and prim.arity == 1:
             body["apply"] = _unary_apply(prim)

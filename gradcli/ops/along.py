@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import primitive
 from .elementwise import CONJ, REAL
-from .reduce import _logsumexp
+from .reduce import logsumexp_value
 
 #: The group the rows of this module are listed in (``gradcli ops``, the README).
 GROUP = "along an axis"
@@ -52,7 +52,7 @@ def _log_softmax_rule(g, out, x, axis):
 LOG_SOFTMAX = primitive(
     "log_softmax",
     1,
-    lambda x, axis: x - _logsumexp(x, (axis,), True),
+    lambda x, axis: x - logsumexp_value(x, (axis,), True),
     (_log_softmax_rule,),
     saves="output",
     nparams=1,

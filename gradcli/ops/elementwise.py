@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from _thread import _local as _thread_local  # threading.local itself, without importing threading at start-up
 
 import numpy as np
 
@@ -22,104 +21,6 @@ LN10 = math.log(10.0)
 GROUP = "elementwise"
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-# --- buffers reused in the backward pass (10^7-element arrays: each new array costs a pass of page
-# faults). Every shortcut below computes the same operation on the same operands in the same order
-# as the plain rule, so results are bit-identical; it only chooses where the result is written.
-
-_ndarray = np.ndarray
-
-
-class _Donation(_thread_local):
-    """The gradient buffer the engine hands the running node's rules (``buffer``): the engine
-    allocated it and nobody else holds it, so the rule that reads it last may write into it.
-    A rule that does sets ``buffer`` back to ``None`` (the engine reads that as "taken")."""
-
-    buffer = None
-
-
-DONATION = _Donation()
-
-
-def _donated(g, other):
-    """``g`` may be overwritten with ``g (op) other`` (same shape and dtype as the result)."""
-    if g.__class__ is not _ndarray or g is not DONATION.buffer:
-        return False
-    other_shape = other.shape if other.__class__ is _ndarray else ()
-    if other_shape != g.shape and np.broadcast_shapes(other_shape, g.shape) != g.shape:
-        return False
-    if np.result_type(g, other) != g.dtype:
-        return False
-    DONATION.buffer = None
-    return True
-
-
-def _times(g, c):
-    """``g * c`` where ``c`` is a temporary the rule just made: written into ``c`` when it can hold it."""
-    if (
-        c.__class__ is _ndarray
-        and g.__class__ is _ndarray
-        and c.shape == g.shape
-        and c.dtype == g.dtype
-        and c.flags.writeable
-    ):
-        return np.multiply(g, c, out=c)
-    return g * c
-
-
-def _unit(g, other):
-    """``g`` is one 1.0 broadcast over ``other``'s shape (a sum's gradient): ``g * other`` is
-    ``other``, bit for bit, and the product can be a read-only view of it instead of a copy."""
-    return (
-        g.__class__ is _ndarray
-        and other.__class__ is _ndarray
-        and g.shape == other.shape
-        and g.dtype == other.dtype
-        and g.size > 1
-        and not any(g.strides)
-        and g.item(0) == 1.0
-    )
-
-
-def _mul_rule_a(g, out, a, b):
-    if g.__class__ is _ndarray and _unit(g, b):
-        return b.view()  # a view: the engine never writes into it (b is saved for backward)
-    return g * b
-
-
-def _mul_rule_b(g, out, a, b):
-    """``g * a``: the last rule of mul's node to read ``g``, so it may write into a donated ``g``."""
-    if g.__class__ is _ndarray:  # (a scalar gradient: neither helper applies, and this runs per node)
-        if _donated(g, a):
-            return np.multiply(g, a, out=g)
-        if _unit(g, a):
-            return a.view()
-    return g * a
-
-
-def _sin_rule(g, out, x):
-    c = np.cos(x)
-    return g * c if c.__class__ is not _ndarray else _times(g, c)
-
-
-def _exp_rule(g, out, x):
-    if g.__class__ is _ndarray and _donated(g, out):
-        return np.multiply(g, out, out=g)
-    return g * out
-
-
-def _neg_rule(g, out, x):
-    if g.__class__ is _ndarray and g is DONATION.buffer:
-        DONATION.buffer = None
-        return np.negative(g, out=g)
-    return -g
-
-
-def _log_rule(g, out, x):
-    if g.__class__ is _ndarray and _donated(g, x):
-        return np.divide(g, x, out=g)
-    return g / x
 
 
 def unary(name, forward, rule, formula, sympy, **facts):
@@ -180,7 +81,7 @@ SUB = binary(
 MUL = binary(
     "mul",
     operator.mul,
-    (_mul_rule_a, _mul_rule_b),
+    (lambda g, out, a, b: g * b, lambda g, out, a, b: g * a),
     ("{1}", "{0}"),
     lambda sp, a, b: a * b,
     named_rule="product rule",
@@ -207,7 +108,7 @@ DIV = binary(
 NEG = unary(
     "neg",
     operator.neg,
-    _neg_rule,
+    lambda g, out, x: -g,
     "-1",
     lambda sp, x: -x,
     saves="nothing",
@@ -223,7 +124,7 @@ def _pow_dbase(g, out, x, y):
     # which also zeroes the mixed second derivative there; masking only x = 0 keeps it right.
     if isinstance(y, (int, float)):
         if y == 2:  # the common square: 2x, without computing x ** 1
-            return _times(g, 2.0 * x)
+            return g * (2.0 * x)
         return np.zeros_like(g) if y == 0 else g * (y * x ** (y - 1))
     return np.where((y == 0) & (x == 0), 0.0, g * (y * x ** (y - 1)))
 
@@ -309,7 +210,7 @@ REMAINDER = binary(
 
 # --- exponentials and logarithms ------------------------------------------------------------
 
-EXP = unary("exp", np.exp, _exp_rule, "exp({0})", lambda sp, x: sp.exp(x), saves="output", doc="e^x")
+EXP = unary("exp", np.exp, lambda g, out, x: g * out, "exp({0})", lambda sp, x: sp.exp(x), saves="output", doc="e^x")
 EXPM1 = unary(
     "expm1",
     np.expm1,
@@ -331,7 +232,7 @@ EXP2 = unary(
 LOG = unary(
     "log",
     np.log,
-    _log_rule,
+    lambda g, out, x: g / x,
     "1/{0}",
     lambda sp, x: sp.log(x),
     domain=((0.1, 3.0),),
@@ -423,7 +324,7 @@ SQRT = unary(
 
 # --- trigonometric and hyperbolic --------------------------------------------------------------
 
-SIN = unary("sin", np.sin, _sin_rule, "cos({0})", lambda sp, x: sp.sin(x), doc="sine")
+SIN = unary("sin", np.sin, lambda g, out, x: g * np.cos(x), "cos({0})", lambda sp, x: sp.sin(x), doc="sine")
 COS = unary("cos", np.cos, lambda g, out, x: g * -np.sin(x), "-sin({0})", lambda sp, x: sp.cos(x), doc="cosine")
 TAN = unary(
     "tan",

@@ -182,37 +182,30 @@ def _extreme_rule(g, out, x, axis, keepdims):
     return _keep(g, x.shape, axis, keepdims, nb) * _share(out, x, axis, keepdims)
 
 
-AMAX = primitive(
-    "max",
-    1,
-    lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-    (_extreme_rule,),
-    saves="both",
-    nparams=2,
-    variant=_full_or_dim("max", 1, "amax", 0),
-    analytic=False,
-    formulas=("[{0} == max]",),
-    doc="largest element; ties share the gradient",
-    jvp=_reduce_jvp(_share),
-    batch="reduce",
-)
-AMIN = primitive(
-    "min",
-    1,
-    lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-    (_extreme_rule,),
-    saves="both",
-    nparams=2,
-    variant=_full_or_dim("min", 1, "amin", 0),
-    analytic=False,
-    formulas=("[{0} == min]",),
-    doc="smallest element; ties share the gradient",
-    jvp=_reduce_jvp(_share),
-    batch="reduce",
-)
+def _extreme(name, reduce, dim_name, word):
+    """``max`` or ``min`` over axes: the gradient goes to the extreme elements, shared at ties."""
+    return primitive(
+        name,
+        1,
+        lambda x, axis, keepdims: reduce(x, axis=axis, keepdims=keepdims),
+        (_extreme_rule,),
+        saves="both",
+        nparams=2,
+        variant=_full_or_dim(name, 1, dim_name, 0),
+        analytic=False,
+        formulas=(f"[{{0}} == {name}]",),
+        doc=f"{word} element; ties share the gradient",
+        jvp=_reduce_jvp(_share),
+        batch="reduce",
+    )
 
 
-def _logsumexp(x, axis, keepdims):
+AMAX = _extreme("max", np.max, "amax", "largest")
+AMIN = _extreme("min", np.min, "amin", "smallest")
+
+
+def logsumexp_value(x, axis, keepdims):
+    """log(sum(exp(x))) over ``axis``, computed without overflow (logsumexp's and log_softmax's forward)."""
     # shifted by the largest real part (none over an empty axis: the sum is 0 and the result -inf, as
     # PyTorch's); a real shift keeps a complex result on the principal branch, imag in (-pi, pi]
     m = np.max(np.real(x), axis=axis, keepdims=True) if np.size(x) else 0.0
@@ -225,7 +218,7 @@ def _logsumexp(x, axis, keepdims):
 LOGSUMEXP = primitive(
     "logsumexp",
     1,
-    _logsumexp,
+    logsumexp_value,
     (
         lambda g, out, x, axis, keepdims: (
             _keep(g, x.shape, axis, keepdims, batch_ndim(g, out)) * np.exp(x - _keep(out, x.shape, axis, keepdims))
