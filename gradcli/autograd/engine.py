@@ -34,6 +34,7 @@ from . import grad_mode as _grad_mode
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
 from .donation import DONATION as _DONATION
+from .functions import to
 from .node import AccumulateGrad, CopyBackwards, OutputRef, edge_node
 from .tensor import Tensor, wrap
 
@@ -736,8 +737,6 @@ def _cast(g: Any, dtype: Any) -> Any:
 
 
 def _as_dtype(g: Tensor, dtype: Any) -> Tensor:
-    from .functions import to
-
     if g._value.dtype.kind == "c" and dtype.kind != "c":
         g = REAL_PRIM(g)
     return to(g, dtype)

@@ -249,49 +249,26 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
 
 
 def binary(prim: Primitive, a: Any, b: Any) -> Any:
-    """``prim(a, b)`` for a two-input elementwise primitive (the hot path of every operator)."""
-    if a.__class__ is Tensor:
+    """``prim(a, b)`` for a two-input elementwise primitive (the hot path of every operator: two tensors
+    take no call beyond the forward; a constant operand, a dtype to widen or no gradient take one)."""
+    if a.__class__ is Tensor and b.__class__ is Tensor:
         av = a._value
         ea = a._edge
-    else:
-        if isinstance(a, np.generic) and not isinstance(a, np.str_):  # NumPy's number: weak, as PyTorch takes it
-            a = a.item()
-        if not isinstance(a, _REAL_SCALARS):
-            a = _constant_operand(a)
-            if a is NotImplemented:
-                return NotImplemented
-        av = a
-        ea = None
-    if b.__class__ is Tensor:
         bv = b._value
         eb = b._edge
-    else:
-        if isinstance(b, np.generic) and not isinstance(b, np.str_):  # NumPy's number: weak, as PyTorch takes it
-            b = b.item()
-        if not isinstance(b, _REAL_SCALARS):
-            b = _constant_operand(b)
-            if b is NotImplemented:
-                return NotImplemented
-        bv = b
-        eb = None
+    else:  # a constant operand (0.5 * x): one call
+        a, av, ea, b, bv, eb = _mixed(a, b)
+        if a is NotImplemented:
+            return NotImplemented
     out = prim.forward(av, bv)
-    if (
-        (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__)
-        and getattr(av, "dtype", None) is not getattr(bv, "dtype", None)  # (one dtype: nothing widened)
-        and (cast := _floats_over_ints((av, bv))) is not None
-    ):
-        if cast[0] is not av:  # an integer tensor becomes a floating constant
-            a = av = cast[0]
-        if cast[1] is not bv:
-            b = bv = cast[1]
-        out = prim.forward(av, bv)
+    if (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__) and getattr(
+        av, "dtype", None
+    ) is not getattr(bv, "dtype", None):  # (one dtype: nothing widened)
+        a, b, av, bv, out = _widened(prim, a, b, av, bv, out)
     result = _new(Tensor)
     result._value = out
     if (ea is None and eb is None) or not _state.enabled:
-        if out.__class__ is not _F64_SCALAR and _from_bools(out, (av, bv)):
-            result._value = prim.forward(_as_float(av), _as_float(bv))
-        result._edge = None
-        return result
+        return _constant(prim, result, av, bv)
     rules = prim.vjp
     if rules[0] is None:
         ea = None
@@ -308,20 +285,72 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
         node.seq = next_seq()
         node.e0 = ea
         node.e1 = eb
-        if saves == "inputs" or saves == "both":
+        if saves in _SAVES_INPUTS:
             node.s0 = a
             node.s1 = b
             if ea is None or eb is None:
                 _drop_unread(node, prim, ea)
         else:
             node.s0 = node.s1 = None
-        node.out = out if saves == "output" or saves == "both" else None
+        node.out = out if saves in _SAVES_OUTPUT else None
         if out.__class__ is _ndarray:
             _note_broadcast(node, av, bv, out, ea, eb)
     result._edge = node
     trace = _state.trace
     if trace is not None:
         trace.append((node, result, (a, b)))
+    return result
+
+
+_SAVES_INPUTS = frozenset(("inputs", "both"))
+_SAVES_OUTPUT = frozenset(("output", "both"))
+
+
+def _mixed(a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Each operand with its value and edge, where one or both are not Tensors; ``a`` NotImplemented
+    when one is no operand of ours (Python then tries the other side)."""
+    if a.__class__ is Tensor:
+        av, ea = a._value, a._edge
+    else:
+        a = av = a if a.__class__ is float else _operand(a)
+        ea = None
+    if b.__class__ is Tensor:
+        bv, eb = b._value, b._edge
+    else:
+        b = bv = b if b.__class__ is float else _operand(b)
+        eb = None
+    if b is NotImplemented:
+        a = NotImplemented
+    return a, av, ea, b, bv, eb
+
+
+def _operand(x: Any) -> Any:
+    """A binary operation's operand that is not a Tensor: a NumPy number is weak, as PyTorch takes it
+    (its Python number); a real number is used as it is; anything else is a constant, or NotImplemented."""
+    if isinstance(x, np.generic) and not isinstance(x, np.str_):
+        x = x.item()
+    return x if isinstance(x, _REAL_SCALARS) else _constant_operand(x)
+
+
+def _widened(prim: Primitive, a: Any, b: Any, av: Any, bv: Any, out: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """Operands of two dtypes: an integer tensor beside a float becomes a floating constant, as
+    PyTorch promotes it, and the forward runs again on the widened values."""
+    cast = _floats_over_ints((av, bv))
+    if cast is None:
+        return a, b, av, bv, out
+    if cast[0] is not av:
+        a = av = cast[0]
+    if cast[1] is not bv:
+        b = bv = cast[1]
+    return a, b, av, bv, prim.forward(av, bv)
+
+
+def _constant(prim: Primitive, result: Tensor, av: Any, bv: Any) -> Tensor:
+    """A result with no gradient to record (constants, or grad mode off): booleans compute as floats."""
+    out = result._value
+    if out.__class__ is not _F64_SCALAR and _from_bools(out, (av, bv)):
+        result._value = prim.forward(_as_float(av), _as_float(bv))
+    result._edge = None
     return result
 
 
