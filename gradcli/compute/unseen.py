@@ -15,7 +15,6 @@ from ..errors import UsageError
 from ..lang.evaluate import suggest
 from ..lang.library import gc
 from ..lang.program import Program
-from ..lang.python import detach_fixed
 from .gradient import Gradient, single_output
 
 
@@ -61,6 +60,8 @@ def unseen_derivative(
     scale = max(max(float(np.max(np.abs(b), initial=0.0)) for b in base.values()), 1.0)
     flat = np.concatenate([direction[n].reshape(-1) for n in names])
     predicted = np.asarray(jacobian, dtype=np.float64).reshape(-1, flat.size) @ flat
+    from ..lang.python import detach_fixed  # lazy: start-up, eval's plain gradient never probes
+
     detached: list[Any] = []
 
     def along(t: float) -> np.ndarray:

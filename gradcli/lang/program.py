@@ -25,7 +25,6 @@ from .evaluate import Evaluation, check_names, evaluate, free_variables, suggest
 from .flat import FlatProgram, compile_flat
 from .library import gc
 from .parser import MAX_CHARACTERS, check_size, parse
-from .python import run_function
 from .values import decode, program_too_long, read_bounded, read_text, text_bytes_limit
 
 #: EXPR names a Python function only when the whole argument (stripped) is FILE.py:FUNC with no
@@ -187,6 +186,8 @@ class PythonFunction(Program):
         ]
 
     def _run(self, values: Mapping[str, Any], wrt: Sequence[str], record_steps: bool) -> Evaluation:
+        from .python import run_function  # lazy: start-up, an expression never runs a Python function
+
         return run_function(self, values, wrt)
 
 
