@@ -211,7 +211,14 @@ def _plain_class(prim: Primitive) -> type:
     cls = _plain_classes.get(prim)
     if cls is None:  # one class, whichever thread makes it first
         cls = _plain_classes.setdefault(prim, node_class(prim, prim.node_name()))
+        if prim.variant is None and prim.saves != "meta":
+            _plain_binary.setdefault(prim, cls)
     return cls
+
+
+#: the node classes whose fields ``binary`` sets itself (no overloads, no metadata saved), filled
+#: by ``_plain_class`` as each primitive's first node is made
+_plain_binary: dict[Primitive, type] = {}
 
 
 def unary(prim: Primitive, x: Tensor) -> Tensor:
@@ -251,15 +258,22 @@ def unary(prim: Primitive, x: Tensor) -> Tensor:
 def binary(prim: Primitive, a: Any, b: Any) -> Any:
     """``prim(a, b)`` for a two-input elementwise primitive (the hot path of every operator: two tensors
     take no call beyond the forward; a constant operand, a dtype to widen or no gradient take one)."""
-    if a.__class__ is Tensor and b.__class__ is Tensor:
+    if a.__class__ is Tensor:
         av = a._value
         ea = a._edge
-        bv = b._value
-        eb = b._edge
-    else:  # a constant operand (0.5 * x): one call
-        a, av, ea, b, bv, eb = _mixed(a, b)
+    else:  # a constant: a Python float as it is (0.5 * x), anything else through _operand
+        a = av = a if a.__class__ is float else _operand(a)
         if a is NotImplemented:
             return NotImplemented
+        ea = None
+    if b.__class__ is Tensor:
+        bv = b._value
+        eb = b._edge
+    else:
+        b = bv = b if b.__class__ is float else _operand(b)
+        if b is NotImplemented:
+            return NotImplemented
+        eb = None
     out = prim.forward(av, bv)
     if (out.__class__ is not _F64_SCALAR or av.__class__ is not bv.__class__) and getattr(
         av, "dtype", None
@@ -277,18 +291,19 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
     if ea is None and eb is None:
         result._edge = None
         return result
-    saves = prim.saves
-    if _tensor_mod.inplace_seen or prim.variant is not None or saves == "meta":
+    cls = _plain_binary.get(prim)
+    if cls is None or _tensor_mod.inplace_seen:  # (the first node of a primitive registers its class)
         node = make_node(prim, (a, b), (av, bv), out, (), (ea, eb))
     else:  # a plain node, its fields set here: this runs once per operation
-        node = _new(_plain_classes.get(prim) or _plain_class(prim))
+        node = _new(cls)
         node.seq = next_seq()
         node.e0 = ea
         node.e1 = eb
+        saves = prim.saves
         if saves in _SAVES_INPUTS:
             node.s0 = a
             node.s1 = b
-            if ea is None or eb is None:
+            if (ea is None) is not (eb is None):  # one input without a gradient: its partner is not read
                 _drop_unread(node, prim, ea)
         else:
             node.s0 = node.s1 = None
@@ -304,24 +319,6 @@ def binary(prim: Primitive, a: Any, b: Any) -> Any:
 
 _SAVES_INPUTS = frozenset(("inputs", "both"))
 _SAVES_OUTPUT = frozenset(("output", "both"))
-
-
-def _mixed(a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
-    """Each operand with its value and edge, where one or both are not Tensors; ``a`` NotImplemented
-    when one is no operand of ours (Python then tries the other side)."""
-    if a.__class__ is Tensor:
-        av, ea = a._value, a._edge
-    else:
-        a = av = a if a.__class__ is float else _operand(a)
-        ea = None
-    if b.__class__ is Tensor:
-        bv, eb = b._value, b._edge
-    else:
-        b = bv = b if b.__class__ is float else _operand(b)
-        eb = None
-    if b is NotImplemented:
-        a = NotImplemented
-    return a, av, ea, b, bv, eb
 
 
 def _operand(x: Any) -> Any:
