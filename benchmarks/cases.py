@@ -271,7 +271,7 @@ def _points_at_scale(rows: int):
 
 
 def _long_expression():
-    from gradcli.compute import value_and_grad
+    from gradcli.lang.compute import value_and_grad
     from gradcli.lang.parser import parse
     from gradcli.lang.program import Program, load
 

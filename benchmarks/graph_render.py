@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def model_case(n: int) -> tuple[float, float, int]:
     """Seconds to evaluate ``sum([x, 1, 1, ...])`` (n ones) with its gradient, and to build and
     write the model of its whole graph (text view), and the number of nodes."""
-    from gradcli.compute import value_and_grad
+    from gradcli.lang.compute import value_and_grad
     from gradcli.lang.program import load
     from gradcli.render import views
     from gradcli.render.build import build, recording

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gradcli.compute import explain_derivatives, formatted, value_and_grad
 from gradcli.lang.catalog import catalog
+from gradcli.lang.compute import explain_derivatives, formatted, value_and_grad
 from gradcli.lang.functions import FUNCTIONS
 from gradcli.lang.printer import to_language
 from gradcli.lang.program import load

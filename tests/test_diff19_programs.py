@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.compute import derivative_text, value_and_grad
+from gradcli.lang.compute import derivative_text, value_and_grad
 from gradcli.lang.program import load
 from gradcli.lang.values import assignments
 

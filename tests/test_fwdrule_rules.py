@@ -275,7 +275,7 @@ POINTS = "x,y\n1.0,2.0\n2.0,-0.5\n-1.5,1.75\n"
 def test_points_batch_reductions_and_products_by_their_row(tmp_path, monkeypatch):
     """max/min of one argument (reductions by their row), prod, logsumexp, norm and dot (a product)
     all run in the one batched pass, and agree with eval --at at every row."""
-    import gradcli.compute.points as points
+    import gradcli.lang.compute.points as points
 
     def refuse(*args, **kwargs):
         raise AssertionError("ran point by point")

@@ -93,7 +93,7 @@ def test_the_estimate_is_above_the_real_peak(command, expression, mode):
     n = 2_500
     code = (
         PEAK
-        + "from gradcli.lang.program import load\nfrom gradcli.compute import program_jacobian, program_hessian\n"
+        + "from gradcli.lang.program import load\nfrom gradcli.lang.compute import program_jacobian, program_hessian\n"
         f"values = {{'x': [float(i % 7) / 7 for i in range({n})]}}\n"
         "import numpy as np\nvalues = {k: np.array(v) for k, v in values.items()}\n"
         f"program = load({expression!r})\n"

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.compute import value_and_grad
+from gradcli.lang.compute import value_and_grad
 from gradcli.lang.program import load
 
 runner = CliRunner()

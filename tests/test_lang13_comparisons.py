@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 import gradcli as gc
 from gradcli.cli.app import app
-from gradcli.compute import symbolic_derivatives, value_and_grad
+from gradcli.lang.compute import symbolic_derivatives, value_and_grad
 from gradcli.lang.evaluate import evaluate
 from gradcli.lang.parser import parse
 from gradcli.lang.program import load

@@ -31,7 +31,7 @@ import pytest
 from test_random_expressions import VARIABLES, Expression, Generator, Node, draw
 
 from gradcli.check.blame import blame_nodes
-from gradcli.compute import value_and_grad
+from gradcli.lang.compute import value_and_grad
 from gradcli.lang.program import load
 from gradcli.render.build import recording
 
@@ -159,7 +159,7 @@ def diff_problems(seed: int, counts: dict[str, int]) -> list[str]:
     import sympy as sp
 
     from gradcli.check.symbolic import Skipped, _evaluate, time_limit
-    from gradcli.compute import symbolic_derivatives
+    from gradcli.lang.compute import symbolic_derivatives
     from gradcli.lang.symbolic import to_sympy
 
     gen = Generator(seed)

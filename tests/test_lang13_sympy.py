@@ -17,7 +17,7 @@ import sympy as sp
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.compute import symbolic_derivatives, value_and_grad
+from gradcli.lang.compute import symbolic_derivatives, value_and_grad
 from gradcli.lang.program import load
 
 runner = CliRunner()

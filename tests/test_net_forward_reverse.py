@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
-from gradcli.compute import program_jacobian
+from gradcli.lang.compute import program_jacobian
 from gradcli.lang.program import load
 
 CASES = int(os.environ.get("GRADCLI_FUZZ_CASES", "1500"))

@@ -15,9 +15,9 @@ import random
 import numpy as np
 import pytest
 
-from gradcli.compute import value_and_grad
 from gradcli.errors import UsageError
 from gradcli.lang import flat
+from gradcli.lang.compute import value_and_grad
 from gradcli.lang.parser import parse
 from gradcli.lang.program import Program, load
 

@@ -301,7 +301,7 @@ def test_an_empty_picture_and_a_point_outside_are_said(tmp_path):
 
 
 def test_the_grid_is_one_batched_evaluation_not_a_loop(monkeypatch):
-    from gradcli.compute import points
+    from gradcli.lang.compute import points
     from gradcli.lang.program import Program
 
     counts = {"batched": 0, "single": 0}

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from test_random_expressions import SPREAD, VARIABLES, draw
 
-from gradcli.compute import points as points_module
-from gradcli.compute import value_and_grad
-from gradcli.compute.points import evaluate_points
+from gradcli.lang.compute import points as points_module
+from gradcli.lang.compute import value_and_grad
+from gradcli.lang.compute.points import evaluate_points
 from gradcli.lang.program import load
 
 COUNT = int(os.environ.get("GRADCLI_POINTS_FUZZ", "300"))

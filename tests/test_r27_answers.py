@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
-from gradcli.compute import program_jacobian
+from gradcli.lang.compute import program_jacobian
 from gradcli.lang.program import load
 
 runner = CliRunner()

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from test_fuzz import fuzz, well_behaved
 from test_random_expressions import SPREAD, VARIABLES, draw
 
-from gradcli.compute.points import evaluate_points
+from gradcli.lang.compute.points import evaluate_points
 from gradcli.lang.program import load
 
 COUNT = int(os.environ.get("GRADCLI_POINTS_FUZZ", "120"))

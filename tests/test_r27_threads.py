@@ -396,7 +396,7 @@ def _points_programs(tmp_path):
 
 
 def _points_job(program, values, seed, k, n=400):
-    from gradcli.compute.points import evaluate_points
+    from gradcli.lang.compute.points import evaluate_points
 
     rng = np.random.default_rng(k)
     x = rng.uniform(-2, 2, n)

@@ -203,6 +203,20 @@ def test_no_import_circle_inside_a_package():
     assert not bad, "import circles inside a package (move the shared helper down):\n" + "\n".join(map(str, bad))
 
 
+def test_the_language_never_imports_what_the_commands_compute():
+    """lang is text -> tree -> tensors; lang/compute/ (gradients, matrices, SymPy derivatives, points)
+    sits on top of it, below check: no other module of lang imports it, lazily or not."""
+    compute = "gradcli.lang.compute"
+    found = [
+        f"{_where(module, line)} imports {target}"
+        for module, imports in IMPORTS.items()
+        if module.startswith("gradcli.lang") and not module.startswith(compute)
+        for line, target, _, _ in imports
+        if target == compute or target.startswith(compute + ".")
+    ]
+    assert not found, "lang imports lang/compute (move the helper down into lang):\n" + "\n".join(found)
+
+
 def test_an_import_inside_a_function_says_why_it_is_lazy():
     lines = {m: p.read_text(encoding="utf-8").splitlines() for m, p in MODULES.items()}
     silent = [

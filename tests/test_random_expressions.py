@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from gradcli.check.numeric import finite_differences
-from gradcli.compute import program_jacobian, value_and_grad
+from gradcli.lang.compute import program_jacobian, value_and_grad
 from gradcli.lang.program import load
 
 VARIABLES = {"x": (), "y": (), "z": (), "w": (2,), "u": (3,), "v": (3,), "A": (2, 3), "M": (3, 3)}

@@ -36,7 +36,7 @@ from typer.testing import CliRunner
 import gradcli as gc
 from gradcli.cli import expression_after_dashes
 from gradcli.cli.app import app
-from gradcli.compute import program_hessian, program_jacobian
+from gradcli.lang.compute import program_hessian, program_jacobian
 from gradcli.lang.program import load
 
 CORPUS = Path(__file__).parent / "corpus" / "programs.py"

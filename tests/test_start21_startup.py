@@ -30,7 +30,7 @@ sys.stderr.write(json.dumps({"modules": sorted(set(sys.modules) - before), "tabl
 #: what a plain expression never needs: other commands, pictures, SymPy, typer, threads, paths, Jacobians
 NOT_LOADED = [
     "typer", "click", "rich", "sympy", "graphviz", "gradcli.render", "gradcli.check", "gradcli.cli.app",
-    "gradcli.cli.progress", "gradcli.lang.symbolic", "gradcli.lang.catalog", "gradcli.compute.points",
+    "gradcli.cli.progress", "gradcli.lang.symbolic", "gradcli.lang.catalog", "gradcli.lang.compute.points",
     "gradcli.testing", "gradcli.autograd.replay", "pathlib", "threading", "importlib.util", "tempfile",
     "gradcli.functional", "gradcli.autograd.functional", "gradcli.autograd.function", "gradcli.autograd.forward",
     "gradcli.autograd.contract", "gradcli.autograd.linalg",

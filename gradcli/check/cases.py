@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compute import resolve_wrt, unused_values
 from ..errors import GradcliError, UsageError, printable
+from ..lang.compute import resolve_wrt, unused_values
 from ..lang.data import read_points
 from ..lang.evaluate import suggest
 from ..lang.parser import parse

@@ -27,8 +27,8 @@ from ..autograd.function import FunctionNode
 from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
-from ..compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
 from ..errors import UsageError
+from ..lang.compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
 from ..lang.evaluate import evaluate
 from ..lang.functions import not_analytic_call
 from ..lang.library import gc

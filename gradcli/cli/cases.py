@@ -23,9 +23,9 @@ from ..check.cases import (
     summarize,
 )  # fmt: skip
 from ..check.symbolic import Skipped, time_limit
-from ..compute import formatted, symbolic_derivatives
 from ..errors import GradcliError, UsageError, printable
 from ..files import refuse_same, write_atomic
+from ..lang.compute import formatted, symbolic_derivatives
 from ..lang.evaluate import evaluate
 from ..lang.parser import parse
 from . import output

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
-from ..compute import (
+from ..errors import GradcliError, UsageError, printable
+from ..lang import ast
+from ..lang.compute import (
     evaluate_text,
     explain_derivatives,
     formatted,
@@ -21,8 +23,6 @@ from ..compute import (
     unseen_in_gradient,
     value_and_grad,
 )
-from ..errors import GradcliError, UsageError, printable
-from ..lang import ast
 from ..lang.functions import FUNCTIONS
 from ..lang.values import NAME_CHARS, names_list, seed_vector
 from ..ops.operators import COMPARISONS, INFIX

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compute import unused_values
+from ..lang.compute import unused_values
 from ..lang.program import load
 from ..lang.values import assignments, names_list
 from .inputs import Given

@@ -6,7 +6,7 @@ expression, lang/flat.py, parsed into a tree only when something asks for it) or
 (lang/python.py). Every kind answers the same small interface, ``Program``: its variables, a run at
 a point into tensors, its text and origin for messages, and the few capabilities that differ
 (``tree``, ``symbolic``, ``replayable``, ``quick_gradient``, ``values_at_points``). What the commands
-compute from a program (gradients, Jacobians, derivatives by SymPy) is gradcli.compute's.
+compute from a program (gradients, Jacobians, derivatives by SymPy) is gradcli.lang.compute's.
 """
 
 from __future__ import annotations

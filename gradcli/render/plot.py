@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..compute import single_output
-from ..compute.points import derivative_series, evaluate_points
 from ..errors import MissingProgram, UsageError, install_hint
+from ..lang.compute import single_output
+from ..lang.compute.points import derivative_series, evaluate_points
 
 SAMPLES = 801  # points of a curve: a pole or a jump between two of them is found from the slopes
 GRID = 121  # points along each axis of a two-variable plot (121 x 121 values)

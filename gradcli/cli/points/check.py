@@ -22,9 +22,9 @@ from ...check.decide import AGREE, MISMATCH, Decision, Reference, Road, decide, 
 from ...check.numeric import tolerance_problem
 from ...check.result import METHOD_NAMES
 from ...check.run import Recorded, method_names, not_analytic
-from ...compute import element_labels
-from ...compute.points import evaluate_points, point_values, recorded_points
 from ...errors import UsageError
+from ...lang.compute import element_labels
+from ...lang.compute.points import evaluate_points, point_values, recorded_points
 from ...lang.data import Chunk, Columns, DataSet
 from ...lang.program import load
 from ...lang.values import seed_vector

@@ -1,7 +1,7 @@
 """``eval --points DATA --dask ADDRESS -o DIR``: the same job on a Dask cluster.
 
 ``dask.dataframe`` reads the CSV or Parquet parts (each partition a piece of the data set, in order),
-every partition is evaluated by gradcli's batched evaluator (``gradcli.compute.points``) on the workers,
+every partition is evaluated by gradcli's batched evaluator (``gradcli.lang.compute.points``) on the workers,
 and the results are written as a folder of Parquet parts (``part.0.parquet``, ...), one per partition,
 into a temporary folder beside ``-o DIR`` that takes its place when every part is written.
 ``--dask local:N`` starts a ``LocalCluster`` of N workers on this machine, shut down afterwards.

@@ -1,4 +1,4 @@
-"""``eval --points``, streamed: read a chunk, evaluate it batched (``gradcli.compute.points``), write it,
+"""``eval --points``, streamed: read a chunk, evaluate it batched (``gradcli.lang.compute.points``), write it,
 then the next; memory is bounded by ``--chunk-rows``, not by the data set."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ...compute import element_labels
-from ...compute.points import evaluate_points
 from ...errors import UsageError
 from ...files import refuse_same
+from ...lang.compute import element_labels
+from ...lang.compute.points import evaluate_points
 from ...lang.data import PARQUET, Chunk, Columns, DataSet, arrow, kind_of
 from .. import output
 from ..output import element_texts, nested, shown_path

@@ -1,10 +1,11 @@
 """What the commands compute from a program (lang's ``Program``): its value and gradient, Jacobian and
 Hessian, derivatives by SymPy, every point of a data set, and the warnings about what autograd may
-not see. The layer between lang (text -> tree -> tensors) and check; the commands only format it.
+not see. The top of the lang layer, below check: lang's own modules (text -> tree -> tensors) never
+import it (tests/test_r28_architecture.py); the commands only format what it returns.
 
 Each name loads its module on first use, so ``gradcli eval`` reads only ``gradient``:
 
->>> from gradcli.compute import value_and_grad
+>>> from gradcli.lang.compute import value_and_grad
 >>> from gradcli.lang.program import load
 >>> value_and_grad(load("x*y"), {"x": 2.0, "y": 3.0}).gradient["x"]
 array(3.)
@@ -12,7 +13,7 @@ array(3.)
 
 from __future__ import annotations
 
-from ..autograd import lazy
+from ...autograd import lazy
 
 _NAMES = {
     ".gradient": ["Gradient", "SCALAR_ONLY", "backward_anomaly", "resolve_wrt", "single_output", "value_and_grad"],

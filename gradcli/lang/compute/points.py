@@ -23,18 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.tape import recording
-from ..errors import Source, UsageError
-from ..lang import ast
-from ..lang.data import given_once
-from ..lang.evaluate import Run
-from ..lang.functions import COMPARISONS, FUNCTIONS, compare
-from ..lang.library import gc
-from ..lang.program import Program
-from ..lang.values import seed_vector
-from ..memory import limit_size
-from ..ops.operators import INFIX, PREFIX
-from ..ops.shape import take
+from ...autograd.tape import recording
+from ...errors import Source, UsageError
+from ...memory import limit_size
+from ...ops.operators import INFIX, PREFIX
+from ...ops.shape import take
+from .. import ast
+from ..data import given_once
+from ..evaluate import Run
+from ..functions import COMPARISONS, FUNCTIONS, compare
+from ..library import gc
+from ..program import Program
+from ..values import seed_vector
 from .gradient import SCALAR_ONLY, backward_anomaly, resolve_wrt, single_output, value_and_grad
 
 

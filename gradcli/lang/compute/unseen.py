@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..lang.evaluate import suggest
-from ..lang.library import gc
-from ..lang.program import Program
+from ...errors import UsageError
+from ..evaluate import suggest
+from ..library import gc
+from ..program import Program
 from .gradient import Gradient, single_output
 
 
@@ -60,7 +60,7 @@ def unseen_derivative(
     scale = max(max(float(np.max(np.abs(b), initial=0.0)) for b in base.values()), 1.0)
     flat = np.concatenate([direction[n].reshape(-1) for n in names])
     predicted = np.asarray(jacobian, dtype=np.float64).reshape(-1, flat.size) @ flat
-    from ..lang.python import detach_fixed  # lazy: start-up, eval's plain gradient never probes
+    from ..python import detach_fixed  # lazy: start-up, eval's plain gradient never probes
 
     detached: list[Any] = []
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.anomaly import detect_anomaly, inputs_text
-from ..errors import Source, UsageError
-from ..lang.evaluate import Evaluation
-from ..lang.library import gc
-from ..lang.program import Program
-from ..lang.values import seed_vector
-from ..records import Record, fill
+from ...autograd.anomaly import detect_anomaly, inputs_text
+from ...errors import Source, UsageError
+from ...records import Record, fill
+from ..evaluate import Evaluation
+from ..library import gc
+from ..program import Program
+from ..values import seed_vector
 
 
 def resolve_wrt(

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..lang import ast
-from ..lang.evaluate import Evaluation
-from ..lang.library import gc
-from ..lang.program import Program
-from ..memory import check_fits, limit_size
-from ..records import Record, fill
+from ...errors import UsageError
+from ...memory import check_fits, limit_size
+from ...records import Record, fill
+from .. import ast
+from ..evaluate import Evaluation
+from ..library import gc
+from ..program import Program
 from .gradient import backward_anomaly, resolve_wrt, single_output
 from .unseen import nothing_to_differentiate
 
@@ -84,7 +84,7 @@ def program_jacobian(
 ) -> Matrix:
     """d outputs / d variables, one row per output element, one column per input element
     (``as_json``: it will be printed whole, which the memory estimate counts)."""
-    from ..autograd.functional import jacobian_blocks  # lazy: start-up, eval never builds a Jacobian
+    from ...autograd.functional import jacobian_blocks  # lazy: start-up, eval never builds a Jacobian
 
     names = resolve_wrt(program, values, wrt, unused=False)
     if not names and not program.variables:  # (a variable without a value is said by the run)
@@ -117,7 +117,7 @@ def program_hessian(
     program: Program, values: Mapping[str, Any], wrt: Sequence[str] | None, as_json: bool = False
 ) -> Matrix:
     """d^2 output / d variables^2 of a scalar output, by forward-over-reverse."""
-    from ..autograd.functional import hessian_blocks  # lazy: start-up, eval never builds a Hessian
+    from ...autograd.functional import hessian_blocks  # lazy: start-up, eval never builds a Hessian
 
     names = resolve_wrt(program, values, wrt, unused=False)
     if not names and not program.variables:  # (a variable without a value is said by the run)

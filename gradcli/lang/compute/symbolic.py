@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..lang.evaluate import check_names
-from ..lang.program import Program, load
-from ..records import Record, fill
+from ...errors import UsageError
+from ...records import Record, fill
+from ..evaluate import check_names
+from ..program import Program, load
 
 
 def evaluate_text(text: str, values: Mapping[str, Any]) -> np.ndarray | None:
@@ -80,8 +80,8 @@ def explain_derivatives(
     if not program.symbolic or tree is None:
         raise UsageError("diff needs an expression; a Python function has no symbolic form")
     check_names(tree, set(program.variables))
-    from ..lang import symbolic  # lazy: start-up, SymPy only for diff
-    from ..lang.unparse import unparse  # lazy: start-up, with the SymPy it prints
+    from .. import symbolic  # lazy: start-up, SymPy only for diff
+    from ..unparse import unparse  # lazy: start-up, with the SymPy it prints
 
     if tree.statements and len({s.name for s in tree.statements}) == len(tree.statements):
         found = symbolic.differentiate_program(tree, shapes)
@@ -131,7 +131,7 @@ def formatted(expr: Any, form: str = "language") -> str:
     import sympy as sp
 
     if form == "language":
-        from ..lang.printer import array_text, to_language  # lazy: start-up, printed with SymPy
+        from ..printer import array_text, to_language  # lazy: start-up, printed with SymPy
 
         return array_text(expr) if isinstance(expr, np.ndarray) else to_language(expr)
     printer = sp.latex if form == "latex" else sp.sstr
