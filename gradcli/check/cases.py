@@ -23,7 +23,7 @@ from ..lang.compute import resolve_wrt, unused_values
 from ..lang.data import read_points
 from ..lang.evaluate import suggest
 from ..lang.parser import parse
-from ..lang.program import Program, load
+from ..lang.program import TreeProgram, load
 from ..lang.values import assignments, constant, read_text
 from ..text import number
 from .result import METHOD_NAMES, check_table
@@ -333,7 +333,7 @@ def case_program(case: Case) -> Any:
 
     f = case.fields
     if "expr" in f:
-        return Program("expression", tree=parse(f["expr"]))
+        return TreeProgram("expression", parse(f["expr"]))
     if "file" in f:
         _exists(case, f["file"], "file")
         return load(None, str(Path(case.base, f["file"])))
