@@ -129,6 +129,9 @@ class _client:
             self.cluster = d.LocalCluster(
                 n_workers=self.workers, threads_per_worker=1, processes=False, dashboard_address=None,
                 silence_logs=logging.CRITICAL,  # a failed task is said once, as gradcli's error line
+                # no dashboard, and the scheduler's own HTTP routes on a free port: with its default
+                # (8787) a second run at the same time printed Dask's "Port 8787 is already in use"
+                scheduler_kwargs={"dashboard_address": ":0"},
             )  # fmt: skip
             self.client = d.Client(self.cluster)
         else:
