@@ -37,6 +37,10 @@ class GraphNode:
     count: int = 0  # a group's node (kind "group", summary.collapsed): how many repeats, and nodes in all
     size: int = 0
     cluster: str | None = None  # the statement or Python call that computed it (Graph.clusters), innermost
+    #: a framework's graph (PyTorch, JAX): the nn.Module path that computed it (``encoder.layers.0.self_attn``)
+    #: or the JAX call's name; the line of the user's code that made it (``model.py:12``)
+    scope: str | None = None
+    line: str | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -154,6 +158,8 @@ class Graph:
                     "blamed": n.blamed,
                     **({"grad_parts": _plain(n.grad_parts)} if n.grad_parts else {}),
                     **({"cluster": n.cluster} if n.cluster else {}),
+                    **({"scope": n.scope} if n.scope else {}),
+                    **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                 }
                 for n in self.nodes

@@ -1,0 +1,116 @@
+"""Functions that compute with PyTorch or JAX instead of gradcli (``FILE.py:f`` with ``import torch``).
+
+Which framework a function uses is read from the names it refers to (``torch.sin``, an ``nn.Module``
+it calls, ``jnp``), or said with ``--framework torch|jax``. Neither framework is imported here: only
+``require`` imports one, when a function of its is met, and says how to install it when missing
+(exit 3). The function is then one more kind of program (``FrameworkFunction``, in ``function.py``):
+its numbers are the framework's own.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ...errors import MissingProgram, UsageError, install_hint
+
+FRAMEWORKS = ("torch", "jax")
+#: packages built on a framework, by the framework they compute with
+_FAMILY = {"torch": "torch", "torchvision": "torch", "torchaudio": "torch", "jax": "jax", "jaxlib": "jax",
+           "flax": "jax", "equinox": "jax", "optax": "jax", "haiku": "jax"}  # fmt: skip
+#: what each extra installs (the CPU build of PyTorch: its CUDA wheels are gigabytes)
+_INSTALL = {
+    "torch": "{hint} --extra-index-url https://download.pytorch.org/whl/cpu",
+    "jax": "{hint}",
+}
+
+
+def checked_framework(name: str | None) -> str | None:
+    """``--framework``: torch, jax, or gradcli (the function computes with gradcli itself: None)."""
+    if name is None:
+        return None
+    text = name.strip().lower()
+    if text in ("gradcli", "gc", "none"):
+        return None
+    if text == "pytorch":
+        text = "torch"
+    if text not in FRAMEWORKS:
+        raise UsageError(f"invalid value for '--framework': {name!r} is not one of torch, jax, gradcli")
+    return text
+
+
+def require(framework: str) -> types.ModuleType:
+    """The framework's module, imported now; exit 3 with the install line when it is missing. JAX
+    computes in float64 (``jax_enable_x64``), as gradcli and its inputs do."""
+    try:
+        module = __import__(framework)
+    except ImportError as missing:
+        hint = _INSTALL[framework].format(hint=install_hint(framework))
+        raise MissingProgram(
+            f"this function computes with {_TITLE[framework]}, which is not installed ({missing}); install it with: {hint}"
+        ) from None
+    if framework == "jax":
+        module.config.update("jax_enable_x64", True)
+    return module
+
+
+_TITLE = {"torch": "PyTorch", "jax": "JAX"}
+
+
+def title(framework: str) -> str:
+    """The framework's name as its users write it: PyTorch, JAX."""
+    return _TITLE[framework]
+
+
+def framework_of(function: Callable[..., Any]) -> str | None:
+    """The framework ``function`` computes with: the one of the names it refers to (its globals,
+    the modules and objects they hold, the classes of those objects), else the one its module
+    imported; None for a function of gradcli's (or of NumPy's, or of nothing)."""
+    found = _family(_referred(function))
+    if found is None:
+        module = sys.modules.get(getattr(function, "__module__", "") or "")
+        found = _family(vars(module).values() if module is not None else ())
+    return found
+
+
+def _referred(function: Callable[..., Any]) -> Iterator[Any]:
+    """The global objects ``function``'s code (its nested functions' and lambdas' too) refers to."""
+    code = getattr(function, "__code__", None)
+    namespace = getattr(function, "__globals__", {})
+    codes = [code] if code is not None else []
+    while codes:
+        current = codes.pop()
+        for name in current.co_names:
+            if name in namespace:
+                yield namespace[name]
+        codes += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+
+
+def _family(objects: Any) -> str | None:
+    """The framework of the first object that belongs to one (a module, a function, an object whose
+    class or one of its bases is a framework's); gradcli's own first means None."""
+    for value in objects:
+        for root in _roots(value):
+            if root == "gradcli":
+                return None
+            if root in _FAMILY:
+                return _FAMILY[root]
+    return None
+
+
+def _roots(value: Any) -> Iterator[str]:
+    if isinstance(value, types.ModuleType):
+        yield value.__name__.partition(".")[0]
+        return
+    module = getattr(value, "__module__", None)
+    if isinstance(module, str) and not isinstance(value, type):
+        yield module.partition(".")[0]
+    for cls in getattr(type(value) if not isinstance(value, type) else value, "__mro__", ()):
+        yield (cls.__module__ or "").partition(".")[0]
