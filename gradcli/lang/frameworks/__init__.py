@@ -72,7 +72,7 @@ def framework_of(function: Callable[..., Any]) -> str | None:
     if found is None:
         module = sys.modules.get(getattr(function, "__module__", "") or "")
         found = _family(vars(module).values() if module is not None else ())
-    return found
+    return None if found == "gradcli" else found
 
 
 def _referred(function: Callable[..., Any]) -> Iterator[Any]:
@@ -95,11 +95,11 @@ def _referred(function: Callable[..., Any]) -> Iterator[Any]:
 
 def _family(objects: Any) -> str | None:
     """The framework of the first object that belongs to one (a module, a function, an object whose
-    class or one of its bases is a framework's); gradcli's own first means None."""
+    class or one of its bases is a framework's), or "gradcli" when one of gradcli's comes first."""
     for value in objects:
         for root in _roots(value):
             if root == "gradcli":
-                return None
+                return root
             if root in _FAMILY:
                 return _FAMILY[root]
     return None
