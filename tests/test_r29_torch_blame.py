@@ -1,0 +1,204 @@
+"""``check --blame`` of a function that computes with PyTorch (issue 29): each custom
+``torch.autograd.Function`` is checked alone, its backward against finite differences of its forward,
+and a planted wrong backward among five is named with its ``nn.Module`` path and the user's line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gradcli.check.framework_blame import framework_blame, framework_finding  # noqa: E402
+from gradcli.check.torch_blame import ELEMENTS, blame_torch, blame_torch_calls  # noqa: E402
+
+torch.set_num_threads(1)
+
+#: a custom Function of the model file: forward and backward as expressions of its arguments and g
+FUNCTION = """
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, {args}):
+        ctx.save_for_backward({args})
+        return {forward}
+
+    @staticmethod
+    def backward(ctx, g):
+        {args}, = ctx.saved_tensors
+        return {backward}
+"""
+#: the five, right; a test breaks one backward
+RIGHT = {
+    "Sin": ("x", "torch.sin(x)", "g * torch.cos(x)"),
+    "Exp": ("x", "torch.exp(x)", "g * torch.exp(x)"),
+    "Square": ("h", "h * h", "2 * g * h"),
+    "Mul": ("a, b", "a * b", "g * b, g * a"),
+    "MatMul": ("a, w", "a @ w", "g @ w.T, a.T @ g"),
+}
+MODEL = """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.arange(9, dtype=torch.float64).reshape(3, 3) / 7 - 0.5)
+
+    def forward(self, x):
+        h = Exp.apply(Sin.apply(x))
+        return MatMul.apply(h, self.w)  # the line of MatMul
+
+
+class Head(nn.Module):
+    def forward(self, h, x):
+        s = Square.apply(h)  # the line of Square
+        return Mul.apply(s, x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.block(x), x)
+
+
+model = Net()
+
+
+def f(x):
+    return model(x).sum()
+"""
+X = np.array([[0.3, -0.5, 1.2], [0.1, 0.2, -0.7]])
+
+
+def _model(tmp_path: Path, name: str = "model", **broken: str) -> tuple[Path, object]:
+    """The model file written (a fresh module name: each test's own classes) and imported."""
+    path = tmp_path / f"{name}.py"
+    functions = {**RIGHT, **{k: (*RIGHT[k][:2], v) for k, v in broken.items()}}
+    text = "".join(FUNCTION.format(name=k, args=a, forward=f, backward=b) for k, (a, f, b) in functions.items())
+    path.write_text("import torch\nfrom torch import nn\n" + text + MODEL)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        sys.modules.pop(name, None)
+        module = __import__(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+    return path, module
+
+
+def _line(path: Path, marker: str) -> str:
+    number = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if marker in text)
+    return f"{path.name}:{number}"
+
+
+def test_all_five_right_none_blamed(tmp_path):
+    _, module = _model(tmp_path)
+    found, checked = blame_torch_calls(module.f, {"x": X})
+    assert found is None
+    assert checked == 5
+    assert blame_torch(module.f, {"x": X}) is None
+
+
+def test_wrong_factor_named_with_module_path_and_line(tmp_path):
+    path, module = _model(tmp_path, Square="g * h")  # the 2 is missing
+    found = blame_torch(module.f, {"x": X})
+    assert found is not None
+    assert (found.name, found.framework, found.grad_fn) == ("Square", "torch", "SquareBackward")
+    assert found.scope == "model.head"
+    assert found.line == _line(path, "the line of Square")
+    assert found.index == 3  # Sin, Exp, MatMul before it
+    assert found.label == "Square(h)"
+    # the numbers are PyTorch's: h as the model computed it, the differences the true v^T J, the
+    # backward the planted one (half of it)
+    w = module.model.block.w.detach()
+    t = torch.tensor(X)
+    h = torch.exp(torch.sin(t)) @ w
+    np.testing.assert_allclose(found.arguments[0], h.numpy(), rtol=1e-15)
+    v = torch.tensor(found.cotangent[0])
+    leaf = h.clone().requires_grad_(True)
+    (true,) = torch.autograd.grad(leaf * leaf, leaf, v)
+    np.testing.assert_allclose(found.differences, true.numpy().reshape(-1), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(found.backward, (v * h).numpy().reshape(-1), rtol=1e-14)
+    assert found.max_rel_error == pytest.approx(0.5, rel=1e-6)
+    assert found.max_abs_error == pytest.approx(float(np.max(np.abs(true.numpy() / 2))), rel=1e-6)
+    assert found.autograd == pytest.approx(found.numeric / 2, rel=1e-6)
+
+
+def test_missing_transpose_named_in_block(tmp_path):
+    path, module = _model(tmp_path, MatMul="g @ w, a.T @ g")  # w is not symmetric
+    found, checked = blame_torch_calls(module.f, {"x": X})
+    assert (found.name, found.scope, found.index, checked) == ("MatMul", "model.block", 2, 3)
+    assert found.line == _line(path, "the line of MatMul")
+    assert found.label == "MatMul(a, w)"
+    a = torch.exp(torch.sin(torch.tensor(X)))
+    w = module.model.block.w.detach()
+    v = torch.tensor(found.cotangent[0])
+    leaves = a.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    true = torch.autograd.grad(leaves[0] @ leaves[1], leaves, v)
+    np.testing.assert_allclose(
+        found.differences, torch.cat([g.reshape(-1) for g in true]).numpy(), rtol=1e-7, atol=1e-9
+    )
+    np.testing.assert_allclose(found.backward[:6], (v @ w).numpy().reshape(-1), rtol=1e-14)
+
+
+def _function(name: str, forward: object, backward: object, setup_context: object = None) -> type:
+    """A custom torch.autograd.Function subclass made of these static methods."""
+    methods = {"forward": forward, "backward": backward, "setup_context": setup_context}
+    return type(name, (torch.autograd.Function,), {k: staticmethod(m) for k, m in methods.items() if m})
+
+
+def test_only_what_needs_a_gradient_is_checked():
+    def forward(ctx, x, k=2.0):  # a number argument, and a backward that gives it None
+        return x * k
+
+    twice = _function("Twice", forward, lambda ctx, g: (g * 2.0, None))
+
+    def forward(x):  # noqa: F811 (forward without ctx: setup_context apart)
+        return x.exp()
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    exp = _function("Exp", forward, lambda ctx, g: g * ctx.saved_tensors[0] * 1.5, setup_context)  # wrong
+
+    def f(x, c):
+        y = twice.apply(x, 2.0) + twice.apply(c, 3.0)  # c needs no gradient: that call is not checked
+        return exp.apply(y).sum()
+
+    found, checked = blame_torch_calls(f, {"x": np.array([0.1, 0.2]), "c": np.array([0.3, 0.4])}, wrt=["x"])
+    assert (found.name, found.index, checked, found.label) == ("Exp", 2, 2, "Exp(x)")
+    assert found.scope is None  # called outside any nn.Module
+    assert found.line.startswith("test_r29_torch_blame.py:")
+    assert found.max_rel_error == pytest.approx(1 / 3, rel=1e-6)
+
+
+def test_large_inputs_checked_along_random_directions():
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    def backward(ctx, g):  # wrong in a few elements, by 1e-4
+        (x,) = ctx.saved_tensors
+        return g * 3 * x * x * (1 + 1e-4 * (x > 0.9))
+
+    cube = _function("Cube", forward, backward)
+    x = np.linspace(-1.0, 1.0, ELEMENTS + 44)
+    found = blame_torch(lambda x: cube.apply(x).sum(), {"x": x})
+    assert found is not None and found.worst.startswith("direction ")
+    assert found.max_rel_error > 1e-6
+    assert blame_torch(lambda x: cube.apply(x).sum(), {"x": x[x <= 0.9]}) is None
+
+
+def test_framework_finding_keeps_gradcli_blame_wording(tmp_path):
+    path, module = _model(tmp_path, Square="g * h")
+    found, checked = framework_blame("torch", module.f, {"x": X}, ["x"], None, None)
+    assert checked == 4
+    assert (found.node, found.op, found.grad_fn, found.label) == ("call 4", "Square", "SquareBackward", "Square(h)")
+    line = _line(path, "the line of Square")
+    assert found.text().startswith("SquareBackward (Square(h)) computes a wrong derivative: for random directions, ")
+    assert found.text().endswith(f"; called in model.head at {line}")
+    same = framework_finding(blame_torch(module.f, {"x": X}))
+    assert same.text() == found.text()
