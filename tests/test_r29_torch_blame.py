@@ -4,16 +4,19 @@ and a planted wrong backward among five is named with its ``nn.Module`` path and
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
 from gradcli.check.framework_blame import framework_blame, framework_finding  # noqa: E402
 from gradcli.check.torch_blame import ELEMENTS, blame_torch, blame_torch_calls  # noqa: E402
+from gradcli.cli.app import app  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -86,6 +89,7 @@ def _model(tmp_path: Path, name: str = "model", **broken: str) -> tuple[Path, ob
         module = __import__(name)
     finally:
         sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
     return path, module
 
 
@@ -202,3 +206,79 @@ def test_framework_finding_keeps_gradcli_blame_wording(tmp_path):
     assert found.text().endswith(f"; called in model.head at {line}")
     same = framework_finding(blame_torch(module.f, {"x": X}))
     assert same.text() == found.text()
+
+
+# --- the command line: check --blame, check --cases ------------------------------------------------------------------
+
+runner = CliRunner()
+AT = "x=[[0.3,-0.5,1.2],[0.1,0.2,-0.7]]"
+NOTE = (
+    "--blame checked {n} custom torch.autograd.Function call{s}, each backward against finite differences of its own "
+    "forward; PyTorch's built-in operations are its own and not checked"
+)
+
+
+def _cli(*args: str, code: int) -> object:
+    result = runner.invoke(app, list(args))
+    assert "Traceback" not in result.output + result.stderr, result.output + result.stderr
+    assert result.exit_code == code, result.output + result.stderr
+    return result
+
+
+def test_cli_blame_names_the_wrong_function_and_exits_1(tmp_path):
+    path, module = _model(tmp_path, "model", Square="g * h")
+    lines = _cli("check", f"{path}:f", "--at", AT, "--blame", code=1).stdout.splitlines()
+    found = framework_finding(blame_torch(module.f, {"x": X}))
+    line = _line(path, "the line of Square")
+    assert NOTE.format(n=4, s="s") in lines
+    blamed = [text for text in lines if text.startswith("blame: ")]
+    assert blamed == [f"blame: node call 4: {found.text()}"]
+    assert blamed[0].startswith("blame: node call 4: SquareBackward (Square(h)) computes a wrong derivative: ")
+    assert blamed[0].endswith(f"; called in model.head at {line}")
+    document = json.loads(_cli("check", f"{path}:f", "--at", AT, "--blame", "--json", code=1).stdout)
+    blame = document["blame"]
+    assert set(blame) == {"node", "op", "grad_fn", "label", "autograd", "finite_difference", "inputs",
+                          "framework", "scope", "line"}  # fmt: skip
+    assert (blame["framework"], blame["scope"], blame["line"], blame["grad_fn"]) == (
+        "torch", "model.head", line, "SquareBackward")  # fmt: skip
+    assert blame["autograd"] == pytest.approx(found.autograd, rel=1e-12)
+    assert blame["autograd"] == pytest.approx(blame["finite_difference"] / 2, rel=1e-6)
+    assert document["ok"] is False and NOTE.format(n=4, s="s") in document["notes"]
+
+
+def test_cli_blame_with_every_backward_right_exits_0(tmp_path):
+    path, _ = _model(tmp_path, "model")
+    lines = _cli("check", f"{path}:f", "--at", AT, "--blame", code=0).stdout.splitlines()
+    assert NOTE.format(n=5, s="s") in lines
+    assert "blame: the derivatives of all 5 nodes agree with finite differences" in lines
+    document = json.loads(_cli("check", f"{path}:f", "--at", AT, "--blame", "--json", code=0).stdout)
+    assert document["blame"] is None and document["ok"] is True
+
+
+def test_cases_take_a_torch_function_of_a_file(tmp_path):
+    _model(tmp_path, "model")
+    (tmp_path / "broken").mkdir()
+    _model(tmp_path / "broken", "model", Square="g * h")
+    cases = tmp_path / "cases.toml"
+    at = "at = { x = [[0.3, -0.5, 1.2], [0.1, 0.2, -0.7]] }"
+    cases.write_text(
+        f'[[case]]\nfile = "model.py"\nfunction = "f"\n{at}\n\n'
+        f'[[case]]\nfunction = "model.py:f"\n{at}\n\n'
+        f'[[case]]\nname = "broken"\nfile = "broken/model.py"\nfunction = "f"\n{at}\n'
+    )
+    result = _cli("check", "--cases", str(cases), "--junit", str(tmp_path / "report.xml"), code=1)
+    lines = result.stdout.splitlines()
+    assert [text.split()[:2] for text in lines[:2]] == [["ok", "model.py:f"], ["ok", "model.py:f"]]
+    assert [text.split()[:2] for text in lines if text.startswith("MISMATCH")] == [["MISMATCH", "broken"]]
+    assert lines[-1].startswith("2 passed, 1 failed, 0 inconclusive, 0 errors")
+    report = (tmp_path / "report.xml").read_text()
+    assert report.count("<testcase ") == 3 and report.count("<failure ") == 1
+    document = json.loads(_cli("check", "--cases", str(cases), "--json", code=1).stdout)
+    assert [c["status"] for c in document["cases"]] == ["ok", "ok", "MISMATCH"]
+
+
+def test_cases_file_and_function_need_a_python_file(tmp_path):
+    cases = tmp_path / "cases.toml"
+    cases.write_text('[[case]]\nfile = "model.txt"\nfunction = "f"\nat = { x = 1 }\n')
+    result = _cli("check", "--cases", str(cases), code=2)
+    assert 'with file, function names a function of it: file = "model.py", function = "f"' in result.stderr

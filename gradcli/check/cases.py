@@ -119,9 +119,16 @@ def parse_cases(text: str, path: str) -> list[Case]:
         where = f"--cases {path}:{line}" if line else f"--cases {path}: case {i + 1}"
         _check_case(raw, where)
         fields = {**defaults, **raw}
-        name = str(raw.get("name") or raw.get("expr") or raw.get("file") or raw.get("function"))
+        name = str(
+            raw.get("name") or raw.get("expr") or _function_of_file(raw) or raw.get("file") or raw.get("function")
+        )
         found.append(Case(name, i + 1, line, base, fields))
     return found
+
+
+def _function_of_file(fields: Mapping[str, Any]) -> str | None:
+    """``model.py:f`` for a case with ``file = "model.py"`` and ``function = "f"`` (None otherwise)."""
+    return f"{fields['file']}:{fields['function']}" if "file" in fields and "function" in fields else None
 
 
 def _check_case(raw: Mapping[str, Any], where: str) -> None:
@@ -129,6 +136,10 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
         if key not in CASE_KEYS:
             raise UsageError(f"{where}: unknown key {key!r} in a case{_suggest(key, CASE_KEYS)}")
     given = [k for k in PROGRAM_KEYS if k in raw]
+    if given == ["file", "function"]:  # file = "model.py", function = "f": a function of that Python file
+        if not str(raw["file"]).endswith(".py") or ":" in str(raw["function"]):
+            raise UsageError(f'{where}: with file, function names a function of it: file = "model.py", function = "f"')
+        given = ["function"]
     if len(given) != 1:
         said = "none" if not given else " and ".join(given)
         raise UsageError(f"{where}: a case needs one of expr, file or function (it has {said})")
@@ -334,10 +345,10 @@ def case_program(case: Case) -> Any:
     f = case.fields
     if "expr" in f:
         return TreeProgram("expression", parse(f["expr"]))
-    if "file" in f:
+    if "file" in f and "function" not in f:
         _exists(case, f["file"], "file")
         return load(None, str(Path(case.base, f["file"])))
-    path, colon, name = f["function"].rpartition(":")
+    path, colon, name = (_function_of_file(f) or f["function"]).rpartition(":")
     if not colon or not path:
         raise UsageError(f"function = {f['function']!r}: give FILE.py:NAME, a Python file and a function in it")
     _exists(case, path, "function")
@@ -377,7 +388,14 @@ def result_text(result: Any, digits: int = 10) -> str:
     plain text: what a failing case shows under its line and in the JUnit report."""
 
     table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
-    header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", "ok"]
+    header = [
+        "",
+        getattr(result, "by", "autograd"),
+        *(METHOD_NAMES[name] for name in table.methods),
+        "abs err",
+        "rel err",
+        "ok",
+    ]
     body = []
     for row in table.rows:
         cells = [f"d/d{row.label}", number(row.autograd, digits)]
@@ -432,7 +450,7 @@ def _import_sympy(cases: Sequence[Case]) -> None:
     second or so of importing is not counted as the first case's time."""
     for case in cases:
         methods = _names(case.fields.get("methods"))
-        symbolic = "expr" in case.fields or "file" in case.fields
+        symbolic = "expr" in case.fields or ("file" in case.fields and "function" not in case.fields)
         if symbolic and (methods is None or "sympy" in [m.lower() for m in methods]):
             from ..lang import symbolic as _  # noqa: F401  # lazy: SymPy, imported before the first case's clock
 

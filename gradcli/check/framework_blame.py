@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lang.frameworks import title
 from .result import Blame
 
 
@@ -59,9 +60,8 @@ def checked_note(program: Any, blame: bool, checked: int) -> list[str]:
     framework = getattr(program, "framework", None)
     if not blame or framework is None:
         return []
-    title = {"torch": "PyTorch", "jax": "JAX"}.get(framework, framework)
     kind = "custom torch.autograd.Function" if framework == "torch" else "custom_vjp/custom_jvp rule"
     return [
         f"--blame checked {checked} {kind} call{'' if checked == 1 else 's'}, each backward against finite "
-        f"differences of its own forward; {title}'s built-in operations are its own and not checked"
+        f"differences of its own forward; {title(framework)}'s built-in operations are its own and not checked"
     ]
