@@ -59,7 +59,7 @@ class TorchBlame:
 
 
 @dataclass
-class _Call:
+class _Checked:
     """One custom call, ready to be evaluated at moved inputs: its arguments in float64, which of them
     are varied (``positions``), and the random cotangent of its differentiable outputs."""
 
@@ -169,14 +169,14 @@ def module_roots(function: Callable[..., Any]) -> dict[str, Any]:
     return found
 
 
-def _prepared(call: CustomCall, rng: np.random.Generator) -> _Call | None:
+def _prepared(call: CustomCall, rng: np.random.Generator) -> _Checked | None:
     """The call with float64 arguments and a cotangent, or None when nothing of it is differentiable."""
     needs = getattr(call.node, "needs_input_grad", None)
     args = [a.detach().to(torch.float64) if _floating(a) else a for a in call.args]
     positions = [i for i, a in enumerate(args) if _floating(a) and (needs is None or i >= len(needs) or needs[i])]
     if not positions:
         return None
-    prepared = _Call(call, args, positions)
+    prepared = _Checked(call, args, positions)
     leaves = prepared.moved(prepared.x0(), grad=True)
     with torch.enable_grad():
         outs = prepared.forward(leaves)
@@ -191,7 +191,7 @@ def _floating(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def _judged(call: _Call, rng: np.random.Generator, rtol: float | None, atol: float | None) -> TorchBlame | None:
+def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: float | None) -> TorchBlame | None:
     """A ``TorchBlame`` when the call's backward disagrees with differences of its forward."""
     x0 = call.x0()
     f0 = call.value(x0)
@@ -214,7 +214,7 @@ def _judged(call: _Call, rng: np.random.Generator, rtol: float | None, atol: flo
 
 
 def _road(
-    call: _Call, x0: np.ndarray, f0: float, backward: np.ndarray, labels: list[str], directions: np.ndarray | None
+    call: _Checked, x0: np.ndarray, f0: float, backward: np.ndarray, labels: list[str], directions: np.ndarray | None
 ) -> Road:
     """The call as check's decision takes a point: v . forward as the function, v^T J as its gradient
     (along ``directions`` when given: the point is then t = 0 in x0 + directions t)."""
@@ -236,7 +236,7 @@ def _road(
     return Road(point[None, :], np.array([f0]), gradient[None, :], labels, evaluate, gradient_at, [why])
 
 
-def _describe(call: _Call, decision: Decision, road: Road, names: list[str], rng: np.random.Generator) -> TorchBlame:
+def _describe(call: _Checked, decision: Decision, road: Road, names: list[str], rng: np.random.Generator) -> TorchBlame:
     """The finding in numbers: the largest errors, and v . J u for a random u by either way."""
     fd = decision.checks["finite_difference"]
     mask, reference, gradient = fd.mask[0], fd.ref.reference[0], road.gradient[0]
