@@ -172,7 +172,7 @@ def _forward(node: Any, values: list[Any]) -> Any:
     def run_function(vs: list[Any]) -> Any:
         ctx = FunctionCtx(tuple(False for _ in vs))
         out = node.function.forward(
-            ctx, *[wrap(np.asarray(v)) if isinstance(v, np.ndarray) or np.ndim(v) == 0 else v for v in vs]
+            ctx, *[wrap(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else v for v in vs]
         )
         return out.array if isinstance(out, Tensor) else out
 
