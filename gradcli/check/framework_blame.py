@@ -25,17 +25,21 @@ def framework_blame(
     its own and trusted, so its custom Functions (``torch.autograd.Function``, ``jax.custom_vjp``) are
     checked, each alone, backward against finite differences of its forward. The first that
     disagrees, as a ``Blame`` with its module path and the user's line, and how many were checked."""
+    arrays = {name: np.asarray(getattr(v, "array", v), dtype=np.float64) for name, v in values.items()}
     if framework == "torch":
         from .torch_blame import blame_torch_calls  # lazy: imports torch, only for a function that computes with it
 
-        found, checked = blame_torch_calls(function, values, wrt, rtol, atol)
+        found, checked = blame_torch_calls(function, arrays, wrt, rtol, atol)
     elif framework == "jax":
         try:
-            from . import jax_blame  # lazy: imports jax, only for a function that computes with it
-        except ImportError:  # not there yet: nothing checked
+            from .jax_blame import blame_traced  # lazy: imports jax, only for a function that computes with it
+        except ModuleNotFoundError as missing:  # (a gradcli without the JAX blame: nothing checked)
+            if missing.name != f"{__package__}.jax_blame":
+                raise
             return None, 0
-        found = jax_blame.blame_jax(function, values, wrt, rtol, atol)
-        checked = int(getattr(found, "checked", 0) or 0) if found is not None else 0
+        from ..lang.frameworks.jax_record import trace_values  # lazy: imports jax, as above
+
+        found, checked = blame_traced(trace_values(function, arrays, wrt, cotangents=False), rtol, atol)
     else:
         return None, 0
     return (None if found is None else framework_finding(found)), checked
@@ -43,16 +47,21 @@ def framework_blame(
 
 def framework_finding(found: Any) -> Blame:
     """A framework's finding (``TorchBlame``, ``JaxBlame``) as gradcli's own ``Blame``, so that the
-    report words it and keys it as for gradcli's nodes."""
-    name = found.name
-    autograd, numeric = getattr(found, "autograd", np.nan), getattr(found, "numeric", np.nan)
-    node = getattr(found, "index", None)
-    blame = Blame(
-        name if node is None else f"call {node + 1}", name, getattr(found, "grad_fn", "") or name,
-        getattr(found, "label", name), float(autograd), float(numeric), getattr(found, "inputs", ""),
+    report words it and keys it as for gradcli's nodes: v . J u for random directions by the rule
+    and by finite differences (from the two vectors v . J where the finding has no such numbers)."""
+    autograd, numeric = getattr(found, "autograd", None), getattr(found, "numeric", None)
+    if autograd is None or numeric is None:
+        rule = np.asarray(getattr(found, "rule", np.zeros(0)), dtype=np.float64).reshape(-1)
+        differences = np.asarray(getattr(found, "differences", rule), dtype=np.float64).reshape(-1)
+        u = np.random.default_rng(0).standard_normal(rule.size)
+        autograd, numeric = float(rule @ u), float(np.where(np.isfinite(differences), differences, rule) @ u)
+    kind = getattr(found, "kind", None)  # JAX: custom_vjp or custom_jvp, its rules have no node names
+    grad_fn = getattr(found, "grad_fn", None) or (f"the {kind} rule of {found.name}" if kind else found.name)
+    return Blame(
+        f"call {found.index + 1}", found.name, grad_fn, getattr(found, "label", None) or found.name,
+        float(autograd), float(numeric), getattr(found, "inputs", ""),
         scope=found.scope, line=found.line, framework=found.framework,
     )  # fmt: skip
-    return blame
 
 
 def checked_note(program: Any, blame: bool, checked: int) -> list[str]:
@@ -60,8 +69,10 @@ def checked_note(program: Any, blame: bool, checked: int) -> list[str]:
     framework = getattr(program, "framework", None)
     if not blame or framework is None:
         return []
-    kind = "custom torch.autograd.Function" if framework == "torch" else "custom_vjp/custom_jvp rule"
+    kind, part = (
+        ("custom torch.autograd.Function", "backward") if framework == "torch" else ("custom_vjp/custom_jvp", "rule")
+    )
     return [
-        f"--blame checked {checked} {kind} call{'' if checked == 1 else 's'}, each backward against finite "
+        f"--blame checked {checked} {kind} call{'' if checked == 1 else 's'}, each {part} against finite "
         f"differences of its own forward; {title(framework)}'s built-in operations are its own and not checked"
     ]

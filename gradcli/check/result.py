@@ -105,8 +105,9 @@ class Blame:
         where = "".join((f" in {self.scope}" if self.scope else "", f" at {self.line}" if self.line else ""))
         return (
             f"{self.grad_fn} ({self.label}) computes a wrong derivative: for random directions, "
-            f"its backward gives {in_message(self.autograd)} where finite differences of its forward give {in_message(self.numeric)} "
-            f"(at input{'s' if ',' in self.inputs else ''} {self.inputs})" + (f"; called{where}" if where else "")
+            f"its backward gives {in_message(self.autograd)} where finite differences of its forward give {in_message(self.numeric)}"
+            + (f" (at input{'s' if ',' in self.inputs else ''} {self.inputs})" if self.inputs else "")
+            + (f"; called{where}" if where else "")
         )
 
 
