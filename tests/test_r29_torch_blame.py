@@ -282,3 +282,35 @@ def test_cases_file_and_function_need_a_python_file(tmp_path):
     cases.write_text('[[case]]\nfile = "model.txt"\nfunction = "f"\nat = { x = 1 }\n')
     result = _cli("check", "--cases", str(cases), code=2)
     assert 'with file, function names a function of it: file = "model.py", function = "f"' in result.stderr
+
+
+def test_in_place_defaults_and_float32_functions_are_checked_as_called():
+    def forward(ctx, x, y, alpha=1.0):  # in place, a default apply() was not given
+        ctx.mark_dirty(x)
+        return x.add_(alpha * y)
+
+    add = _function("AddInPlace", forward, lambda ctx, g: (g, 2 * g))  # wrong for y
+
+    def forward(ctx, x):  # noqa: F811 (takes float32 only: its own buffer)
+        ctx.save_for_backward(x)
+        return torch.mv(torch.eye(2, dtype=torch.float32), x) ** 2
+
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return factor * g * x
+
+    factor, squares = 2.0, _function("Squares32", forward, backward)
+
+    def f(x, y):
+        return squares.apply(x.float()).double().sum() + add.apply(x * 1.0, y).sum()
+
+    values = {"x": np.array([0.5, -1.5]), "y": np.array([2.0, 3.0])}
+    found, checked = blame_torch_calls(f, values)
+    assert (found.name, found.index, checked, found.label) == ("AddInPlace", 1, 2, "AddInPlace(x, y)")
+    assert found.backward.tolist() == pytest.approx([*found.cotangent[0], *(2 * found.cotangent[0])], rel=1e-15)
+    assert found.differences == pytest.approx([*found.cotangent[0], *found.cotangent[0]], rel=1e-8)
+    assert found.worst.startswith("y[")
+    factor = 2.1  # wrong by 5 %: float32's tolerances (check's) see it
+    found = blame_torch(f, values)
+    assert (found.name, found.index) == ("Squares32", 0)
+    assert found.max_rel_error == pytest.approx(0.1 / 2.1, rel=1e-4)

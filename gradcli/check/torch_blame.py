@@ -60,8 +60,9 @@ class TorchBlame:
 
 @dataclass
 class _Checked:
-    """One custom call, ready to be evaluated at moved inputs: its arguments in float64, which of them
-    are varied (``positions``), and the random cotangent of its differentiable outputs."""
+    """One custom call, ready to be evaluated at moved inputs: its arguments (in float64 unless the
+    Function will not take it), which of them are varied (``positions``), and the random cotangent of
+    its differentiable outputs."""
 
     call: CustomCall
     args: list[Any]
@@ -74,15 +75,25 @@ class _Checked:
         return [tuple(self.args[i].shape) for i in self.positions]
 
     def x0(self) -> np.ndarray:
-        return np.concatenate([self.args[i].numpy().reshape(-1) for i in self.positions])
+        return np.concatenate([self.args[i].to(torch.float64).numpy().reshape(-1) for i in self.positions])
 
-    def moved(self, row: np.ndarray, grad: bool = False) -> list[Any]:
-        """The arguments with the varied ones taken from the flat ``row`` (leaves needing grad with ``grad``)."""
-        args, offset = list(self.args), 0
+    @property
+    def dtype(self) -> np.dtype:
+        """The precision the Function computes in, as check's tolerances read it."""
+        exact = all(self.args[i].dtype == torch.float64 for i in self.positions)
+        return np.dtype(np.float64 if exact else np.float32)
+
+    def moved(self, row: np.ndarray, leaves: list[Any] | None = None) -> list[Any]:
+        """Fresh arguments, the varied ones taken from the flat ``row``. With ``leaves``, each varied one
+        is a leaf needing grad (appended there), passed as a copy: an in-place Function may write to it."""
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in self.args]
+        offset = 0
         for i, shape in zip(self.positions, self.shapes):
             size = int(np.prod(shape, dtype=int))
-            part = torch.tensor(row[offset : offset + size].reshape(shape), dtype=torch.float64)
-            args[i] = part.requires_grad_(grad)
+            args[i] = torch.tensor(row[offset : offset + size].reshape(shape), dtype=self.args[i].dtype)
+            if leaves is not None:
+                leaves.append(args[i].requires_grad_(True))
+                args[i] = args[i].clone()
             offset += size
         return args
 
@@ -96,14 +107,14 @@ class _Checked:
         """v . forward(row): the call's outputs against the cotangent."""
         with torch.no_grad():
             outs = self.forward(self.moved(row))
-        return float(sum(torch.sum(c * outs[k].to(torch.float64)) for k, c in zip(self.outputs, self.cotangents)))
+        pairs = zip(self.outputs, self.cotangents)
+        return float(sum(torch.sum(c.to(torch.float64) * outs[k].to(torch.float64)) for k, c in pairs))
 
     def vjp(self, row: np.ndarray) -> np.ndarray:
         """v^T J at ``row`` by the Function's own backward (an input it gives no gradient for: 0)."""
-        args = self.moved(row, grad=True)
-        leaves = [args[i] for i in self.positions]
+        leaves: list[Any] = []
         with torch.enable_grad():
-            outs = self.forward(args)
+            outs = self.forward(self.moved(row, leaves))
             grads = torch.autograd.grad(
                 [outs[k] for k in self.outputs], leaves, grad_outputs=self.cotangents, allow_unused=True
             )
@@ -170,21 +181,37 @@ def module_roots(function: Callable[..., Any]) -> dict[str, Any]:
 
 
 def _prepared(call: CustomCall, rng: np.random.Generator) -> _Checked | None:
-    """The call with float64 arguments and a cotangent, or None when nothing of it is differentiable."""
-    needs = getattr(call.node, "needs_input_grad", None)
-    args = [a.detach().to(torch.float64) if _floating(a) else a for a in call.args]
-    positions = [i for i, a in enumerate(args) if _floating(a) and (needs is None or i >= len(needs) or needs[i])]
+    """The call ready to check, with a cotangent; None when nothing of it is differentiable."""
+    needs = getattr(call.node, "needs_input_grad", None)  # one per argument apply() was given
+    given = call.args if needs is None else call.args[: len(needs)]  # (the rest: forward's own defaults)
+    positions = [i for i, a in enumerate(given) if _floating(a) and (needs is None or needs[i])]
     if not positions:
         return None
-    prepared = _Checked(call, args, positions)
-    leaves = prepared.moved(prepared.x0(), grad=True)
-    with torch.enable_grad():
-        outs = prepared.forward(leaves)
+    prepared, outs = _runnable(call, given, positions)
     prepared.outputs = [k for k, o in enumerate(outs) if o.requires_grad]
     if not prepared.outputs:
         return None
-    prepared.cotangents = [torch.tensor(rng.standard_normal(tuple(outs[k].shape))) for k in prepared.outputs]
+    prepared.cotangents = [
+        torch.tensor(rng.standard_normal(tuple(outs[k].shape)), dtype=outs[k].dtype) for k in prepared.outputs
+    ]
     return prepared
+
+
+def _runnable(call: CustomCall, given: Sequence[Any], positions: list[int]) -> tuple[_Checked, list[Any]]:
+    """The call in float64, or in its own precision where the Function will not take float64 (a float32
+    buffer of its own), and its outputs at its arguments."""
+
+    def run(args: list[Any]) -> tuple[_Checked, list[Any]]:
+        prepared = _Checked(call, args, positions)
+        with torch.enable_grad():
+            return prepared, prepared.forward(prepared.moved(prepared.x0(), []))
+
+    try:
+        return run([a.detach().to(torch.float64) if _floating(a) else a for a in given])
+    except RuntimeError:
+        if all(a.dtype == torch.float64 for a in given if _floating(a)):
+            raise
+    return run(list(given))
 
 
 def _floating(value: Any) -> bool:
@@ -205,7 +232,7 @@ def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: 
         directions = rng.standard_normal((x0.size, DIRECTIONS)) * input_scale(x0)[:, None]
         labels = [f"direction {k + 1}" for k in range(DIRECTIONS)]
     road = _road(call, x0, f0, backward, labels, directions)
-    rtol, atols = tolerances(np.dtype(np.float64), rtol, atol, road)
+    rtol, atols = tolerances(road.dtype, rtol, atol, road)
     decision = decide(road, ["finite_difference"], rtol, atols)
     fd = decision.checks["finite_difference"]
     if fd.ok[0] != MISMATCH and decision.subgradient[0].all():
@@ -233,7 +260,9 @@ def _road(
         return found if directions is None else found @ directions
 
     why = f"the custom Function {call.call.function.__name__} may not be complex-analytic"
-    return Road(point[None, :], np.array([f0]), gradient[None, :], labels, evaluate, gradient_at, [why])
+    return Road(
+        point[None, :], np.array([f0]), gradient[None, :], labels, evaluate, gradient_at, [why], dtype=call.dtype
+    )
 
 
 def _describe(call: _Checked, decision: Decision, road: Road, names: list[str], rng: np.random.Generator) -> TorchBlame:
