@@ -314,3 +314,25 @@ def test_in_place_defaults_and_float32_functions_are_checked_as_called():
     found = blame_torch(f, values)
     assert (found.name, found.index) == ("Squares32", 0)
     assert found.max_rel_error == pytest.approx(0.1 / 2.1, rel=1e-4)
+
+
+def test_cases_blame_names_the_function_in_the_junit_report(tmp_path):
+    path, _ = _model(tmp_path, "model", Square="g * h")
+    cases = tmp_path / "cases.toml"
+    cases.write_text(
+        "[defaults]\nblame = true\n\n"
+        '[[case]]\nfile = "model.py"\nfunction = "f"\nat = { x = [[0.3, -0.5, 1.2], [0.1, 0.2, -0.7]] }\n\n'
+        '[[case]]\nexpr = "sin(x)"\nat = { x = 1 }\nblame = false\n'
+    )
+    report = tmp_path / "report.xml"
+    lines = _cli("check", "--cases", str(cases), "--junit", str(report), code=1).stdout.splitlines()
+    line = _line(path, "the line of Square")
+    blamed = [text.strip() for text in lines if text.strip().startswith("blame: ")]
+    assert len(blamed) == 1 and blamed[0].startswith("blame: node call 4: SquareBackward (Square(h)) computes a wrong")
+    assert blamed[0].endswith(f"; called in model.head at {line}")
+    assert report.read_text().count(f"called in model.head at {line}") == 1
+    document = json.loads(_cli("check", "--cases", str(cases), "--json", code=1).stdout)
+    first, second = document["cases"]
+    assert first["result"]["blame"]["scope"] == "model.head" and "blame" not in second["result"]
+    cases.write_text('[[case]]\nexpr = "sin(x)"\nat = { x = 1 }\nblame = "yes"\n')
+    assert "blame = 'yes' is not true or false" in _cli("check", "--cases", str(cases), code=2).stderr

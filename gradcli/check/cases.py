@@ -30,8 +30,9 @@ from .result import METHOD_NAMES, check_table
 from .run import check
 
 #: the keys a case may have, and which of them ``[defaults]`` may give
-CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods")
-DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods")
+CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods",
+             "blame")  # fmt: skip
+DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods", "blame")
 PROGRAM_KEYS = ("expr", "file", "function")
 STATUSES = ("ok", "MISMATCH", "FAILED", "INCONCLUSIVE", "ERROR")  # FAILED: a non-finite value or gradient
 
@@ -146,10 +147,10 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
     kinds = {
         "name": str, "expr": str, "file": str, "function": str, "points": str, "seed": str,
         "at": (dict, str), "expect": dict, "wrt": (list, str), "methods": (list, str),
-        "rtol": (int, float), "atol": (int, float),
+        "rtol": (int, float), "atol": (int, float), "blame": bool,
     }  # fmt: skip
     for key, value in raw.items():
-        if not isinstance(value, kinds[key]) or isinstance(value, bool):
+        if not isinstance(value, kinds[key]) or (isinstance(value, bool) and kinds[key] is not bool):
             raise UsageError(f"{where}: {key} = {value!r} is not {_kind_name(kinds[key])}")
     for name, formula in raw.get("expect", {}).items():
         if not isinstance(formula, str):
@@ -157,7 +158,8 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
 
 
 def _kind_name(kind: Any) -> str:
-    names = {str: "a string", dict: "a table", list: "a list", int: "a number", float: "a number"}
+    names = {str: "a string", dict: "a table", list: "a list", int: "a number", float: "a number",
+             bool: "true or false"}  # fmt: skip
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(dict.fromkeys(names[k] for k in kinds))
 
@@ -276,8 +278,9 @@ def _check_case_program(
     expect = dict(f.get("expect", {})) or None
     said = [unused_values(program, values)] if unused_values(program, values) else []
     run = lambda point: check(  # noqa: E731
-        program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), sympy_timeout=sympy_timeout
-    )
+        program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), bool(f.get("blame")),
+        sympy_timeout,
+    )  # fmt: skip
     if "points" in f:
         return _check_points(case, run, values, said, digits)
     result = run(values)
@@ -412,6 +415,8 @@ def result_text(result: Any, digits: int = 10) -> str:
         lines.append(f"({table.note})")
     lines += [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks] + list(result.notes)
+    if result.blame is not None:  # (blame = true: which node, or which custom Function, is wrong)
+        lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
     return "\n".join(lines)
 
 
