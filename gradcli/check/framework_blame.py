@@ -32,14 +32,12 @@ def framework_blame(
         found, checked = blame_torch_calls(function, arrays, wrt, rtol, atol)
     elif framework == "jax":
         try:
-            from .jax_blame import blame_traced  # lazy: imports jax, only for a function that computes with it
+            from .jax_blame import blame_jax_calls  # lazy: imports jax, only for a function that computes with it
         except ModuleNotFoundError as missing:  # (a gradcli without the JAX blame: nothing checked)
             if missing.name != f"{__package__}.jax_blame":
                 raise
             return None, 0
-        from ..lang.frameworks.jax_record import trace_values  # lazy: imports jax, as above
-
-        found, checked = blame_traced(trace_values(function, arrays, wrt, cotangents=False), rtol, atol)
+        found, checked = blame_jax_calls(function, arrays, wrt, rtol, atol)
     else:
         return None, 0
     return (None if found is None else framework_finding(found)), checked
@@ -49,8 +47,8 @@ def framework_finding(found: Any) -> Blame:
     """A framework's finding (``TorchBlame``, ``JaxBlame``) as gradcli's own ``Blame``, so that the
     report words it and keys it as for gradcli's nodes: v . J u for random directions by the rule
     and by finite differences (from the two vectors v . J where the finding has no such numbers)."""
-    autograd, numeric = getattr(found, "autograd", None), getattr(found, "numeric", None)
-    if autograd is None or numeric is None:
+    autograd, numeric = getattr(found, "autograd", np.nan), getattr(found, "numeric", np.nan)
+    if not (np.isfinite(autograd) and np.isfinite(numeric)) and np.size(getattr(found, "rule", ())):
         rule = np.asarray(getattr(found, "rule", np.zeros(0)), dtype=np.float64).reshape(-1)
         differences = np.asarray(getattr(found, "differences", rule), dtype=np.float64).reshape(-1)
         u = np.random.default_rng(0).standard_normal(rule.size)
