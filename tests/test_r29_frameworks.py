@@ -355,3 +355,25 @@ def test_the_framework_is_imported_only_for_its_function():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stderr.strip() == "[]"
+
+
+# --- the seeds' PyTorch programs, with their numbers -------------------------------------------------------
+
+SEEDS = str(__import__("pathlib").Path(__file__).parent.parent / "examples" / "torch" / "seeds.py")
+
+
+def test_the_seeds_pytorch_programs_give_their_numbers():
+    torch = need("torch")
+    framework = {"framework": "torch", "framework_version": torch.__version__.split("+")[0]}
+    assert cli_json("eval", f"{SEEDS}:two_paths", "--at", "w=1,x=2") == {
+        "value": 6.0, "gradient": {"w": 5.0, "x": 2.0}, **framework}  # fmt: skip
+    assert cli_json("eval", f"{SEEDS}:product", "--at", "x=2")["gradient"] == {"x": 7.0}
+    z = cli_json("eval", f"{SEEDS}:higher_order", "--at", "x=2,y=3")
+    assert (z["value"], z["gradient"]) == (12.0, {"x": 12.0, "y": 4.0})
+    assert cli_json("hessian", f"{SEEDS}:higher_order", "--at", "x=2,y=3")["hessian"] == [[6.0, 4.0], [4.0, 0.0]]
+    assert cli_json("eval", f"{SEEDS}:dot_twice", "--at", "x=[0,1,2,3]") == {
+        "value": 28.0, "gradient": {"x": [0.0, 4.0, 8.0, 12.0]}, **framework}  # fmt: skip
+    d = cli_json("eval", f"{SEEDS}:control_flow", "--at", "a=0.5946")
+    assert d["gradient"]["a"] == d["value"] / 0.5946  # seed 004: a.grad == d / a
+    rows = cli_json("jacobian", f"{SEEDS}:matrix_product", "--at", "x=[[1,2]],y=[[3,4],[5,6]]", "--wrt", "x")
+    assert rows["jacobian"] == [[3.0, 5.0], [4.0, 6.0]]  # seed 000: backward with [[1,0]], then [[0,1]]
