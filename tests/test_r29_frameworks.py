@@ -377,3 +377,28 @@ def test_the_seeds_pytorch_programs_give_their_numbers():
     assert d["gradient"]["a"] == d["value"] / 0.5946  # seed 004: a.grad == d / a
     rows = cli_json("jacobian", f"{SEEDS}:matrix_product", "--at", "x=[[1,2]],y=[[3,4],[5,6]]", "--wrt", "x")
     assert rows["jacobian"] == [[3.0, 5.0], [4.0, 6.0]]  # seed 000: backward with [[1,0]], then [[0,1]]
+
+
+def test_dask_over_several_parts_gives_one_process_bits_for_a_torch_function(torch_files):
+    pytest.importorskip("dask.dataframe", reason="--dask needs dask[dataframe] (the scale extra)")
+    pytest.importorskip("distributed", reason="--dask needs dask[distributed] (the scale extra)")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    xs = np.linspace(-2, 2, 40)
+    ws = np.cos(xs)
+    folder = torch_files / "parts"
+    folder.mkdir()
+    for k in range(4):
+        pq.write_table(pa.table({"x": xs[10 * k : 10 * k + 10], "w": ws[10 * k : 10 * k + 10]}),
+                       folder / f"part{k}.parquet")  # fmt: skip
+    (torch_files / "all.csv").write_text("x,w\n" + "".join(f"{float(x)!r},{float(w)!r}\n" for x, w in zip(xs, ws)))
+    want = [json.loads(line) for line in cli("eval", "model.py:g", "--points", "all.csv", "--json").splitlines()]
+    cli("eval", "model.py:g", "--points", "parts", "--dask", "local:2", "-o", "out")
+    parts = sorted(
+        (torch_files / "out").glob("*.parquet"), key=lambda f: int("".join(c for c in f.stem if c.isdigit()))
+    )
+    assert len(parts) == 4
+    got = [row for part in parts for row in pq.read_table(part).to_pylist()]
+    assert [r["value"] for r in got] == [w["value"] for w in want]
+    assert [(r["grad_x"], r["grad_w"]) for r in got] == [(w["gradient"]["x"], w["gradient"]["w"]) for w in want]
