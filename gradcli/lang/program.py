@@ -208,6 +208,10 @@ def load(
     or ``--python FILE:FUNC``; ``program.source`` is the file it was read from (None for EXPR or stdin).
     A function computing with PyTorch or JAX (``framework``: "torch", "jax", "gradcli", or None to
     tell from what the function uses) is a ``FrameworkFunction``."""
+    if framework is not None:
+        from .frameworks import checked_framework  # lazy: start-up, an expression has no framework
+
+        framework = checked_framework(framework) or "gradcli"
     program = _load(expression, file, python)
     if isinstance(program, PythonFunction):
         program = _in_framework(program, framework)
@@ -253,10 +257,12 @@ def _load(expression: str | None, file: str | None, python: str | None) -> Progr
 
 def _in_framework(program: PythonFunction, framework: str | None) -> Program:
     """The function as a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
-    from .frameworks import checked_framework, framework_of  # lazy: start-up, an expression has no framework
+    from .frameworks import framework_of  # lazy: start-up, an expression has no framework
 
     assert program.function is not None
-    chosen = checked_framework(framework) if framework is not None else framework_of(program.function)
+    chosen = (
+        (None if framework == "gradcli" else framework) if framework is not None else framework_of(program.function)
+    )
     if chosen is None:
         return program
     from .frameworks.function import FrameworkFunction  # lazy: imports the framework itself
@@ -301,6 +307,11 @@ def load_function(path: str, name: str) -> Callable[..., Any]:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
+    except ModuleNotFoundError as exc:  # PyTorch or JAX missing: how to install it (exit 3)
+        from .frameworks import missing  # lazy: start-up, an expression imports nothing
+
+        missing(exc.name or "")
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # the user's module failed while importing
         raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
