@@ -9,8 +9,10 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("jax")
-jax_blame = pytest.importorskip("gradcli.check.jax_blame")  # (the JAX blame itself: check/jax_blame.py)
+pytest.importorskip("jax", reason="JAX is not installed: pip install gradcli[jax]")
+jax_blame = pytest.importorskip(
+    "gradcli.check.jax_blame", reason="this gradcli has no JAX blame (check/jax_blame.py) yet"
+)
 
 from typer.testing import CliRunner  # noqa: E402
 

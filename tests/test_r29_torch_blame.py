@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install gradcli[torch]")
 
 from gradcli.check.framework_blame import framework_blame, framework_finding  # noqa: E402
 from gradcli.check.torch_blame import ELEMENTS, blame_torch, blame_torch_calls  # noqa: E402
