@@ -226,11 +226,12 @@ def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: 
     if not (np.isfinite(f0) and np.isfinite(x0).all()):
         return None  # no difference quotient means anything at an infinite value
     names = _argument_names(call.call.function, len(call.args))
-    labels = [label for i, shape in zip(call.positions, call.shapes) for label in element_labels(names[i], shape)]
     directions = None
     if x0.size > ELEMENTS:  # along random directions at each element's own scale
         directions = rng.standard_normal((x0.size, DIRECTIONS)) * input_scale(x0)[:, None]
         labels = [f"direction {k + 1}" for k in range(DIRECTIONS)]
+    else:
+        labels = [label for i, shape in zip(call.positions, call.shapes) for label in element_labels(names[i], shape)]
     road = _road(call, x0, f0, backward, labels, directions)
     rtol, atols = tolerances(road.dtype, rtol, atol, road)
     decision = decide(road, ["finite_difference"], rtol, atols)
