@@ -62,23 +62,23 @@ def _skipped_prefixes() -> tuple[str, ...]:
 
 
 _SKIPPED = _skipped_prefixes()
-_USER: dict[Any, bool] = {}  # code object -> whether its file is the user's
+_USER: dict[Any, str | None] = {}  # code object -> its file's name if the user's, else None
 
 
-def _is_user(code: Any) -> bool:
-    found = _USER.get(code)
-    if found is None:
+def _user_file(code: Any) -> str | None:
+    if code not in _USER:
         name = code.co_filename
-        found = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
-        _USER[code] = found
-    return found
+        mine = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
+        _USER[code] = Path(name).name if mine else None
+    return _USER[code]
 
 
 def user_line(frame: Any) -> str | None:
     """``file.py:LINE`` of the first frame from ``frame`` outward that is the user's code."""
     while frame is not None:
-        if _is_user(frame.f_code):
-            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        name = _user_file(frame.f_code)
+        if name is not None:
+            return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
@@ -198,6 +198,7 @@ class _Recorder(TorchDispatchMode):
         if not info.args or not isinstance(info.locals[info.args[0]], BackwardCFunction):
             return
         ctx = info.locals[info.args[0]]
+        self.resolve()  # its inputs' nodes come before it
         function = getattr(type(ctx), "_forward_cls", type(ctx))
         if name == "forward":
             args = tuple(info.locals[a] for a in info.args[1:]) + tuple(info.locals.get(info.varargs, ()) or ())
