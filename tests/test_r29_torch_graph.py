@@ -510,6 +510,21 @@ def test_graph_of_a_function_and_of_a_module():
     assert "layer.weight" in {n.name for n in graph.nodes}
 
 
+def test_graph_of_a_tensor_names_the_parameters_of_the_modules_held():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1)).double()
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64)
+    hidden = net[1](net[0](x))
+    loss = net[2](hidden).sum()
+    graph = gc.render.graph(loss).model
+    names = [n.name for n in graph.nodes if n.kind == "variable"]
+    assert names == ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]
+    tanh = next(n for n in graph.nodes if n.grad_fn == "TanhBackward0")
+    assert tanh.name == "hidden" and np.array_equal(tanh.value, hidden.detach().numpy())
+    expected = torch.autograd.grad(loss, net[0].weight, retain_graph=True)[0]
+    np.testing.assert_array_equal(graph.node("n0").grad, expected.numpy())
+
+
 # --- the seeds' PyTorch programs, drawn with torch's numbers --------------------------------------
 
 
@@ -560,3 +575,44 @@ def test_seed_d_of_w1_to_w4_and_two_dot():
     graph = gc.render.graph(y).model
     assert graph.node("n0").grad.tolist() == [0.0, 4.0, 8.0, 12.0]
     assert [n.grad_fn for n in graph.nodes] == ["AccumulateGrad", "DotBackward0", "MulBackward0"]
+
+
+# --- the page, in a real browser ------------------------------------------------------------------
+
+
+def test_transformer_page_opens_with_its_module_boxes_folded(tmp_path):
+    import os
+    import shutil
+    import time
+
+    from browser import CHROMEDRIVER, CHROMIUM, new_driver, open_page, severe
+
+    if shutil.which("dot") is None or not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        pytest.skip("Graphviz's dot, Chromium or chromedriver is not installed")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.common.by import By
+
+    encoder = _transformer()
+    tokens = torch.randn(1, 8, 64, dtype=torch.float64)
+    path = gc.render.graph(lambda tokens: encoder(tokens).sum(), tokens).save(tmp_path / "encoder.html")
+    driver = new_driver(webdriver, 60, 30)
+    try:
+        started = time.perf_counter()
+        open_page(driver, path)
+        assert time.perf_counter() - started < 10
+        boxes = driver.execute_script(
+            "return Array.from(gradcliPage.boxes.values()).filter(b => b.kind === 'cluster')"
+            ".map(b => [b.label, b.folded, b.id])"
+        )
+        folded = {label: (state, box) for label, state, box in boxes}
+        assert folded["encoder.layers.0.self_attn (MultiheadAttention)"][0] is True
+        assert folded["encoder.layers.0 (TransformerEncoderLayer)"][0] is False
+        box = folded["encoder.layers.1.self_attn (MultiheadAttention)"][1]
+        card = driver.find_element(By.CSS_SELECTOR, f'g.fold[data-box="{box}"]')
+        assert card.is_displayed() and card.text.splitlines()[0] == "encoder.layers.1.self_attn (MultiheadAttention)"
+        card.click()
+        assert not card.is_displayed()
+        assert driver.execute_script(f"return gradcliPage.boxes.get('{box}').folded") is False
+        assert severe(driver) == []
+    finally:
+        driver.quit()

@@ -139,7 +139,7 @@ def _torch_graph(flat: list[Any], caller: Any, **options: Any) -> Graph:
 
     if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
         return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
-    return torch_graph.torch_model(flat, held=torch_graph.held_tensors(caller), **options)
+    return torch_graph.torch_tensor_graph(flat, caller, **options)
 
 
 def _held(frame: Any) -> list[tuple[str, Any]]:

@@ -127,7 +127,8 @@ def _inputs(node: Any) -> list[Any]:
 
 def evaluation_order(roots: Sequence[Any], record: TorchRecord) -> list[Any]:
     """The nodes reachable from ``roots``, inputs before the nodes using them (no recursion): in
-    the run's own order where the recording saw every operation, each leaf just before its first use."""
+    the run's own order where the recording saw every operation, each leaf just before its first use
+    (a parameter beside the operation that reads it)."""
     order: list[Any] = []
     inputs: dict[Any, list[Any]] = {}  # (next_functions makes its tuple anew at each read)
     for root in roots:
@@ -141,10 +142,9 @@ def evaluation_order(roots: Sequence[Any], record: TorchRecord) -> list[Any]:
                 stack.append((node, True))
                 stack.extend((n, False) for n in reversed(inputs[node]) if n not in inputs)
     ops = [n for n in order if not _is_leaf(n)]
-    if not ops or not all(n in record.ops for n in ops):
-        return order
-    position = {node: k for k, node in enumerate(record.ops)}
-    ops.sort(key=position.__getitem__)
+    if ops and all(n in record.ops for n in ops):
+        position = {node: k for k, node in enumerate(record.ops)}
+        ops.sort(key=position.__getitem__)
     placed: set[Any] = set()
     ordered = []
     for op in ops:
@@ -511,9 +511,15 @@ def _flat_args(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple) else [value]
 
 
-def held_tensors(frame: Any) -> list[tuple[str, Any]]:
-    """The torch tensors the caller's variables hold (its locals, then its module's globals), by name."""
-    found: list[tuple[str, Any]] = []
-    for scope in (frame.f_locals, frame.f_globals):
-        found += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
-    return found
+def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> Graph:
+    """``gc.render.graph(t)`` for torch tensors: the caller's variables name the tensors they hold
+    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``)."""
+    held: list[tuple[str, Any]] = []
+    for scope in (caller.f_locals, caller.f_globals):  # its locals, then its module's globals (a notebook's)
+        held += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
+    names = {}
+    for root, module in module_roots(None, caller.f_locals, caller.f_globals).items():
+        for path, parameter in module.named_parameters():
+            names.setdefault(id(parameter), f"{root}.{path}")
+    names.update((id(t), name) for name, t in reversed(held))
+    return torch_model(outputs, names=names, held=held, **options)
