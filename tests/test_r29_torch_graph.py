@@ -91,6 +91,11 @@ def test_recorder_unnamed_root_is_named_by_its_class():
         layer(torch.ones(2))
     assert record.modules == {"linear": "Linear"}
     assert record.leaf_names[id(layer.weight)] == "linear.weight"
+    other = torch.nn.Linear(2, 2)
+    with recording_torch() as record:
+        layer(other(torch.ones(2)))
+    assert record.modules == {"linear": "Linear", "linear_1": "Linear"}  # two modules of one class apart
+    assert record.leaf_names[id(layer.weight)] == "linear_1.weight"
 
 
 def test_recorder_custom_function_calls():

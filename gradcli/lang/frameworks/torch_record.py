@@ -168,6 +168,10 @@ class _Recorder(TorchDispatchMode):
                 path = f"{self.stack[-1][1]}.{type(module).__name__.lower()}"
             else:
                 path = self.root_names.get(id(module), type(module).__name__.lower())
+            taken, base, k = set(self.paths.values()), path, 0
+            while path in taken:  # (two modules of one class, or named alike: kept apart)
+                k += 1
+                path = f"{base}_{k}"
             self._name_tree(module, path)
         self.record.modules.setdefault(path, type(module).__name__)
         self.stack.append((module, path))
