@@ -325,6 +325,18 @@ def test_pytorch_names_and_saved_tensors():
     assert data["nodes"][2]["grad_fn"] == "MulBackward0" and data["nodes"][0]["is_leaf"]
 
 
+def test_constants_of_the_recording_in_the_labels():
+    def f(x, w):
+        return (x + w) * (w + 1) * 3 + torch.tensor([1.0, 2.0], dtype=torch.float64) * torch.where(x > 2, x, w)
+
+    with recording_torch() as record:
+        out = f(*_f64([2.0, 3.0], 1.0))
+    assert record.constants[out.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[1][0]] == {1: 1}
+    graph = gc.render.graph(f, torch.tensor([2.0, 3.0], dtype=torch.float64), 1.0).model
+    assert [n.label for n in graph.nodes if n.kind == "op"] == [
+        "x + w", "w + 1", "n2 * n3", "n4 * 3", "where(x, w)", "[1, 2] * n6", "n5 + n7"]  # fmt: skip
+
+
 def test_op_names_from_pytorch_node_names():
     class Fake:
         pass
@@ -449,6 +461,10 @@ def test_several_outputs_and_a_leaf_output():
     assert [o.name for o in outs] == ["p", "q", "x"] and all(o.output for o in outs)
     assert outs[0].value == 6.0 and outs[1].value == 5.0
     assert "gradients are shown for a single output" in graph.notes
+    alone = gc.render.graph(x).model  # a leaf drawn alone: d x / d x
+    assert [(n.name, n.grad_fn, n.value, n.grad) for n in alone.nodes] == [("x", "AccumulateGrad", 2.0, 1.0)]
+    constant = gc.render.graph(torch.ones(2)).model
+    assert [n.kind for n in constant.nodes] == ["constant"] and constant.nodes[0].grad is None
 
 
 def test_highlight_and_max_nodes():

@@ -25,7 +25,7 @@ import torch
 from ..errors import UsageError
 from ..lang.frameworks.torch_record import TorchRecord, recording_torch
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
-from .labels import expression
+from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, first_four
 from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
 
@@ -170,6 +170,10 @@ def op_name(node: Any) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower() or type(node).__name__
 
 
+def _plain(value: Any) -> Any:
+    return _array(value) if isinstance(value, torch.Tensor) else value
+
+
 def _array(tensor: Any) -> np.ndarray:
     return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
 
@@ -226,9 +230,11 @@ class _Builder:
         model.name = self.op_names.get(node)
         model.scope, model.line = self.record.scopes.get(node), self.record.lines.get(node)
         refs = []
+        constants = self.record.constants.get(node, {})
         for i, (source, _) in enumerate(node.next_functions):
             if source is None:  # an input that needs no gradient: not in PyTorch's graph
-                refs.append("const")
+                constant = constants.get(i)
+                refs.append("const" if constant is None else value_text(np.asarray(_plain(constant))))
                 continue
             self.edges.append(Edge(self.ids[source], node_id, i))
             refs.append(self.nodes[int(self.ids[source][1:])].key)
@@ -258,6 +264,7 @@ class _Builder:
         kind = "variable" if tensor.requires_grad else "constant"
         name = self.names.get(id(tensor)) or ("x" if kind == "variable" else None)
         model = GraphNode(f"n{len(self.nodes)}", kind, kind, name or "constant", name=name)
+        model.grad_fn = "AccumulateGrad" if tensor.requires_grad else None
         model.value, model.shape = _array(tensor), tuple(tensor.shape)
         self.nodes.append(model)
         self.tensors[model.id] = tensor
@@ -352,7 +359,7 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         _gradients_left(graph, builder)
         return False
     out = outputs[0] if len(outputs) == 1 else None
-    if out is None or out.grad_fn is None:
+    if out is None or not out.requires_grad:
         graph.notes += [] if out is not None else ["gradients are shown for a single output"]
         return False
     if seed is None:
@@ -362,6 +369,9 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
             )
         seed = torch.ones_like(out)
     grad_output = torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
+    if out.grad_fn is None:  # a leaf drawn alone: its gradient is the seed
+        graph.node(graph.outputs[0]).grad = _array(grad_output)
+        return True
     ops = {i: n for i, n in builder.autograd.items() if not _is_leaf(n)}
     leaves = {i: n.variable for i, n in builder.autograd.items() if _is_leaf(n)}
     found: dict[str, Any] = {}

@@ -51,6 +51,9 @@ class TorchRecord:
     lines: dict[Any, str] = field(default_factory=dict)  # node -> the user's line "file.py:LINE"
     calls: list[CustomCall] = field(default_factory=list)
     leaf_names: dict[int, str] = field(default_factory=dict)  # id(parameter) -> its path ("encoder.linear1.weight")
+    #: node -> {input slot (a ``next_functions`` index): the constant there}: the numbers and small tensors
+    #: that need no gradient (``x * 3``: {1: 3}), where the op's arguments line up with its slots
+    constants: dict[Any, dict[int, Any]] = field(default_factory=dict)
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
@@ -94,6 +97,22 @@ def _needs_grad(args: tuple[Any, ...]) -> bool:
     return False
 
 
+_NOT_CONSTANT = object()
+SMALL = 64  # elements: a constant tensor kept for labels up to this size
+
+
+def _constants(args: tuple[Any, ...]) -> list[Any] | None:
+    """An op's positional arguments as constants where they are (a number, a small tensor that needs
+    no gradient, copied), else ``_NOT_CONSTANT``; None when none is (nothing to keep)."""
+    found = [
+        a if isinstance(a, (int, float, complex)) and not isinstance(a, bool)
+        else a.detach().clone() if isinstance(a, torch.Tensor) and not a.requires_grad and a.numel() <= SMALL
+        else _NOT_CONSTANT
+        for a in args
+    ]  # fmt: skip
+    return found if any(c is not _NOT_CONSTANT for c in found) else None
+
+
 def _copy(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
@@ -108,7 +127,8 @@ class _Recorder(TorchDispatchMode):
         self.root_names = {id(m): name for name, m in roots.items()}
         self.paths: dict[int, str] = {}  # id(module) -> path, for the roots met and their submodules
         self.stack: list[tuple[Any, str]] = []  # the modules running: (module, path)
-        self.pending: list[tuple[Any, Any, str, str | None, str | None]] = []  # (tensor, copy, op, scope, line)
+        #: (tensor, copy, op, scope, line, constants): an op's outputs, until their grad_fn is set
+        self.pending: list[tuple[Any, Any, str, str | None, str | None, list[Any] | None]] = []
         self.forwards: dict[Any, Any] = {}  # a custom Function's forward frame -> its ctx
         self.firsts: set[Any] = set()  # nodes whose value is their first output's
         for name, module in roots.items():
@@ -130,20 +150,24 @@ class _Recorder(TorchDispatchMode):
         op = func.overloadpacket.__name__
         scope = self.stack[-1][1] if self.stack else None
         line = user_line(sys._getframe(1))
+        constants = _constants(args)
         for tensor in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(tensor, torch.Tensor):
-                self.pending.append((tensor, tensor.detach().clone(), op, scope, line))
+                self.pending.append((tensor, tensor.detach().clone(), op, scope, line, constants))
         return out
 
     def resolve(self) -> None:
         """The recorded outputs by their ``grad_fn``: a node's first output gives its value."""
         record = self.record
-        for tensor, value, op, scope, line in self.pending:
+        for tensor, value, op, scope, line, constants in self.pending:
             node = tensor.grad_fn
             if node is None or (node in record.ops and (tensor.output_nr != 0 or node in self.firsts)):
                 continue
             if tensor.output_nr == 0:
                 self.firsts.add(node)
+                if constants is not None and len(constants) == len(node.next_functions):
+                    found = {i: c for i, c in enumerate(constants) if c is not _NOT_CONSTANT}
+                    record.constants[node] = {i: c for i, c in found.items() if node.next_functions[i][0] is None}
             record.values[node], record.ops[node] = value, op
             if scope is not None:
                 record.scopes[node] = scope
