@@ -362,25 +362,16 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
     if out is None or not out.requires_grad:
         graph.notes += [] if out is not None else ["gradients are shown for a single output"]
         return False
-    if seed is None:
-        if out.numel() != 1:
-            graph.notes.append(
-                f"the output has shape {tuple(out.shape)}: the gradients are those of its sum (seed of ones)"
-            )
-        seed = torch.ones_like(out)
-    grad_output = torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
-    if out.grad_fn is None:  # a leaf drawn alone: its gradient is the seed
-        graph.node(graph.outputs[0]).grad = _array(grad_output)
-        return True
-    ops = {i: n for i, n in builder.autograd.items() if not _is_leaf(n)}
+    grad_output = _seed(graph, out, seed)
     leaves = {i: n.variable for i, n in builder.autograd.items() if _is_leaf(n)}
+    if out.grad_fn is None or not leaves:  # a leaf drawn alone: its gradient is the seed
+        graph.node(graph.outputs[0]).grad = _array(grad_output)
+        return out.grad_fn is None
     found: dict[str, Any] = {}
-    hooks = [node.register_prehook(_catch(found, i)) for i, node in ops.items()]
+    hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
     kept = [(t, t.grad) for t in builder.tensors.values() if t.retains_grad]  # (the pass adds to their .grad)
     try:
-        grads = torch.autograd.grad(
-            out, list(leaves.values()), grad_outputs=grad_output, retain_graph=True, allow_unused=True
-        )
+        grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
     except RuntimeError as failed:
         graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
         return False
@@ -393,6 +384,18 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
     for node_id, g in found.items():
         graph.node(node_id).grad = None if g is None else _array(g)
     return True
+
+
+def _seed(graph: Graph, out: Any, seed: Any) -> Any:
+    """The vector of the backward pass: ``seed``, else ones (of the output's sum, a note says, when
+    the output is not a scalar)."""
+    if seed is None:
+        if out.numel() != 1:
+            graph.notes.append(
+                f"the output has shape {tuple(out.shape)}: the gradients are those of its sum (seed of ones)"
+            )
+        return torch.ones_like(out)
+    return torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
 
 
 def _catch(found: dict[str, Any], node_id: str) -> Callable[[Any], None]:
