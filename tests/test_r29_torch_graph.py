@@ -152,6 +152,18 @@ def test_recorder_leaves_no_hooks_or_profiler_behind():
     layer(torch.ones(2))
     assert sys.getprofile() is before and record.modules == {}
 
+    class Failing(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("planted")
+
+    with pytest.raises(ValueError, match="planted"), recording_torch() as record:
+        torch.nn.Sequential(Failing())(torch.ones(2, requires_grad=True))
+    assert sys.getprofile() is before and set(record.modules) == {"sequential", "sequential.0"}
+    layer(torch.ones(2))
+    with recording_torch() as record:
+        y = layer(torch.ones(2))
+    assert set(record.modules) == {"linear"} and record.scopes[y.grad_fn] == "linear"
+
 
 # --- the graph model ------------------------------------------------------------------------------
 
