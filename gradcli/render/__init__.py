@@ -27,6 +27,7 @@ from typing import Any
 
 from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
+from ..lang.frameworks import framework_of
 from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
@@ -106,7 +107,9 @@ def graph(
     compact: bool = False,
     rankdir: str | None = None,
 ) -> View:
-    """The graph behind tensors built in Python (``recording()`` around the code adds values).
+    """The graph behind tensors built in Python (``recording()`` around the code adds values), or
+    ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
+    and cotangents).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
     caller's tensors, what the nodes saved for backward). ``max_nodes``: at most that many nodes
@@ -116,11 +119,25 @@ def graph(
     from the graph's shape."""
     from .layout import checked_rankdir  # lazy: start-up, plot and check --blame lay out no graph
 
+    if outputs and _computes_with_jax(outputs[0]):  # graph(f, *args): a JAX function and its arguments
+        model = _jax_model(outputs[0], outputs[1:], seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+        model.compact, model.rankdir = compact, checked_rankdir(rankdir)
+        return View(model)
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
     held = _held(sys._getframe(1))
     model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
     model.compact, model.rankdir = compact, checked_rankdir(rankdir)
     return View(model)
+
+
+def _computes_with_jax(value: Any) -> bool:
+    return callable(value) and not isinstance(value, Tensor) and framework_of(value) == "jax"
+
+
+def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:
+    from .jax_graph import jax_graph  # lazy: imports JAX, only for a function of JAX's
+
+    return jax_graph(function, args, **options)
 
 
 def _held(frame: Any) -> list[tuple[str, Any]]:
