@@ -3,6 +3,7 @@ JAX's own (``jax.vjp``, ``jax.grad``, finite differences for intermediates), cal
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,3 +208,79 @@ def test_every_view_renders(tmp_path):
     assert view.save(tmp_path / "g.html").read_text().startswith("<!DOCTYPE html>")
     if shutil.which("dot"):
         assert view.save(tmp_path / "g.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+
+
+def _rules(planted):
+    """Three right custom_vjp rules and one custom_jvp rule; ``planted`` names the one made wrong."""
+
+    def factor(name):
+        return 2.0 if name == planted else 1.0
+
+    @jax.custom_vjp
+    def csin(x):
+        return jnp.sin(x)
+
+    csin.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (factor("csin") * g * jnp.cos(x),))
+
+    @jax.custom_vjp
+    def cmul(a, b):
+        return a * b
+
+    cmul.defvjp(lambda a, b: (a * b, (a, b)), lambda r, g: (g * r[1], factor("cmul") * g * r[0]))
+
+    @jax.custom_vjp
+    def cmat(w, x):
+        return w @ x
+
+    def cmat_rule(saved, g):
+        w, x = saved
+        return jnp.outer(g, x), (w if planted == "cmat" else w.T) @ g  # the planted bug: a transpose missing
+
+    cmat.defvjp(lambda w, x: (w @ x, (w, x)), cmat_rule)
+
+    @jax.custom_jvp
+    def cexp(x):
+        return jnp.exp(x)
+
+    cexp.defjvp(lambda p, t: (jnp.exp(p[0]), factor("cexp") * jnp.exp(p[0]) * t[0]))
+
+    @jax.jit
+    def block(w, x):
+        return csin(cmat(w, x))
+
+    def f(w, x):
+        h = block(w, x)
+        return jnp.sum(cmul(cexp(h), h))
+
+    return f
+
+
+WB = np.array([[0.3, -0.2, 0.5], [0.5, 0.1, 0.7], [0.1, 0.2, 0.3]])
+
+
+@pytest.mark.parametrize(
+    ("planted", "scope", "index"),
+    [("cmat", "jit:block/custom_vjp:cmat", 0), ("cmul", "custom_vjp:cmul", 3), ("cexp", "custom_jvp:cexp", 2)],
+)
+def test_blame_names_the_one_wrong_custom_rule(planted, scope, index):
+    from gradcli.check.jax_blame import blame_jax
+
+    f = _rules(planted)
+    found = blame_jax(f, {"w": WB, "x": X}, None, None, None)
+    assert (found.name, found.scope, found.framework, found.index) == (planted, scope, "jax", index)
+    calls = {"cmat": "return csin(cmat(w, x))", "cmul": "return jnp.sum(cmul(cexp(h), h))"}
+    source = Path(__file__).read_text().splitlines()
+    line = int(found.line.split(":")[1])
+    assert found.line.startswith("test_r29_jax.py:") and calls.get(planted, "cexp(h)") in source[line - 1]
+    assert found.max_abs_error > 1e-3 and 0.05 < found.max_rel_error <= 1.0
+    assert not np.allclose(found.rule, found.differences, rtol=1e-3)
+    assert planted in found.text() and "computes a wrong derivative" in found.text()
+
+
+def test_blame_passes_right_rules_and_counts_them():
+    from gradcli.check.jax_blame import blame_jax, blame_traced
+    from gradcli.lang.frameworks.jax_record import trace_values
+
+    found, checked = blame_traced(trace_values(_rules(None), {"w": WB, "x": X}))
+    assert found is None and checked == 4
+    assert blame_jax(lambda x: jnp.sin(x) * 2.0, {"x": X}) is None

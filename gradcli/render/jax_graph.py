@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang.frameworks.jax_record import JaxTrace, local_derivatives, parameter_names, trace_jax
+from ..lang.frameworks.jax_record import JaxTrace, local_derivatives, parameter_names, trace_jax, trace_values
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, mark_nodes, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode
@@ -38,9 +38,7 @@ def jax_function_graph(
 ) -> Graph:
     """The graph of ``function(**values)``, each value made a float64 JAX array (``wrt``: the
     inputs differentiated, default all)."""
-    names = list(values)
-    args = [np.asarray(values[n], dtype=np.float64) for n in names]
-    trace = trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt=wrt, seed=seed)
+    trace = trace_values(function, values, wrt, seed)
     return jax_model(trace, point=point, highlight=highlight, max_nodes=max_nodes)
 
 

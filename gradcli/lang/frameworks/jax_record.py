@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,12 +117,13 @@ def trace_jax(
     names: Sequence[str] | None = None,
     wrt: Sequence[str] | None = None,
     seed: Any = None,
+    cotangents: bool = True,
 ) -> JaxTrace:
     """``function(*args)``'s jaxpr, evaluated equation by equation: every value, and with a single
     output (a scalar, or ``seed`` as its cotangent) every cotangent. ``names``: the parameters'
     names (default the function's own); ``wrt``: the inputs differentiated (default every floating
-    one; the others are constants). An argument may be a pytree of arrays: its leaves are inputs
-    named by their path (``params['w']``)."""
+    one; the others are constants); ``cotangents`` False: values alone. An argument may be a pytree
+    of arrays: its leaves are inputs named by their path (``params['w']``)."""
     leaves, treedef, names = _flat_arguments(function, args, names)
 
     def flat(*xs: Any) -> Any:
@@ -138,9 +139,22 @@ def trace_jax(
     top = _Block(inputs=inputs)
     top.outputs = recorder.walk(closed, inputs, None, None, top)
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
-    seed = _seed_of(trace, seed)
+    seed = _seed_of(trace, seed) if cotangents else None
     _evaluate(trace, top, None if seed is None else [seed])
     return trace
+
+
+def trace_values(
+    function: Callable[..., Any],
+    values: Mapping[str, Any],
+    wrt: Sequence[str] | None = None,
+    seed: Any = None,
+    cotangents: bool = True,
+) -> JaxTrace:
+    """``trace_jax`` of ``function(**values)``, each value made a float64 array (as the CLI's ``--at``)."""
+    names = list(values)
+    args = [np.asarray(values[n], dtype=np.float64) for n in names]
+    return trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt, seed, cotangents)
 
 
 def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
@@ -332,7 +346,8 @@ def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool
     output; then each custom call's inner block, seeded with the cotangents of the call's outputs."""
     moving = [i for i in dict.fromkeys(block.inputs)  # (inside a rule: every floating input)
               if (trace.values[i].differentiable if top else _floating(trace.values[i].dtype))]  # fmt: skip
-    fixed = {i: v.value for i, v in enumerate(trace.values) if v.value is not None and i not in moving}
+    moved = set(moving)
+    fixed = {i: v.value for i, v in enumerate(trace.values) if v.value is not None and i not in moved}
     computed = [o for k in block.steps for o in trace.equations[k].outputs]
 
     def run(xs: list[Any], eps: dict[int, Any]) -> tuple[list[Any], dict[int, Any]]:
@@ -342,7 +357,14 @@ def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool
 
     xs = [trace.values[i].value for i in moving]
     found = None if seeds is None else _pullback(trace, run, xs, computed, seeds, top)
-    values = run(xs, {})[1] if found is None else found[0]
+    _store(trace, run(xs, {})[1] if found is None else found[0], moving, found, top)
+    for k, inner in block.inner.items():
+        grads = [trace.values[o].cotangent for o in trace.equations[k].outputs]
+        _evaluate(trace, inner, grads if any(g is not None for g in grads) else None, top=False)
+
+
+def _store(trace: JaxTrace, values: dict[int, Any], moving: list[int], found: Any, top: bool) -> None:
+    """The values a block computed, and with ``found`` (``_pullback``'s) the cotangents."""
     for o, value in values.items():
         trace.values[o].value = np.asarray(value)
     if found is not None:
@@ -351,9 +373,6 @@ def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool
             trace.values[i].cotangent = np.asarray(g)
         for o, g in found[2].items():
             trace.values[o].cotangent = np.asarray(g)
-    for k, inner in block.inner.items():
-        grads = [trace.values[o].cotangent for o in trace.equations[k].outputs]
-        _evaluate(trace, inner, grads if any(g is not None for g in grads) else None, top=False)
 
 
 def _pullback(trace: JaxTrace, run: Callable[..., Any], xs: list[Any], computed: list[int], seeds: list[Any],
