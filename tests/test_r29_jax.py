@@ -284,3 +284,15 @@ def test_blame_passes_right_rules_and_counts_them():
     found, checked = blame_traced(trace_values(_rules(None), {"w": WB, "x": X}))
     assert found is None and checked == 4
     assert blame_jax(lambda x: jnp.sin(x) * 2.0, {"x": X}) is None
+
+
+def test_wrt_takes_a_pytree_by_its_name_and_refuses_an_unknown_one():
+    def f(params, x):
+        return jnp.sum(jnp.tanh(params["w"] @ x + params["b"]))
+
+    params = {"b": np.array([0.1, -0.2]), "w": W1}
+    trace = trace_jax(f, [params, X], wrt=["params"])
+    assert [trace.values[i].differentiable for i in trace.inputs] == [True, True, False]
+    np.testing.assert_allclose(trace.values[trace.inputs[1]].cotangent, jax.grad(f)(params, X)["w"], rtol=1e-14)
+    with pytest.raises(gc.errors.UsageError, match="no input 'y'"):
+        trace_jax(f, [params, X], wrt=["y"])

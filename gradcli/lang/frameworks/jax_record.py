@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UsageError
 from . import require
 
 jax = require("jax")
@@ -134,8 +135,11 @@ def trace_jax(
     inputs = []
     for leaf, name, var in zip(leaves, names, closed.jaxpr.invars):
         index = recorder.value("input", var.aval, name=name, value=np.asarray(leaf))
-        recorder.values[index].differentiable = _floating(var.aval.dtype) and (wrt is None or name in wrt)
+        recorder.values[index].differentiable = _floating(var.aval.dtype) and _chosen(name, wrt)
         inputs.append(index)
+    unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
+    if unknown:
+        raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
     top = _Block(inputs=inputs)
     top.outputs = recorder.walk(closed, inputs, None, None, top)
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
@@ -155,6 +159,11 @@ def trace_values(
     names = list(values)
     args = [np.asarray(values[n], dtype=np.float64) for n in names]
     return trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt, seed, cotangents)
+
+
+def _chosen(name: str, wrt: Sequence[str] | None) -> bool:
+    """Is the input ``name`` differentiated: all are without ``wrt``; a pytree's leaves with its name."""
+    return wrt is None or name in wrt or name.partition("[")[0] in wrt
 
 
 def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
@@ -222,7 +231,7 @@ class _Recorder:
 
     def atom(self, atom: Any, env: dict[Any, int]) -> int:
         if isinstance(atom, Literal):
-            return self.value("literal", atom.aval, value=np.asarray(atom.val))
+            return self.value("literal", atom.aval, value=np.asarray(atom.val, dtype=atom.aval.dtype))
         return env[atom]
 
     def new_call(self, kind: str, name: str, eqn: Any, scope: str | None, parent: int | None) -> tuple[int, str]:
@@ -336,31 +345,42 @@ def _seed_of(trace: JaxTrace, seed: Any) -> Any:
         if int(np.prod(out.shape)) != 1:
             trace.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
             return None
-        return jnp.ones(out.shape, out.dtype)
+        return np.ones(out.shape, out.dtype)
     return jnp.broadcast_to(jnp.asarray(seed, dtype=out.dtype), out.shape)
 
 
 def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool = True) -> None:
     """Values of ``block``'s equations and, with ``seeds`` (its outputs' cotangents), the cotangents of
     every value they compute (and of its inputs, at the ``top``), by one vjp with a zero added to each
-    output; then each custom call's inner block, seeded with the cotangents of the call's outputs."""
+    output (compiled as one program: a jaxpr's equations bound one by one would each be compiled);
+    then each custom call's inner block, seeded with the cotangents of the call's outputs."""
     moving = [i for i in dict.fromkeys(block.inputs)  # (inside a rule: every floating input)
               if (trace.values[i].differentiable if top else _floating(trace.values[i].dtype))]  # fmt: skip
-    moved = set(moving)
-    fixed = {i: v.value for i, v in enumerate(trace.values) if v.value is not None and i not in moved}
     computed = [o for k in block.steps for o in trace.equations[k].outputs]
+    used = {i for k in block.steps for i in trace.equations[k].inputs} | set(block.outputs)
+    fixed = {i: trace.values[i].value for i in used.difference(moving, computed)}
 
-    def run(xs: list[Any], eps: dict[int, Any]) -> tuple[list[Any], dict[int, Any]]:
-        env = {**fixed, **dict(zip(moving, xs))}
+    def run(given: dict[int, Any], xs: list[Any], eps: dict[int, Any]) -> tuple[list[Any], dict[int, Any]]:
+        env = {**given, **dict(zip(moving, xs))}
         outs = _run(trace, block, env, eps)
         return outs, {o: env[o] for o in computed}
 
     xs = [trace.values[i].value for i in moving]
-    found = None if seeds is None else _pullback(trace, run, xs, computed, seeds, top)
-    _store(trace, run(xs, {})[1] if found is None else found[0], moving, found, top)
+    found = None if seeds is None else _pullback(trace, block, run, (fixed, xs), computed, seeds, top)
+    values = _compiled(block, lambda given, xs: run(given, xs, {})[1])(fixed, xs) if found is None else found[0]
+    _store(trace, values, moving, found, top)
     for k, inner in block.inner.items():
         grads = [trace.values[o].cotangent for o in trace.equations[k].outputs]
         _evaluate(trace, inner, grads if any(g is not None for g in grads) else None, top=False)
+
+
+#: equations from which a block is compiled as one program: below, bound one by one (each primitive's
+#: kernel is compiled once and kept, where compiling a small program costs more than running it)
+COMPILED_FROM = 24
+
+
+def _compiled(block: _Block, function: Callable[..., Any]) -> Callable[..., Any]:
+    return jax.jit(function) if len(block.steps) >= COMPILED_FROM else function
 
 
 def _store(trace: JaxTrace, values: dict[int, Any], moving: list[int], found: Any, top: bool) -> None:
@@ -375,20 +395,23 @@ def _store(trace: JaxTrace, values: dict[int, Any], moving: list[int], found: An
             trace.values[o].cotangent = np.asarray(g)
 
 
-def _pullback(trace: JaxTrace, run: Callable[..., Any], xs: list[Any], computed: list[int], seeds: list[Any],
-              top: bool) -> tuple[dict[int, Any], list[Any], dict[int, Any]] | None:  # fmt: skip
+def _pullback(trace: JaxTrace, block: _Block, run: Callable[..., Any], args: tuple[Any, Any], computed: list[int],
+              seeds: list[Any], top: bool) -> tuple[dict[int, Any], list[Any], dict[int, Any]] | None:  # fmt: skip
     """One vjp of ``run`` with a zero added to each floating value it computes: the values, the
     inputs' cotangents and each value's; None (a note at the ``top``) where JAX cannot differentiate."""
     floating = [o for o in computed if trace.values[o].differentiable]
-    zeros = {o: jnp.zeros(trace.values[o].shape, trace.values[o].dtype) for o in floating}
+    zeros = {o: np.zeros(trace.values[o].shape, trace.values[o].dtype) for o in floating}
+
+    def both(given: dict[int, Any], xs: list[Any], eps: dict[int, Any], cotangents: list[Any]) -> Any:
+        outs, pullback, values = jax.vjp(lambda xs, eps: run(given, xs, eps), xs, eps, has_aux=True)
+        return values, *pullback([jnp.zeros_like(o) if g is None else g for o, g in zip(outs, cotangents)])
+
     try:
-        outs, pullback, values = jax.vjp(run, xs, zeros, has_aux=True)
-        grads, by_value = pullback([jnp.zeros_like(o) if g is None else g for o, g in zip(outs, seeds)])
+        return _compiled(block, both)(*args, zeros, seeds)
     except Exception as failed:  # (a while loop, a primitive without a transpose): values alone
         if top:
             trace.notes.append(f"no gradients: JAX cannot differentiate this function: {_first_line(failed)}")
         return None
-    return values, grads, by_value
 
 
 def _first_line(error: BaseException) -> str:
@@ -414,7 +437,7 @@ def local_derivatives(trace: JaxTrace, index: int) -> list[np.ndarray | None]:
 
     try:
         _, pullback = jax.vjp(alone, *[values[k] for k in moving])
-        found = pullback(jnp.ones(out.shape, out.dtype))
+        found = pullback(np.ones(out.shape, out.dtype))
     except Exception:  # (a primitive JAX cannot differentiate here: the edge stays unlabelled)
         return [None] * len(values)
     grads: list[np.ndarray | None] = [None] * len(values)
