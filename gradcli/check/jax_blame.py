@@ -44,6 +44,13 @@ class JaxBlame:
     checked: int = 0  # the custom calls checked (this one the last)
     rule: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # v . J from the rule
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # from finite differences
+    #: as gradcli's own Blame words a node: "custom_vjp:safe_log (safe_log(x0)) ... for random directions,
+    #: its backward gives v . J u where differences of its forward give ...", at the call's inputs
+    grad_fn: str = ""
+    label: str = ""
+    autograd: float = float("nan")
+    numeric: float = float("nan")
+    inputs: str = ""
 
     def text(self) -> str:
         where = ", ".join(part for part in (self.scope, f"called at {self.line}" if self.line else None) if part)
@@ -63,8 +70,14 @@ def blame_jax(
 ) -> JaxBlame | None:
     """The first ``custom_vjp`` / ``custom_jvp`` call of ``function(**values)`` (each value a float64
     array) whose rule disagrees with finite differences of its forward; None when all agree (or
-    there are none: ``blame_traced`` of ``trace_values(...)`` also says how many were checked)."""
-    return blame_traced(trace_values(function, values, wrt, cotangents=False), rtol, atol)[0]
+    there are none: ``blame_jax_calls`` also says how many were checked)."""
+    return blame_jax_calls(function, values, wrt, rtol, atol)[0]
+
+
+def blame_jax_calls(function: Callable[..., Any], values: Mapping[str, np.ndarray], wrt: Sequence[str] | None = None,
+                    rtol: float | None = None, atol: float | None = None) -> tuple[JaxBlame | None, int]:  # fmt: skip
+    """``blame_jax``'s finding, and how many custom calls were checked."""
+    return blame_traced(trace_values(function, values, wrt, cotangents=False), rtol, atol)
 
 
 def blame_traced(trace: JaxTrace, rtol: float | None = None, atol: float | None = None) -> tuple[JaxBlame | None, int]:
@@ -102,10 +115,24 @@ def _judged(trace: JaxTrace, call: JaxCall, rng: np.random.Generator, rtol: floa
     compared = decision.checks["finite_difference"]
     if compared.ok[0] != MISMATCH and decision.subgradient.all():
         return True
+    return _finding(call, rule, gradient[0], compared, rng)
+
+
+def _finding(call: JaxCall, rule: _Rule, gradient: np.ndarray, compared: Any, rng: np.random.Generator) -> JaxBlame:
+    """The blame of a call whose rule disagrees: the errors over the elements judged, and v . J u for
+    a random direction u both ways (elements not judged taken as the rule gives them)."""
     judged = compared.mask[0] if compared.mask[0].any() else np.ones(rule.x0.size, bool)
-    return JaxBlame(call.name, call.scope, call.line, float(np.max(compared.abs_error[0][judged])),
-                    float(np.max(compared.rel_error[0][judged])), kind=call.kind, rule=gradient[0],
-                    differences=compared.ref.reference[0])  # fmt: skip
+    differences = compared.ref.reference[0]
+    u = rng.standard_normal(rule.x0.size)
+    found = JaxBlame(call.name, call.scope, call.line, float(np.max(compared.abs_error[0][judged])),
+                     float(np.max(compared.rel_error[0][judged])), kind=call.kind, rule=gradient,
+                     differences=differences)  # fmt: skip
+    found.grad_fn, found.label = f"{call.kind}:{call.name}", f"{call.name}({', '.join(rule.names)})"
+    found.autograd = float(gradient @ u)
+    found.numeric = float(np.where(judged, differences, gradient) @ u)
+    found.inputs = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}"
+                             for v in rule.values)  # fmt: skip
+    return found
 
 
 class _Rule:
@@ -120,7 +147,8 @@ class _Rule:
         self.shapes = [np.shape(self.values[k]) for k in self.moving]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.x0 = np.concatenate([np.ravel(self.values[k]) for k in self.moving] or [np.zeros(0)]).astype(np.float64)
-        self.labels = [f"{call.name} input {k}" for k, size in zip(self.moving, self.sizes) for _ in range(size)]
+        self.names = [f"x{k}" for k in range(len(self.values))]
+        self.labels = [f"{self.names[k]}[{j}]" for k, size in zip(self.moving, self.sizes) for j in range(size)]
         outs = [trace.values[o] for o in equation.outputs]
         self.kept = [k for k, o in enumerate(outs) if _real(o.dtype)]
         self.cotangent = [rng.standard_normal(outs[k].shape) for k in self.kept]
