@@ -91,7 +91,7 @@ def build(
         if summary is not None:
             graph, ids = summary
             graph.as_built = given is not None
-            mark_nodes(graph, highlight, blamed, ids)
+            _marks(graph, highlight, blamed, ids)
             return graph
     builder = _Builder(traced, texts, room)
     builder.known = _held_values(kept, outputs, held, traced)
@@ -119,7 +119,7 @@ def build(
         if fresh:  # (what backward left in .grad may hold several passes: no parts of it)
             gradient_parts(graph)
         _unknown_values(graph)
-    mark_nodes(graph, highlight, blamed, builder.ids)
+    _marks(graph, highlight, blamed, builder.ids)
     if clusters:
         place(graph, builder.autograd, traced, clusters)
     graph.groups = find_groups(graph)
@@ -137,9 +137,9 @@ def name_outputs(graph: Graph, out_ids: list[str]) -> None:
             node.named_by_view = True
 
 
-def mark_nodes(graph: Graph, highlight: Sequence[str], blamed: Sequence[Any], ids: dict[Any, str]) -> None:
+def _marks(graph: Graph, highlight: Sequence[str], blamed: Sequence[Any], ids: dict[Any, str]) -> None:
     if highlight:
-        _highlight(graph, highlight)
+        highlight_paths(graph, highlight)
     for node in blamed:  # marked by gradcli check --blame
         if node in ids and ids[node] in graph._by_id:
             graph.node(ids[node]).blamed = True
@@ -634,7 +634,7 @@ def _adding_up(parts: list[Any], total: Any) -> list[Any] | None:
     return [np.asarray(v, dtype=dtype) for v in values]
 
 
-def _highlight(graph: Graph, names: Sequence[str]) -> None:
+def highlight_paths(graph: Graph, names: Sequence[str]) -> None:
     """The paths from each named leaf to the outputs: the leaf and everything that depends on it."""
     for name in names:
         starts = [n.id for n in graph.nodes if n.kind == "variable" and n.name == name]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..lang.frameworks.jax_record import JaxTrace, local_derivatives, parameter_names, trace_jax, trace_values
-from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, mark_nodes, name_outputs
+from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode
 from .summary import collapsed, cut_to, find_groups
@@ -75,7 +75,8 @@ def jax_model(
         _local_derivatives(graph, builder)
         gradient_parts(graph)
     graph.as_built = given is not None
-    mark_nodes(graph, highlight, (), {})
+    if highlight:
+        highlight_paths(graph, highlight)
     return graph
 
 
