@@ -1,6 +1,7 @@
 """JAX functions' graphs (issue 29): the jaxpr's equations as nodes, each value and cotangent equal to
 JAX's own (``jax.vjp``, ``jax.grad``, finite differences for intermediates), calls as boxes, every view."""
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -297,3 +298,16 @@ def test_wrt_takes_a_pytree_by_its_name_and_refuses_an_unknown_one():
     np.testing.assert_allclose(trace.values[trace.inputs[1]].cotangent, jax.grad(f)(params, X)["w"], rtol=1e-14)
     with pytest.raises(gc.errors.UsageError, match="no input 'y'"):
         trace_jax(f, [params, X], wrt=["y"])
+
+
+def test_a_jitted_function_is_drawn_as_jax_even_beside_gradcli(tmp_path, monkeypatch):
+    (tmp_path / "jitted_model.py").write_text(
+        "import gradcli as gc\nimport jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    return jnp.sin(x) * x\n"
+    )  # (gradcli imported first: a jitted function has no code of its own to tell its framework by)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    jitted = importlib.import_module("jitted_model").f
+    model = gc.render.graph(jitted, 0.5).model
+    (x,) = [n for n in model.nodes if n.kind == "variable"]
+    assert x.grad == pytest.approx(float(jax.grad(jitted)(0.5)), rel=1e-14)
+    assert [c["label"] for c in model.clusters] == ["jit:f"]
+    assert [n.line for n in model.nodes if n.op == "sin"] == ["jitted_model.py:8"]

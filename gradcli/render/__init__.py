@@ -131,7 +131,10 @@ def graph(
 
 
 def _computes_with_jax(value: Any) -> bool:
-    return callable(value) and not isinstance(value, Tensor) and framework_of(value) == "jax"
+    """A JAX function: one whose code uses JAX, or one of JAX's own objects (``jax.jit(f)``, a ``custom_vjp``)."""
+    if not callable(value) or isinstance(value, Tensor):
+        return False
+    return framework_of(value) == "jax" or type(value).__module__.partition(".")[0] in ("jax", "jaxlib")
 
 
 def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:
