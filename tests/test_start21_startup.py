@@ -34,6 +34,7 @@ NOT_LOADED = [
     "gradcli.testing", "gradcli.autograd.replay", "pathlib", "threading", "importlib.util", "tempfile",
     "gradcli.functional", "gradcli.autograd.functional", "gradcli.autograd.function", "gradcli.autograd.forward",
     "gradcli.autograd.contract", "gradcli.autograd.linalg",
+    "torch", "jax", "gradcli.lang.frameworks",  # a framework is imported only when a function of its is met
     "dataclasses",  # a dataclass compiles its methods with exec when defined: ~1 ms a class (gradcli/records.py)
 ]  # fmt: skip
 

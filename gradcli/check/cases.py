@@ -377,7 +377,14 @@ def result_text(result: Any, digits: int = 10) -> str:
     plain text: what a failing case shows under its line and in the JUnit report."""
 
     table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
-    header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", "ok"]
+    header = [
+        "",
+        getattr(result, "by", "autograd"),
+        *(METHOD_NAMES[name] for name in table.methods),
+        "abs err",
+        "rel err",
+        "ok",
+    ]
     body = []
     for row in table.rows:
         cells = [f"d/d{row.label}", number(row.autograd, digits)]

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lang.frameworks import title
 from ..text import in_message
 from .numeric import within_sides
 
@@ -210,6 +211,12 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)  # what a reader should know (rounding, one-sided differences)
     warnings: list[str] = field(default_factory=list)  # Python warnings caught on the way, in gradcli's words
     table: CheckTable | None = field(default=None, repr=False)  # the rows a report shows (check_table)
+    framework: str | None = None  # "torch" or "jax": the gradient checked is that framework's own
+
+    @property
+    def by(self) -> str:
+        """Whose gradient was checked: autograd's (gradcli's), PyTorch's or JAX's."""
+        return "autograd" if self.framework is None else title(self.framework)
 
     def ran(self) -> list[MethodCheck]:
         return [c for c in self.checks.values() if c.ok is not None]
@@ -246,7 +253,7 @@ class CheckResult:
             return "NOTHING CHECKED: no method could run (see the reasons)"
         names = ", ".join(METHOD_NAMES[c.name] for c in ran)
         worst = max((c.max_rel_error or 0.0) for c in ran)
-        text = f"OK: autograd agrees with {names} (largest relative error {worst:.2g})"
+        text = f"OK: {self.by} agrees with {names} (largest relative error {worst:.2g})"
         if self.kinks:
             text += f"; not differentiable at {len(self.kinks)} element{'s' if len(self.kinks) > 1 else ''} (see above)"
         return text
@@ -260,6 +267,7 @@ class CheckResult:
             "rtol": self.rtol,
             "atol": self.atol,
             "verdict": self.verdict(),
+            **({"framework": self.framework} if self.framework else {}),
         }
         if self.kinks:
             document["not_differentiable"] = [

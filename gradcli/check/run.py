@@ -68,7 +68,11 @@ def not_analytic(tape: Sequence[Any], program: Program | None = None) -> str | N
         if isinstance(node, OpNode) and not node.prim.analytic:
             return f"{node.prim.name} ({node.name()}) is not complex-analytic"
         if isinstance(node, FunctionNode):
-            return f"the custom Function {node.function.__name__} may not be complex-analytic"
+            said = getattr(node.function, "not_analytic", None)  # a framework's function knows its own operations
+            if said is None:
+                return f"the custom Function {node.function.__name__} may not be complex-analytic"
+            if said(node.ctx) is not None:
+                return said(node.ctx)
     name = not_analytic_call(program.tree) if program is not None and program.tree is not None else None
     return None if name is None else f"{name}() is not complex-analytic"
 
@@ -256,7 +260,7 @@ def check(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
         notes=_notes(recorded, fd, decision.noise[0], rtol, atol), warnings=said,
-        table=check_table(recorded.gradient, checks, kinks, recorded.labels),
+        table=check_table(recorded.gradient, checks, kinks, recorded.labels), framework=recorded.program.framework,
     )  # fmt: skip
 
 

@@ -62,14 +62,25 @@ def evaluate(given: Given) -> None:
         elif result.backward_nonfinite:
             output.warn(f"non-finite gradient: {result.backward_nonfinite}")
         if given.as_json:
-            document = {"value": result.value, "gradient": result.gradient}
+            document = {"value": result.value, "gradient": result.gradient, **_framework(program)}
             output.print_json({**document, **_unused(program, values, result.gradient)})
             return
         shown = {"value": result.value, **{f"d/d{name}": g for name, g in result.gradient.items()}}
         rows = [(label, _with_shape(v)) for label, v in shown.items()]
         what = f"v^T J with v = {seed}" if seed is not None else "at"
         detail = f"{what} {_point_text(values)}" if seed is None else f"{what}, at {_point_text(values)}"
+        detail += _framework_text(program)
         output.print_rows(rows, heading=_source_text(program, given.expression), detail=detail, note=_left_out(shown))
+
+
+def _framework(program: Any) -> dict[str, Any]:
+    """JSON's ``framework`` key: whose numbers these are, for a function computing with PyTorch or JAX."""
+    return {"framework": program.framework, "framework_version": program.adapter.version} if program.framework else {}
+
+
+def _framework_text(program: Any) -> str:
+    """``, computed by PyTorch 2.13.0`` after a heading, for a function computing with a framework."""
+    return f", computed by {program.title}" if program.framework else ""
 
 
 def _points_only(points: str | None, scale: dict[str, Any] | None) -> None:
@@ -488,8 +499,9 @@ def jacobian(given: Given) -> None:
         if result.nonfinite:  # said after the matrix, or not at all beside an error
             warn_later(result.nonfinite)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
-                    "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names)}  # fmt: skip
-        title = f"Jacobian of {_source_text(program, given.expression)}"
+                    "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names),
+                    **_framework(program)}  # fmt: skip
+        title = f"Jacobian of {_source_text(program, given.expression)}{_framework_text(program)}"
         _print_matrix_result(result, document, title, kind, given.explain, given.out)
 
 
@@ -505,8 +517,8 @@ def hessian(given: Given) -> None:
             output.warn(unseen)
         document = {"inputs": result.columns, "hessian": result.matrix, "value": result.value,
                     "gradient": _by_variable(result.gradient, result.names or [], values),
-                    **_unused(program, values, result.names)}  # fmt: skip
-        title = f"Hessian of {_source_text(program, given.expression)}"
+                    **_unused(program, values, result.names), **_framework(program)}  # fmt: skip
+        title = f"Hessian of {_source_text(program, given.expression)}{_framework_text(program)}"
         _print_matrix_result(result, document, title, kind, given.explain, given.out)
 
 
@@ -698,7 +710,7 @@ def _print_check(result: Any, heading: str, point: str) -> None:
     from ..check.result import METHOD_NAMES, check_table  # lazy: start-up, eval checks nothing
 
     table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
-    header = ["", "autograd", *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
+    header = ["", result.by, *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
     body = [_check_cells(row) for row in table.rows]
     lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks]

@@ -6,7 +6,7 @@ its typer options; ``gradcli.cli.EVAL_OPTIONS``, the table ``fast_eval`` reads a
 made from ``COMMANDS["eval"]``, so the two roads cannot take different options.
 
 >>> [row.names for row in PROGRAM]
-[(), ('--at',), ('--wrt',), ('--json',), ('-f', '--file'), ('--python',)]
+[(), ('--at',), ('--wrt',), ('--json',), ('-f', '--file'), ('--python',), ('--framework',)]
 """
 
 from __future__ import annotations
@@ -74,9 +74,14 @@ PYTHON = Declared(
     "python", ("--python",), str, "FILE:FUNC", "differentiate the Python function FUNC of FILE (any path)"
 )
 
+FRAMEWORK = Declared(
+    "framework", ("--framework",), str, "torch|jax|gradcli",
+    "what FILE.py:func computes with (default: told from what it uses)",
+)  # fmt: skip
+
 #: A program's inputs, first in every command that reads one (diff reads no Python function).
 TEXT_PROGRAM = (EXPR, AT, WRT, JSON, FILE)
-PROGRAM = (*TEXT_PROGRAM, PYTHON)
+PROGRAM = (*TEXT_PROGRAM, PYTHON, FRAMEWORK)
 
 DIGITS = Declared(
     "digits", ("--digits",), int, "N", "significant digits shown (default: 10 on a terminal, all in a pipe)", None, True
@@ -197,6 +202,7 @@ PLOT = (
     Declared("as_json", ("--json",), bool, None, "the plotted values as one JSON document (no picture needed)", False),
     FILE,
     PYTHON,
+    FRAMEWORK,
     Declared("ranges", ("--range",), list, "[NAME=]A,B", "the axis from A to B, or one variable's (default: -5,5)"),
     Declared("order", ("--order",), int, "1|2", "2: also f″ (one variable)", 1, True),
     Declared(

@@ -41,7 +41,7 @@ def read_program(given: Given, out: str | None = None) -> Read:
 
 def load_program(given: Given, out: str | None = None) -> Any:
     """``read_program``'s first half: the program, ``out`` refused if it is the program's own file."""
-    program = load(given.expression, given.file, getattr(given, "python", None))
+    program = load(given.expression, given.file, getattr(given, "python", None), getattr(given, "framework", None))
     if out is not None:
         from ..files import refuse_same  # lazy: start-up, eval writes no file here (pathlib)
 

@@ -46,6 +46,7 @@ class Program:
     tree: ast.SyntaxTree | None = None  # the syntax tree (a function has none)
     flat: FlatProgram | None = None  # the flat tape of one long scalar expression
     function: Callable[..., Any] | None = None  # the user's Python function
+    framework: str | None = None  # what the function computes with: "torch", "jax" (None: gradcli)
     escapes: list[str]  # how a run left autograd's sight (float(), .item()...): a function's only
     #: its recording may be replayed at other points (a function is called again at each: its branches may differ)
     replayable = True
@@ -200,10 +201,22 @@ def _from_text(text: str, origin: str) -> Program:
     return TreeProgram(origin, parse(text, origin))
 
 
-def load(expression: str | None, file: str | None = None, python: str | None = None) -> Program:
+def load(
+    expression: str | None, file: str | None = None, python: str | None = None, framework: str | None = None
+) -> Program:
     """The program named on the command line: EXPR, ``-`` (stdin), ``-f FILE``, ``file.py:func``
-    or ``--python FILE:FUNC``; ``program.source`` is the file it was read from (None for EXPR or stdin)."""
+    or ``--python FILE:FUNC``; ``program.source`` is the file it was read from (None for EXPR or stdin).
+    A function computing with PyTorch or JAX (``framework``: "torch", "jax", "gradcli", or None to
+    tell from what the function uses) is a ``FrameworkFunction``."""
+    if framework is not None:
+        from .frameworks import checked_framework  # lazy: start-up, an expression has no framework
+
+        framework = checked_framework(framework) or "gradcli"
     program = _load(expression, file, python)
+    if isinstance(program, PythonFunction):
+        program = _in_framework(program, framework)
+    elif framework not in (None, "gradcli"):
+        raise UsageError(f"--framework {framework}: only a Python function (FILE.py:func) computes with a framework")
     if python is not None:
         program.source = python.rpartition(":")[0]
     elif file is not None:
@@ -240,6 +253,21 @@ def _load(expression: str | None, file: str | None, python: str | None) -> Progr
         if match:  # meant as a function, surely: say what is missing rather than a syntax error
             raise UsageError(f"{match['path']}: no such file") from None
         raise
+
+
+def _in_framework(program: PythonFunction, framework: str | None) -> Program:
+    """The function as a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
+    from .frameworks import framework_of  # lazy: start-up, an expression has no framework
+
+    assert program.function is not None
+    chosen = (
+        (None if framework == "gradcli" else framework) if framework is not None else framework_of(program.function)
+    )
+    if chosen is None:
+        return program
+    from .frameworks.function import FrameworkFunction  # lazy: imports the framework itself
+
+    return FrameworkFunction(program.origin, program.function, chosen)
 
 
 def _is_file(path: str) -> bool:
@@ -279,6 +307,11 @@ def load_function(path: str, name: str) -> Callable[..., Any]:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
+    except ModuleNotFoundError as exc:  # PyTorch or JAX missing: how to install it (exit 3)
+        from .frameworks import missing  # lazy: start-up, an expression imports nothing
+
+        missing(exc.name or "")
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # the user's module failed while importing
         raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)

@@ -21,9 +21,13 @@ from .evaluate import Evaluation
 from .library import gc, input_tensors
 
 
-def run_function(program: Any, values: Mapping[str, Any], wrt: Sequence[str]) -> Evaluation:
+def run_function(
+    program: Any, values: Mapping[str, Any], wrt: Sequence[str], call: Callable[..., Any] | None = None
+) -> Evaluation:
     """Call ``program.function`` (a ``PythonFunction``) with ``values`` as tensors, those in ``wrt``
-    requiring grad, noting in ``program.escapes`` how it takes values out of autograd's sight."""
+    requiring grad, noting in ``program.escapes`` how it takes values out of autograd's sight.
+    ``call``: what computes with the named tensors in its place (a framework's function, as one
+    operation: lang/frameworks/function.py)."""
     parameters = program.variables
     missing = [p for p in parameters if p not in values]
     if missing:
@@ -31,7 +35,7 @@ def run_function(program: Any, values: Mapping[str, Any], wrt: Sequence[str]) ->
     inputs = input_tensors(values, wrt)
     try:
         with np.errstate(all="ignore"), _watching_escapes(program.escapes):
-            result = program.function(**{p: inputs[p] for p in parameters})
+            result = (call or program.function)(**{p: inputs[p] for p in parameters})
     except Exception as exc:  # the user's function raised: report it, not a traceback of ours
         raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
     results = list(result) if isinstance(result, (tuple, list)) else [result]

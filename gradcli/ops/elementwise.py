@@ -668,20 +668,18 @@ SOFTPLUS = primitive(
 
 
 def _special(name):
-    """SciPy's ``name`` (erf, erfc), or ``math``'s element by element: exact, without SciPy only slower."""
+    """SciPy's ``name`` (erf, erfc), or ``math``'s element by element: exact, without SciPy only slower.
+    One of the two for every value, a number as an array, so that a point gives the same bits alone
+    and in a batch (the two can differ in the last bit)."""
 
     def forward(x):
-        if np.iscomplexobj(x):  # math's would drop the imaginary part (a complex step through it reads 0)
-            try:
-                import scipy.special
-            except ImportError:
-                raise TypeError(f"{name} of complex values needs SciPy") from None
-            return getattr(scipy.special, name)(x)
-        if isinstance(x, (float, np.floating)) or np.ndim(x) == 0:
-            return np.asarray(getattr(math, name)(float(x)), dtype=np.result_type(x, np.float32))[()]
         try:
             import scipy.special
-        except ImportError:  # math's, element by element: exact but slow
+        except ImportError:
+            if np.iscomplexobj(x):  # math's would drop the imaginary part (a complex step through it reads 0)
+                raise TypeError(f"{name} of complex values needs SciPy") from None
+            if isinstance(x, (float, np.floating)) or np.ndim(x) == 0:
+                return np.asarray(getattr(math, name)(float(x)), dtype=np.result_type(x, np.float32))[()]
             return np.frompyfunc(getattr(math, name), 1, 1)(x).astype(np.result_type(x, np.float32))
         return getattr(scipy.special, name)(x)
 

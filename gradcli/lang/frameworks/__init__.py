@@ -9,7 +9,6 @@ its numbers are the framework's own.
 
 from __future__ import annotations
 
-import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -41,6 +40,14 @@ def checked_framework(name: str | None) -> str | None:
     return text
 
 
+def missing(module: str) -> None:
+    """A user's module could not import ``module``: when it is (part of) PyTorch or JAX, say how to
+    install it (exit 3)."""
+    framework = _FAMILY.get(module.partition(".")[0])
+    if framework is not None and module.partition(".")[0] in FRAMEWORKS:
+        require(framework)
+
+
 def require(framework: str) -> types.ModuleType:
     """The framework's module, imported now; exit 3 with the install line when it is missing. JAX
     computes in float64 (``jax_enable_x64``), as gradcli and its inputs do."""
@@ -68,10 +75,12 @@ def framework_of(function: Callable[..., Any]) -> str | None:
     """The framework ``function`` computes with: the one of the names it refers to (its globals,
     the modules and objects they hold, the classes of those objects), else the one its module
     imported; None for a function of gradcli's (or of NumPy's, or of nothing)."""
-    found = _family(_referred(function))
+    import inspect  # lazy: start-up, as the rest of this module
+
+    plain = inspect.unwrap(function)  # jax.jit's, functools.wraps's: the function itself
+    found = _family([function]) or _family(_referred(plain))
     if found is None:
-        module = sys.modules.get(getattr(function, "__module__", "") or "")
-        found = _family(vars(module).values() if module is not None else ())
+        found = _family(list(getattr(plain, "__globals__", {}).values()))
     return None if found == "gradcli" else found
 
 
