@@ -311,3 +311,15 @@ def test_a_jitted_function_is_drawn_as_jax_even_beside_gradcli(tmp_path, monkeyp
     assert x.grad == pytest.approx(float(jax.grad(jitted)(0.5)), rel=1e-14)
     assert [c["label"] for c in model.clusters] == ["jit:f"]
     assert [n.line for n in model.nodes if n.op == "sin"] == ["jitted_model.py:8"]
+
+
+def test_parameters_name_the_variables_and_star_args_are_numbered():
+    from gradcli.lang.frameworks.jax_record import parameter_names
+
+    def f(a, b, *rest, scale=1.0):
+        return a
+
+    assert parameter_names(f, 4) == ["a", "b", "x2", "x3"]
+    assert parameter_names(lambda *xs: xs, 2) == ["x0", "x1"]
+    model = gc.render.graph(lambda *xs: jnp.sin(xs[0]) * xs[1], 0.5, 2.0).model
+    assert [n.name for n in model.nodes if n.kind == "variable"] == ["x0", "x1"]

@@ -9,7 +9,9 @@ evaluated apart to be shown in its box; ``scan``, ``while`` and ``cond`` stay on
 in a box named by the primitive.
 
 The cotangents (d output / d every variable) come from ONE ``jax.vjp`` of the evaluation with a
-zero added to every evaluated equation's outputs: the cotangent of that zero is the variable's.
+zero added to every evaluated equation's outputs: the cotangent of that zero is the variable's. A
+large jaxpr's evaluation is compiled as one program (its equations bound one by one while it is
+traced), a small one's runs equation by equation.
 Inside a custom rule's box, the inner equations' cotangents come from the vjp of its inner
 equations, seeded with the call's outputs' cotangents.
 
@@ -181,13 +183,17 @@ def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
 
 
 def parameter_names(function: Callable[..., Any], count: int) -> list[str]:
-    """The names of ``function``'s first ``count`` parameters (``x0``, ``x1``, ... where it has none)."""
+    """The names of ``function``'s first ``count`` positional parameters (``x0``, ``x1``, ... beyond
+    them, and for ``*args``)."""
     try:
-        found = [p.name for p in inspect.signature(function).parameters.values() if p.kind != p.VAR_KEYWORD]
-    except (TypeError, ValueError):
-        found = []
-    if any(p.startswith("*") for p in found) or len(found) < count:
-        found = [n for n in found if not n.startswith("*")]
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        parameters = []
+    found = []
+    for p in parameters:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        found.append(p.name)
     return [found[k] if k < len(found) else f"x{k}" for k in range(count)]
 
 
