@@ -145,9 +145,18 @@ def trace_jax(
     top = _Block(inputs=inputs)
     top.outputs = recorder.walk(closed, inputs, None, None, top)
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
+    _drop_unused(trace)
     seed = _seed_of(trace, seed) if cotangents else None
     _evaluate(trace, top, None if seed is None else [seed])
     return trace
+
+
+def _drop_unused(trace: JaxTrace) -> None:
+    """Outputs nothing uses (a loop's counter, which the jaxpr prints as ``_``) are not drawn."""
+    used = {i for e in trace.equations for i in e.inputs} | set(trace.outputs)
+    used |= {trace.shown_as[i] for i in used if i in trace.shown_as}
+    for o in (o for e in trace.equations for o in e.outputs if o not in used):
+        trace.values[o].dropped = True
 
 
 def trace_values(
