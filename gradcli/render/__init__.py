@@ -27,6 +27,7 @@ from typing import Any
 
 from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
+from ..lang.frameworks import framework_of, require
 from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
@@ -106,7 +107,9 @@ def graph(
     compact: bool = False,
     rankdir: str | None = None,
 ) -> View:
-    """The graph behind tensors built in Python (``recording()`` around the code adds values).
+    """The graph behind tensors built in Python (``recording()`` around the code adds values), or
+    ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
+    and cotangents).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
     caller's tensors, what the nodes saved for backward). ``max_nodes``: at most that many nodes
@@ -116,11 +119,46 @@ def graph(
     from the graph's shape."""
     from .layout import checked_rankdir  # lazy: start-up, plot and check --blame lay out no graph
 
+    if outputs and _computes_with_jax(outputs[0]):  # graph(f, *args): a JAX function and its arguments
+        model = _jax_model(outputs[0], outputs[1:], seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+        model.compact, model.rankdir = compact, checked_rankdir(rankdir)
+        return View(model)
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    held = _held(sys._getframe(1))
-    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
+    if flat and (_of_torch(flat[0]) or (callable(flat[0]) and framework_of(flat[0]) == "torch")):
+        model = _torch_graph(flat, sys._getframe(1), seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    else:
+        held = _held(sys._getframe(1))
+        model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
     model.compact, model.rankdir = compact, checked_rankdir(rankdir)
     return View(model)
+
+
+def _of_torch(value: Any) -> bool:
+    """A torch tensor, told without importing torch."""
+    return type(value).__module__.startswith("torch") and not callable(value)
+
+
+def _torch_graph(flat: list[Any], caller: Any, **options: Any) -> Graph:
+    """PyTorch's graph of tensors (``graph(t)``) or of a function computing with torch (``graph(f, *args)``)."""
+    require("torch")  # (exit 3 with the install line when missing)
+    from . import torch_graph  # lazy: torch is imported only when a torch tensor or function is met
+
+    if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
+        return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
+    return torch_graph.torch_tensor_graph(flat, caller, **options)
+
+
+def _computes_with_jax(value: Any) -> bool:
+    """A JAX function: one whose code uses JAX, or one of JAX's own objects (``jax.jit(f)``, a ``custom_vjp``)."""
+    if not callable(value) or isinstance(value, Tensor):
+        return False
+    return framework_of(value) == "jax" or type(value).__module__.partition(".")[0] in ("jax", "jaxlib")
+
+
+def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:
+    from .jax_graph import jax_graph  # lazy: imports JAX, only for a function of JAX's
+
+    return jax_graph(function, args, **options)
 
 
 def _held(frame: Any) -> list[tuple[str, Any]]:

@@ -103,7 +103,7 @@ def build(
         builder.add_hidden(hidden, kept)
     graph = Graph(builder.nodes, builder.edges, out_ids)
     graph.as_built = given is not None  # asked for: the pictures draw it as it is
-    _name_outputs(graph, out_ids)
+    name_outputs(graph, out_ids)
     if hidden:
         graph.hidden = sum(hidden.values())
         graph.hidden_kinds = dict(hidden.most_common())
@@ -117,7 +117,7 @@ def build(
         fresh = _gradients(graph, builder, outputs, seed, free)
         _local_derivatives(graph, builder)
         if fresh:  # (what backward left in .grad may hold several passes: no parts of it)
-            _gradient_parts(graph)
+            gradient_parts(graph)
         _unknown_values(graph)
     _marks(graph, highlight, blamed, builder.ids)
     if clusters:
@@ -126,7 +126,7 @@ def build(
     return graph
 
 
-def _name_outputs(graph: Graph, out_ids: list[str]) -> None:
+def name_outputs(graph: Graph, out_ids: list[str]) -> None:
     taken = {n.name for n in graph.nodes if n.name}
     for k, node_id in enumerate(out_ids):
         node = graph.node(node_id)
@@ -139,7 +139,7 @@ def _name_outputs(graph: Graph, out_ids: list[str]) -> None:
 
 def _marks(graph: Graph, highlight: Sequence[str], blamed: Sequence[Any], ids: dict[Any, str]) -> None:
     if highlight:
-        _highlight(graph, highlight)
+        highlight_paths(graph, highlight)
     for node in blamed:  # marked by gradcli check --blame
         if node in ids and ids[node] in graph._by_id:
             graph.node(ids[node]).blamed = True
@@ -173,7 +173,7 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
         part.inputs = {i: v for i, v in builder.inputs.items() if i in shown}
         _local_derivatives(graph, part)
         if fresh:
-            _gradient_parts(graph)
+            gradient_parts(graph)
     return graph, builder.ids
 
 
@@ -186,7 +186,7 @@ def _skeleton(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor]
         builder.add(node)
     out_ids = [builder.output_node(t) for t in outputs]
     skeleton = Graph(builder.nodes, builder.edges, out_ids)
-    _name_outputs(skeleton, out_ids)
+    name_outputs(skeleton, out_ids)
     if not point:
         for node in skeleton.nodes:
             if node.kind != "constant":
@@ -592,7 +592,7 @@ def _scalar_local_derivatives(graph: Graph, node: OpNode, model: GraphNode, valu
             edge.formula = formula(prim.formulas[i], refs, model.ref, prim.name if prim.arity == 1 else None)
 
 
-def _gradient_parts(graph: Graph) -> None:
+def gradient_parts(graph: Graph) -> None:
     """At a node with several consumers, each consumer's share of its gradient: parts that add up
     to the gradient, or none. A consumer beyond ``--max-nodes`` (nearer the leaves than the node
     on another path) or one without a scalar local derivative leaves the sum incomplete: no parts
@@ -634,7 +634,7 @@ def _adding_up(parts: list[Any], total: Any) -> list[Any] | None:
     return [np.asarray(v, dtype=dtype) for v in values]
 
 
-def _highlight(graph: Graph, names: Sequence[str]) -> None:
+def highlight_paths(graph: Graph, names: Sequence[str]) -> None:
     """The paths from each named leaf to the outputs: the leaf and everything that depends on it."""
     for name in names:
         starts = [n.id for n in graph.nodes if n.kind == "variable" and n.name == name]

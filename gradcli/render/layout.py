@@ -86,13 +86,15 @@ def run_dot(
         )
     with _ended_on_signals() as children:
         try:
-            child = subprocess.Popen(
-                [program, f"-T{fmt}", *options],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 - async-signal-safe: one prctl call
-            )
+            with warnings.catch_warnings():  # JAX, once loaded, warns at every fork: this one only execs dot
+                warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+                child = subprocess.Popen(
+                    [program, f"-T{fmt}", *options],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=_die_with_parent(),  # noqa: PLW1509 - async-signal-safe: one prctl call
+                )
         except OSError as exc:
             raise MissingProgram(f"cannot run Graphviz's dot ({program}): {exc.strerror or exc}") from None
         children.append(child)

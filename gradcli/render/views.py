@@ -162,7 +162,7 @@ def tree_lines(graph: Graph, digits: int | None = HUMAN) -> list[tuple[int, str,
 def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
     parts = [heading(graph, node)]
     if node.kind == "op":
-        parts.append(f"[{node.grad_fn}]")
+        parts.append(f"[{node.grad_fn or node.op}]")
     elif node.kind == "variable":
         parts.append("(variable)")
     elif node.kind == "constant":
@@ -484,7 +484,7 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
             facts.append(f'<font color="#1f4e96">grad {esc(compact_text(node.grad, 4, 2))}</font>')
         return "<" + "<br/>".join(lines + ([" · ".join(facts)] if facts else [])) + ">"
     if node.kind == "op":
-        lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or "")}</font>')
+        lines.append(f'<font color="#777777" point-size="9">{esc(node.grad_fn or node.op)}</font>')
     elif node.kind == "variable":
         lines.append('<font color="#777777" point-size="9">variable (leaf)</font>')
     if node.shape:

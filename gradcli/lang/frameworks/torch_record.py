@@ -51,6 +51,9 @@ class TorchRecord:
     lines: dict[Any, str] = field(default_factory=dict)  # node -> the user's line "file.py:LINE"
     calls: list[CustomCall] = field(default_factory=list)
     leaf_names: dict[int, str] = field(default_factory=dict)  # id(parameter) -> its path ("encoder.linear1.weight")
+    #: node -> {input slot (a ``next_functions`` index): the constant there}: the numbers and small tensors
+    #: that need no gradient (``x * 3``: {1: 3}), where the op's arguments line up with its slots
+    constants: dict[Any, dict[int, Any]] = field(default_factory=dict)
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
@@ -62,23 +65,23 @@ def _skipped_prefixes() -> tuple[str, ...]:
 
 
 _SKIPPED = _skipped_prefixes()
-_USER: dict[Any, bool] = {}  # code object -> whether its file is the user's
+_USER: dict[Any, str | None] = {}  # code object -> its file's name if the user's, else None
 
 
-def _is_user(code: Any) -> bool:
-    found = _USER.get(code)
-    if found is None:
+def _user_file(code: Any) -> str | None:
+    if code not in _USER:
         name = code.co_filename
-        found = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
-        _USER[code] = found
-    return found
+        mine = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
+        _USER[code] = Path(name).name if mine else None
+    return _USER[code]
 
 
 def user_line(frame: Any) -> str | None:
     """``file.py:LINE`` of the first frame from ``frame`` outward that is the user's code."""
     while frame is not None:
-        if _is_user(frame.f_code):
-            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        name = _user_file(frame.f_code)
+        if name is not None:
+            return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
@@ -92,6 +95,22 @@ def _needs_grad(args: tuple[Any, ...]) -> bool:
         elif isinstance(a, (tuple, list)) and any(isinstance(t, torch.Tensor) and t.requires_grad for t in a):
             return True
     return False
+
+
+_NOT_CONSTANT = object()
+SMALL = 64  # elements: a constant tensor kept for labels up to this size
+
+
+def _constants(args: tuple[Any, ...]) -> list[Any] | None:
+    """An op's positional arguments as constants where they are (a number, a small tensor that needs
+    no gradient, copied), else ``_NOT_CONSTANT``; None when none is (nothing to keep)."""
+    found = [
+        a if isinstance(a, (int, float, complex)) and not isinstance(a, bool)
+        else a.detach().clone() if isinstance(a, torch.Tensor) and not a.requires_grad and a.numel() <= SMALL
+        else _NOT_CONSTANT
+        for a in args
+    ]  # fmt: skip
+    return found if any(c is not _NOT_CONSTANT for c in found) else None
 
 
 def _copy(value: Any) -> Any:
@@ -108,7 +127,8 @@ class _Recorder(TorchDispatchMode):
         self.root_names = {id(m): name for name, m in roots.items()}
         self.paths: dict[int, str] = {}  # id(module) -> path, for the roots met and their submodules
         self.stack: list[tuple[Any, str]] = []  # the modules running: (module, path)
-        self.pending: list[tuple[Any, Any, str, str | None, str | None]] = []  # (tensor, copy, op, scope, line)
+        #: (tensor, copy, op, scope, line, constants): an op's outputs, until their grad_fn is set
+        self.pending: list[tuple[Any, Any, str, str | None, str | None, list[Any] | None]] = []
         self.forwards: dict[Any, Any] = {}  # a custom Function's forward frame -> its ctx
         self.firsts: set[Any] = set()  # nodes whose value is their first output's
         for name, module in roots.items():
@@ -130,20 +150,24 @@ class _Recorder(TorchDispatchMode):
         op = func.overloadpacket.__name__
         scope = self.stack[-1][1] if self.stack else None
         line = user_line(sys._getframe(1))
+        constants = _constants(args)
         for tensor in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(tensor, torch.Tensor):
-                self.pending.append((tensor, tensor.detach().clone(), op, scope, line))
+                self.pending.append((tensor, tensor.detach().clone(), op, scope, line, constants))
         return out
 
     def resolve(self) -> None:
         """The recorded outputs by their ``grad_fn``: a node's first output gives its value."""
         record = self.record
-        for tensor, value, op, scope, line in self.pending:
+        for tensor, value, op, scope, line, constants in self.pending:
             node = tensor.grad_fn
             if node is None or (node in record.ops and (tensor.output_nr != 0 or node in self.firsts)):
                 continue
             if tensor.output_nr == 0:
                 self.firsts.add(node)
+                if constants is not None and len(constants) == len(node.next_functions):
+                    found = {i: c for i, c in enumerate(constants) if c is not _NOT_CONSTANT}
+                    record.constants[node] = {i: c for i, c in found.items() if node.next_functions[i][0] is None}
             record.values[node], record.ops[node] = value, op
             if scope is not None:
                 record.scopes[node] = scope
@@ -168,6 +192,10 @@ class _Recorder(TorchDispatchMode):
                 path = f"{self.stack[-1][1]}.{type(module).__name__.lower()}"
             else:
                 path = self.root_names.get(id(module), type(module).__name__.lower())
+            taken, base, k = set(self.paths.values()), path, 0
+            while path in taken:  # (two modules of one class, or named alike: kept apart)
+                k += 1
+                path = f"{base}_{k}"
             self._name_tree(module, path)
         self.record.modules.setdefault(path, type(module).__name__)
         self.stack.append((module, path))
@@ -198,6 +226,7 @@ class _Recorder(TorchDispatchMode):
         if not info.args or not isinstance(info.locals[info.args[0]], BackwardCFunction):
             return
         ctx = info.locals[info.args[0]]
+        self.resolve()  # its inputs' nodes come before it
         function = getattr(type(ctx), "_forward_cls", type(ctx))
         if name == "forward":
             args = tuple(info.locals[a] for a in info.args[1:]) + tuple(info.locals.get(info.varargs, ()) or ())

@@ -1,0 +1,461 @@
+"""A JAX function's graph with its numbers: every equation of its jaxpr, each value and cotangent.
+
+``jax.make_jaxpr`` gives the equations; each is then evaluated here (``primitive.bind``, as
+``jax.core.eval_jaxpr`` does) so that every variable gets its value. Calls are equations holding a
+jaxpr of their own: ``jit`` (``pjit``), ``closed_call`` and ``remat`` are opened, their equations
+evaluated one by one inside a box named by the call; a ``custom_vjp`` / ``custom_jvp`` call is
+evaluated as one, so that the user's rule is the one differentiated, and its inner equations are
+evaluated apart to be shown in its box; ``scan``, ``while`` and ``cond`` stay one equation each,
+in a box named by the primitive.
+
+The cotangents (d output / d every variable) come from ONE ``jax.vjp`` of the evaluation with a
+zero added to every evaluated equation's outputs: the cotangent of that zero is the variable's. A
+large jaxpr's evaluation is compiled as one program (its equations bound one by one while it is
+traced), a small one's runs equation by equation.
+Inside a custom rule's box, the inner equations' cotangents come from the vjp of its inner
+equations, seeded with the call's outputs' cotangents.
+
+Importing this module imports JAX (``require``: float64 on, or the install line and exit 3).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import UsageError
+from . import require
+
+jax = require("jax")
+import jax.numpy as jnp  # noqa: E402  (after require: float64 is on before any array is made)
+from jax.extend import source_info_util  # noqa: E402
+from jax.extend.core import ClosedJaxpr, DropVar, Literal  # noqa: E402
+
+#: calls opened into their equations (the box takes the call's kind as its name's first part)
+OPENED = {"pjit": "pjit", "jit": "jit", "closed_call": "call", "core_call": "call", "remat2": "remat",
+          "checkpoint": "remat", "remat": "remat"}  # fmt: skip
+#: calls evaluated as one whose inner equations are shown: the user's derivative rule is the one used
+CUSTOM = {"custom_vjp_call": "custom_vjp", "custom_vjp_call_jaxpr": "custom_vjp", "custom_jvp_call": "custom_jvp"}
+#: loops and branches: one equation each, drawn in a box named by the primitive
+LOOPS = ("scan", "while", "cond")
+
+
+@dataclass
+class JaxValue:
+    """One variable of the jaxpr (or a literal, or a constant the function closed over)."""
+
+    kind: str  # "input", "constant" (an array the function closed over), "literal", "result"
+    shape: tuple[int, ...]
+    dtype: Any
+    name: str | None = None  # an input's parameter name ("w", "params['b']")
+    value: np.ndarray | None = None
+    cotangent: np.ndarray | None = None  # d output / d this value
+    producer: int | None = None  # the equation computing it (index into JaxTrace.equations)
+    differentiable: bool = False  # an input differentiated (``wrt``), or a floating result
+    dropped: bool = False  # an output the jaxpr drops (``_``)
+
+
+@dataclass
+class JaxEquation:
+    """One equation: a primitive applied to values (ids into ``JaxTrace.values``)."""
+
+    primitive: str  # "sin", "dot_general", "scan", "custom_vjp_call"
+    inputs: list[int]
+    outputs: list[int]
+    eqn: Any  # the jaxpr's own equation (its primitive and params: bound again for local derivatives)
+    scope: str | None  # the names of the calls around it: "jit:layer/custom_vjp:safe_log"
+    call: int | None  # the innermost call around it (index into JaxTrace.calls)
+    line: str | None  # the line of the user's code that made it: "model.py:12"
+    shown: bool = True  # a node of the graph (a custom call is drawn by its inner equations instead)
+
+
+@dataclass
+class JaxCall:
+    """A call holding a jaxpr: a box of the graph."""
+
+    kind: str  # "jit", "call", "remat", "custom_vjp", "custom_jvp", "scan", "while", "cond"
+    name: str  # the function's name ("layer", "safe_log"), or the primitive's for a loop
+    scope: str  # its path: "jit:layer/custom_vjp:safe_log"
+    parent: int | None
+    line: str | None
+    equation: int  # the equation that calls it (for a custom rule: the call evaluated as one)
+
+    @property
+    def label(self) -> str:
+        return self.kind if self.kind in LOOPS else f"{self.kind}:{self.name}"
+
+
+@dataclass
+class _Block:
+    """Equations evaluated together: the function's own (calls opened), or a custom rule's inner ones."""
+
+    steps: list[int] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    inner: dict[int, _Block] = field(default_factory=dict)  # a custom call's equation -> its inner block
+
+
+@dataclass
+class JaxTrace:
+    values: list[JaxValue]
+    equations: list[JaxEquation]
+    calls: list[JaxCall]
+    inputs: list[int]
+    outputs: list[int]
+    #: a custom call's output -> the value of its inner equations drawn for it
+    shown_as: dict[int, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    has_cotangents: bool = False
+
+
+def trace_jax(
+    function: Callable[..., Any],
+    args: Sequence[Any],
+    names: Sequence[str] | None = None,
+    wrt: Sequence[str] | None = None,
+    seed: Any = None,
+    cotangents: bool = True,
+) -> JaxTrace:
+    """``function(*args)``'s jaxpr, evaluated equation by equation: every value, and with a single
+    output (a scalar, or ``seed`` as its cotangent) every cotangent. ``names``: the parameters'
+    names (default the function's own); ``wrt``: the inputs differentiated (default every floating
+    one; the others are constants); ``cotangents`` False: values alone. An argument may be a pytree
+    of arrays: its leaves are inputs named by their path (``params['w']``)."""
+    leaves, treedef, names = _flat_arguments(function, args, names)
+
+    def flat(*xs: Any) -> Any:
+        return function(*jax.tree_util.tree_unflatten(treedef, list(xs)))
+
+    closed = jax.make_jaxpr(flat)(*leaves)
+    recorder = _Recorder()
+    inputs = []
+    for leaf, name, var in zip(leaves, names, closed.jaxpr.invars):
+        index = recorder.value("input", var.aval, name=name, value=np.asarray(leaf))
+        recorder.values[index].differentiable = _floating(var.aval.dtype) and _chosen(name, wrt)
+        inputs.append(index)
+    unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
+    if unknown:
+        raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
+    top = _Block(inputs=inputs)
+    top.outputs = recorder.walk(closed, inputs, None, None, top)
+    trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
+    _drop_unused(trace)
+    seed = _seed_of(trace, seed) if cotangents else None
+    _evaluate(trace, top, None if seed is None else [seed])
+    return trace
+
+
+def _drop_unused(trace: JaxTrace) -> None:
+    """Outputs nothing uses (a loop's counter, which the jaxpr prints as ``_``) are not drawn."""
+    used = {i for e in trace.equations for i in e.inputs} | set(trace.outputs)
+    used |= {trace.shown_as[i] for i in used if i in trace.shown_as}
+    for o in (o for e in trace.equations for o in e.outputs if o not in used):
+        trace.values[o].dropped = True
+
+
+def trace_values(
+    function: Callable[..., Any],
+    values: Mapping[str, Any],
+    wrt: Sequence[str] | None = None,
+    seed: Any = None,
+    cotangents: bool = True,
+) -> JaxTrace:
+    """``trace_jax`` of ``function(**values)``, each value made a float64 array (as the CLI's ``--at``)."""
+    names = list(values)
+    args = [np.asarray(values[n], dtype=np.float64) for n in names]
+    return trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt, seed, cotangents)
+
+
+def _chosen(name: str, wrt: Sequence[str] | None) -> bool:
+    """Is the input ``name`` differentiated: all are without ``wrt``; a pytree's leaves with its name."""
+    return wrt is None or name in wrt or name.partition("[")[0] in wrt
+
+
+def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
+                    names: Sequence[str] | None) -> tuple[list[Any], Any, list[str]]:  # fmt: skip
+    """The arguments' leaves (arrays), their tree, and each leaf's name."""
+    names = list(names) if names is not None else parameter_names(function, len(args))
+    paths, treedef = jax.tree_util.tree_flatten_with_path(tuple(args))
+    leaves, leaf_names = [], []
+    for path, leaf in paths:
+        leaves.append(jnp.asarray(leaf))
+        rest = jax.tree_util.keystr(tuple(path[1:]))
+        position = path[0].idx  # (a SequenceKey: the argument's position)
+        leaf_names.append((names[position] if position < len(names) else f"x{position}") + rest)
+    return leaves, treedef, leaf_names
+
+
+def parameter_names(function: Callable[..., Any], count: int) -> list[str]:
+    """The names of ``function``'s first ``count`` positional parameters (``x0``, ``x1``, ... beyond
+    them, and for ``*args``)."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        parameters = []
+    found = []
+    for p in parameters:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        found.append(p.name)
+    return [found[k] if k < len(found) else f"x{k}" for k in range(count)]
+
+
+def _floating(dtype: Any) -> bool:
+    return bool(jnp.issubdtype(dtype, jnp.floating))
+
+
+class _Recorder:
+    """Walks a jaxpr into values, equations and calls (the structure: values come afterwards)."""
+
+    def __init__(self) -> None:
+        self.values: list[JaxValue] = []
+        self.equations: list[JaxEquation] = []
+        self.calls: list[JaxCall] = []
+        self.shown_as: dict[int, int] = {}
+
+    def value(self, kind: str, aval: Any, **fields: Any) -> int:
+        self.values.append(JaxValue(kind, tuple(getattr(aval, "shape", ())), getattr(aval, "dtype", None), **fields))
+        return len(self.values) - 1
+
+    def walk(self, jaxpr: Any, inputs: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
+        """Record ``jaxpr``'s equations (its inputs being the values ``inputs``) into ``block``;
+        the values of its outputs."""
+        closed = jaxpr if isinstance(jaxpr, ClosedJaxpr) else None
+        inner = closed.jaxpr if closed is not None else jaxpr
+        env: dict[Any, int] = {}
+        for var, const in zip(inner.constvars, closed.consts if closed is not None else ()):
+            env[var] = self.value("constant", var.aval, value=np.asarray(const))
+        env.update(zip(inner.invars, inputs))
+        for eqn in inner.eqns:
+            ins = [self.atom(a, env) for a in eqn.invars]
+            name = eqn.primitive.name
+            if name in OPENED and _sub_jaxpr(eqn) is not None:
+                outs = self.opened(eqn, ins, scope, call, block)
+            elif name in CUSTOM:
+                outs = self.custom(eqn, ins, scope, call, block)
+            else:
+                outs = self.equation(eqn, ins, scope, call, block)
+            env.update(zip(eqn.outvars, outs))
+        return [self.atom(a, env) for a in inner.outvars]
+
+    def atom(self, atom: Any, env: dict[Any, int]) -> int:
+        if isinstance(atom, Literal):
+            return self.value("literal", atom.aval, value=np.asarray(atom.val, dtype=atom.aval.dtype))
+        return env[atom]
+
+    def new_call(self, kind: str, name: str, eqn: Any, scope: str | None, parent: int | None) -> tuple[int, str]:
+        label = kind if kind in LOOPS else f"{kind}:{name}"
+        path = f"{scope}/{label}" if scope else label
+        self.calls.append(JaxCall(kind, name, path, parent, user_line(eqn), len(self.equations)))
+        return len(self.calls) - 1, path
+
+    def equation(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block,
+                 shown: bool = True) -> list[int]:  # fmt: skip
+        name = eqn.primitive.name
+        if name in LOOPS and shown:
+            call, scope = self.new_call(name, name, eqn, scope, call)
+        index = len(self.equations)
+        outs = []
+        for var in eqn.outvars:
+            out = self.value("result", var.aval, producer=index, dropped=isinstance(var, DropVar))
+            self.values[out].differentiable = _floating(self.values[out].dtype)
+            outs.append(out)
+        self.equations.append(JaxEquation(name, ins, outs, eqn, scope, call, user_line(eqn), shown))
+        block.steps.append(index)
+        return outs
+
+    def opened(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
+        kind = OPENED[eqn.primitive.name]
+        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
+        return self.walk(_sub_jaxpr(eqn), ins, scope, call, block)
+
+    def custom(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
+        """The call evaluated as one (in ``block``); its inner equations in a block of their own, shown
+        in its box, each of the call's outputs drawn as the inner equation computing it."""
+        kind = CUSTOM[eqn.primitive.name]
+        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
+        outs = self.equation(eqn, ins, scope, call, block, shown=False)
+        index = block.steps[-1]
+        first = len(self.equations)
+        inner = _Block(inputs=ins)
+        inner.outputs = self.walk(eqn.params["call_jaxpr"], ins, scope, call, inner)
+        block.inner[index] = inner
+        taken = set()
+        for out, drawn in zip(outs, inner.outputs):
+            producer = self.values[drawn].producer
+            if producer is not None and producer >= first and drawn not in taken:
+                self.shown_as[out] = drawn
+                taken.add(drawn)
+            else:  # (an input passed through, a literal): the call itself draws it
+                self.equations[index].shown = True
+        return outs
+
+
+def _sub_jaxpr(eqn: Any) -> Any:
+    return eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+
+
+def _call_name(eqn: Any, kind: str) -> str:
+    """A call's name: jit's ``name``, else the wrapped function's (``safe_log``), else its kind."""
+    name = eqn.params.get("name")
+    if isinstance(name, str) and name:
+        return name
+    sub = _sub_jaxpr(eqn)
+    info = getattr(getattr(sub, "jaxpr", sub), "debug_info", None)
+    found = getattr(info, "func_name", None)
+    return found if isinstance(found, str) and found and found != "<unknown>" else kind
+
+
+_SUMMARY = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?(?: \(.*\))?$")
+
+
+def user_line(eqn: Any) -> str | None:
+    """The line of the user's code that made ``eqn`` (``model.py:12``), from JAX's own summary of its
+    source; None where it has none."""
+    try:
+        text = source_info_util.summarize(eqn.source_info)
+    except Exception:  # (a source JAX cannot summarise: no line)
+        return None
+    found = _SUMMARY.match(text or "")
+    if found is None:
+        return None
+    return f"{Path(found['file']).name}:{found['line']}"
+
+
+# --- values and cotangents ---------------------------------------------------------------------
+
+
+def bind(eqn: Any, inputs: Sequence[Any]) -> list[Any]:
+    """``eqn`` applied to ``inputs`` (as ``jax.core.eval_jaxpr`` applies it): its outputs, as a list."""
+    params = eqn.primitive.get_bind_params(eqn.params)
+    with eqn.ctx.manager:
+        out = eqn.primitive.bind(*inputs, **params)
+    return list(out) if eqn.primitive.multiple_results else [out]
+
+
+def _run(trace: JaxTrace, block: _Block, env: dict[int, Any], eps: dict[int, Any]) -> list[Any]:
+    """Evaluate ``block``'s equations, adding ``eps`` to the outputs it holds a zero for."""
+    for k in block.steps:
+        equation = trace.equations[k]
+        for out, value in zip(equation.outputs, bind(equation.eqn, [env[i] for i in equation.inputs])):
+            env[out] = value + eps[out] if out in eps else value
+    return [env[i] for i in block.outputs]
+
+
+def _seed_of(trace: JaxTrace, seed: Any) -> Any:
+    """The output's cotangent: 1 for a scalar, ``seed`` else; None (with a note) where there is none."""
+    if len(trace.outputs) != 1:
+        trace.notes.append("gradients are shown for a single output")
+        return None
+    out = trace.values[trace.outputs[0]]
+    if not _floating(out.dtype):
+        return None
+    if seed is None:
+        if int(np.prod(out.shape)) != 1:
+            trace.notes.append(f"the output has shape {out.shape}: give --seed for gradients")
+            return None
+        return np.ones(out.shape, out.dtype)
+    return jnp.broadcast_to(jnp.asarray(seed, dtype=out.dtype), out.shape)
+
+
+def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool = True) -> None:
+    """Values of ``block``'s equations and, with ``seeds`` (its outputs' cotangents), the cotangents of
+    every value they compute (and of its inputs, at the ``top``), by one vjp with a zero added to each
+    output (compiled as one program: a jaxpr's equations bound one by one would each be compiled);
+    then each custom call's inner block, seeded with the cotangents of the call's outputs."""
+    moving = [i for i in dict.fromkeys(block.inputs)  # (inside a rule: every floating input)
+              if (trace.values[i].differentiable if top else _floating(trace.values[i].dtype))]  # fmt: skip
+    computed = [o for k in block.steps for o in trace.equations[k].outputs]
+    used = {i for k in block.steps for i in trace.equations[k].inputs} | set(block.outputs)
+    fixed = {i: trace.values[i].value for i in used.difference(moving, computed)}
+
+    def run(given: dict[int, Any], xs: list[Any], eps: dict[int, Any]) -> tuple[list[Any], dict[int, Any]]:
+        env = {**given, **dict(zip(moving, xs))}
+        outs = _run(trace, block, env, eps)
+        return outs, {o: env[o] for o in computed}
+
+    xs = [trace.values[i].value for i in moving]
+    found = None if seeds is None else _pullback(trace, block, run, (fixed, xs), computed, seeds, top)
+    values = _compiled(block, lambda given, xs: run(given, xs, {})[1])(fixed, xs) if found is None else found[0]
+    _store(trace, values, moving, found, top)
+    for k, inner in block.inner.items():
+        grads = [trace.values[o].cotangent for o in trace.equations[k].outputs]
+        _evaluate(trace, inner, grads if any(g is not None for g in grads) else None, top=False)
+
+
+#: equations from which a block is compiled as one program: below, bound one by one (each primitive's
+#: kernel is compiled once and kept, where compiling a small program costs more than running it)
+COMPILED_FROM = 24
+
+
+def _compiled(block: _Block, function: Callable[..., Any]) -> Callable[..., Any]:
+    return jax.jit(function) if len(block.steps) >= COMPILED_FROM else function
+
+
+def _store(trace: JaxTrace, values: dict[int, Any], moving: list[int], found: Any, top: bool) -> None:
+    """The values a block computed, and with ``found`` (``_pullback``'s) the cotangents."""
+    for o, value in values.items():
+        trace.values[o].value = np.asarray(value)
+    if found is not None:
+        trace.has_cotangents = trace.has_cotangents or top
+        for i, g in zip(moving, found[1]) if top else ():
+            trace.values[i].cotangent = np.asarray(g)
+        for o, g in found[2].items():
+            trace.values[o].cotangent = np.asarray(g)
+
+
+def _pullback(trace: JaxTrace, block: _Block, run: Callable[..., Any], args: tuple[Any, Any], computed: list[int],
+              seeds: list[Any], top: bool) -> tuple[dict[int, Any], list[Any], dict[int, Any]] | None:  # fmt: skip
+    """One vjp of ``run`` with a zero added to each floating value it computes: the values, the
+    inputs' cotangents and each value's; None (a note at the ``top``) where JAX cannot differentiate."""
+    floating = [o for o in computed if trace.values[o].differentiable]
+    zeros = {o: np.zeros(trace.values[o].shape, trace.values[o].dtype) for o in floating}
+
+    def both(given: dict[int, Any], xs: list[Any], eps: dict[int, Any], cotangents: list[Any]) -> Any:
+        outs, pullback, values = jax.vjp(lambda xs, eps: run(given, xs, eps), xs, eps, has_aux=True)
+        return values, *pullback([jnp.zeros_like(o) if g is None else g for o, g in zip(outs, cotangents)])
+
+    try:
+        return _compiled(block, both)(*args, zeros, seeds)
+    except Exception as failed:  # (a while loop, a primitive without a transpose): values alone
+        if top:
+            trace.notes.append(f"no gradients: JAX cannot differentiate this function: {_first_line(failed)}")
+        return None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def local_derivatives(trace: JaxTrace, index: int) -> list[np.ndarray | None]:
+    """d output / d each input of equation ``index`` (one output), from ``jax.vjp`` of that equation
+    alone with cotangent 1 (None for an input that is not floating, or where JAX cannot say)."""
+    equation = trace.equations[index]
+    values = [trace.values[i].value for i in equation.inputs]
+    moving = [k for k, i in enumerate(equation.inputs) if _floating(trace.values[i].dtype)]
+    out = trace.values[equation.outputs[0]]
+    if len(equation.outputs) != 1 or not moving or not _floating(out.dtype) or out.value is None:
+        return [None] * len(values)
+
+    def alone(*xs: Any) -> Any:
+        given = list(values)
+        for k, x in zip(moving, xs):
+            given[k] = x
+        return bind(equation.eqn, given)[0]
+
+    try:
+        _, pullback = jax.vjp(alone, *[values[k] for k in moving])
+        found = pullback(np.ones(out.shape, out.dtype))
+    except Exception:  # (a primitive JAX cannot differentiate here: the edge stays unlabelled)
+        return [None] * len(values)
+    grads: list[np.ndarray | None] = [None] * len(values)
+    for k, g in zip(moving, found):
+        grads[k] = np.asarray(g)
+    return grads
