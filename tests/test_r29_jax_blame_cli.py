@@ -10,10 +10,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip("jax", reason="JAX is not installed: pip install gradcli[jax]")
-jax_blame = pytest.importorskip(
-    "gradcli.check.jax_blame", reason="this gradcli has no JAX blame (check/jax_blame.py) yet"
-)
-
 from typer.testing import CliRunner  # noqa: E402
 
 from gradcli.cli.app import app  # noqa: E402
@@ -84,3 +80,13 @@ def test_jax_blame_with_every_rule_right(tmp_path):
     assert document["blame"] is None and document["ok"] is True
     assert "blame: the derivatives of all 2 nodes agree with finite differences" in lines
     assert np.isclose(document["gradient"]["x"], 3 * np.array([0.5, 1.5]) ** 2 / (np.array([0.5, 1.5]) ** 3 + 2)).all()
+
+
+def test_graph_blame_marks_the_wrong_rule_on_the_jax_graph(tmp_path):
+    path = tmp_path / "jm.py"
+    path.write_text(MODEL.format(log_rule="2 * g / x"))
+    result = CliRunner().invoke(app, ["graph", f"{path}:f", "--at", "x=[0.5,1.5]", "--blame", "--format", "json"])
+    assert result.exit_code == 0, result.output + result.stderr
+    blamed = [n for n in json.loads(result.stdout)["nodes"] if n.get("blamed")]
+    assert [(n["op"], n["scope"]) for n in blamed] == [("log", "jit:layer/custom_vjp:safe_log")]
+    assert f"blame: node {blamed[0]['id']} ({blamed[0]['label']}), marked in red: custom_vjp:safe_log" in result.stderr

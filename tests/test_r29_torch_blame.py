@@ -336,3 +336,21 @@ def test_cases_blame_names_the_function_in_the_junit_report(tmp_path):
     assert first["result"]["blame"]["scope"] == "model.head" and "blame" not in second["result"]
     cases.write_text('[[case]]\nexpr = "sin(x)"\nat = { x = 1 }\nblame = "yes"\n')
     assert "blame = 'yes' is not true or false" in _cli("check", "--cases", str(cases), code=2).stderr
+
+
+def test_graph_blame_marks_the_wrong_function_on_torch_graph(tmp_path):
+    path, _ = _model(tmp_path, "model", Square="g * h")
+    result = _cli("graph", f"{path}:f", "--at", AT, "--blame", "--format", "json", code=0)
+    blamed = [n for n in json.loads(result.stdout)["nodes"] if n.get("blamed")]
+    line = _line(path, "the line of Square")
+    assert [(n["grad_fn"], n["scope"], n["line"]) for n in blamed] == [("SquareBackward", "model.head", line)]
+    said = [text for text in result.stderr.splitlines() if text.startswith("blame: ")]
+    assert said == [
+        f"blame: node {blamed[0]['id']} ({blamed[0]['label']}), marked in red: " + said[0].split(": ", 2)[2]
+    ]
+    assert said[0].split("marked in red: ")[1].startswith("SquareBackward (Square(h)) computes a wrong derivative")
+    (tmp_path / "right").mkdir()
+    right, _ = _model(tmp_path / "right", "model")
+    result = _cli("graph", f"{right}:f", "--at", AT, "--blame", "--format", "json", code=0)
+    assert not [n for n in json.loads(result.stdout)["nodes"] if n.get("blamed")]
+    assert "blame: every node's derivative agrees with finite differences" in result.stderr

@@ -31,12 +31,8 @@ def framework_blame(
 
         found, checked = blame_torch_calls(function, arrays, wrt, rtol, atol)
     elif framework == "jax":
-        try:
-            from .jax_blame import blame_jax_calls  # lazy: imports jax, only for a function that computes with it
-        except ModuleNotFoundError as missing:  # (a gradcli without the JAX blame: nothing checked)
-            if missing.name != f"{__package__}.jax_blame":
-                raise
-            return None, 0
+        from .jax_blame import blame_jax_calls  # lazy: imports jax, only for a function that computes with it
+
         found, checked = blame_jax_calls(function, arrays, wrt, rtol, atol)
     else:
         return None, 0

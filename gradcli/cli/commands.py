@@ -429,8 +429,9 @@ def _framework_blame(program: Any, values: dict[str, Any], names: list[str], gra
         found, _ = framework_blame(program.framework, program.function, values, names, None, None)
     if found is not None:
         for node in graph.nodes:
-            same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.label in (node.scope or ""))
-            if node.kind == "op" and same and node.scope == found.scope and node.line in (None, found.line):
+            same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.op in (node.scope or ""))
+            here = node.line in (None, found.line) or node.grad_fn is None  # (a JAX rule's equations: its own lines)
+            if node.kind == "op" and same and node.scope == found.scope and here:
                 node.blamed = True
                 break
     return found
