@@ -40,20 +40,12 @@ def framework_blame(
 
 
 def framework_finding(found: Any) -> Blame:
-    """A framework's finding (``TorchBlame``, ``JaxBlame``) as gradcli's own ``Blame``, so that the
-    report words it and keys it as for gradcli's nodes: v . J u for random directions by the rule
-    and by finite differences (from the two vectors v . J where the finding has no such numbers)."""
-    autograd, numeric = getattr(found, "autograd", np.nan), getattr(found, "numeric", np.nan)
-    if not (np.isfinite(autograd) and np.isfinite(numeric)) and np.size(getattr(found, "rule", ())):
-        rule = np.asarray(getattr(found, "rule", np.zeros(0)), dtype=np.float64).reshape(-1)
-        differences = np.asarray(getattr(found, "differences", rule), dtype=np.float64).reshape(-1)
-        u = np.random.default_rng(0).standard_normal(rule.size)
-        autograd, numeric = float(rule @ u), float(np.where(np.isfinite(differences), differences, rule) @ u)
-    kind = getattr(found, "kind", None)  # JAX: custom_vjp or custom_jvp, its rules have no node names
-    grad_fn = getattr(found, "grad_fn", None) or (f"the {kind} rule of {found.name}" if kind else found.name)
+    """A framework's finding (``TorchBlame``, ``JaxBlame``: both carry what gradcli's own ``Blame``
+    words, v . J u for random directions by the backward and by finite differences) as a ``Blame``,
+    so that the report words it and keys it as for gradcli's nodes."""
     return Blame(
-        f"call {found.index + 1}", found.name, grad_fn, getattr(found, "label", None) or found.name,
-        float(autograd), float(numeric), getattr(found, "inputs", ""),
+        f"call {found.index + 1}", found.name, found.grad_fn or found.name, found.label or found.name,
+        float(found.autograd), float(found.numeric), found.inputs,
         scope=found.scope, line=found.line, framework=found.framework,
     )  # fmt: skip
 
