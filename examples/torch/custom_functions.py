@@ -47,11 +47,14 @@ class Softplus(torch.autograd.Function):
         return g * torch.sigmoid(-x)  # the bug: softplus' derivative is sigmoid(x)
 
 
-class Square(torch.autograd.Function):
+class Square(torch.autograd.Function):  # forward without ctx, as torch 2 allows: setup_context saves
     @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
+    def forward(x):
         return x * x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
 
     @staticmethod
     def backward(ctx, g):

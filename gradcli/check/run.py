@@ -316,8 +316,9 @@ def _blame(
     A PyTorch or JAX function's custom Functions are checked instead (check/framework_blame.py)."""
     program = recorded.program
     if getattr(program, "framework", None) is not None:
-        return framework_blame(program.framework, program.function, recorded.values, recorded.names, rtol, atol)
-    found, count = blame_nodes(recorded.tape)
+        found, count = framework_blame(program.framework, program.function, recorded.values, recorded.names, rtol, atol)
+    else:
+        found, count = blame_nodes(recorded.tape)
     if found is not None and locate is not None:
         locate(found, recorded.evaluation.outputs, recorded.tape)
     return found, count
