@@ -382,7 +382,7 @@ def test_the_seeds_pytorch_programs_give_their_numbers():
 def test_dask_over_several_parts_gives_one_process_bits_for_a_torch_function(torch_files):
     pytest.importorskip("dask.dataframe", reason="--dask needs dask[dataframe] (the scale extra)")
     pytest.importorskip("distributed", reason="--dask needs dask[distributed] (the scale extra)")
-    pa = pytest.importorskip("pyarrow")
+    pa = pytest.importorskip("pyarrow", reason="--dask needs pyarrow (the scale extra)")
     import pyarrow.parquet as pq
 
     xs = np.linspace(-2, 2, 40)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from frameworks import need
 
-jax = pytest.importorskip("jax")
+jax = need("jax")
 
 import jax.numpy as jnp  # noqa: E402
 
