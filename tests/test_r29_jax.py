@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+jax = pytest.importorskip("jax", reason="JAX is not installed (pip install gradcli[jax])")
 
 import jax.numpy as jnp  # noqa: E402
 
