@@ -15,7 +15,7 @@ def need(name: str) -> ModuleType:
     if os.environ.get("GRADCLI_FRAMEWORK_TESTS") == "required":
         module = __import__(name)
     else:
-        module = pytest.importorskip(name)
+        module = pytest.importorskip(name, reason=f"the tests of gradcli's {name} road need {name} (CI installs it)")
     if name == "jax":
         module.config.update("jax_enable_x64", True)
     return module

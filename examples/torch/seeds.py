@@ -1,8 +1,8 @@
 """The seeds' PyTorch programs, written with torch: gradcli runs them with PyTorch's own numbers.
 
-    gradcli eval examples/torch/seeds.py:two_paths --at w=1,x=2        # seed 002: value 6, d/dw 5, d/dx 2
-    gradcli hessian examples/torch/seeds.py:higher_order --at x=2,y=3  # seed 003: d2z/dx2 = 2y = 6
-    gradcli graph examples/torch/seeds.py:two_paths --at w=1,x=2       # PyTorch's nodes: AddBackward0, MulBackward0
+gradcli eval examples/torch/seeds.py:two_paths --at w=1,x=2        # seed 002: value 6, d/dw 5, d/dx 2
+gradcli hessian examples/torch/seeds.py:higher_order --at x=2,y=3  # seed 003: d2z/dx2 = 2y = 6
+gradcli graph examples/torch/seeds.py:two_paths --at w=1,x=2       # PyTorch's nodes: AddBackward0, MulBackward0
 """
 
 import torch

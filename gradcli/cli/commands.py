@@ -385,6 +385,10 @@ def draw(given: Given) -> None:
         vector = None
         if point and given.seed is not None:
             vector = seed_vector(given.seed, single_output(evaluation).shape)
+        if program.framework is not None:  # the framework's own graph, in the one graph model
+            _emit_graph(_framework_graph(program, values, names, vector, point, given, max_nodes, rankdir), path, fmt,
+                        given.layout_timeout)  # fmt: skip
+            return
         found = (
             _blamed(trace, fmt) if given.blame else None
         )  # before build: building with gradients frees what the nodes saved
@@ -399,6 +403,37 @@ def draw(given: Given) -> None:
         if evaluation.nonfinite and point:
             output.warn(f"non-finite value: {evaluation.nonfinite}")
         _emit_graph(graph, path, fmt, given.layout_timeout)
+
+
+def _framework_graph(program: Any, values: dict[str, Any], names: list[str], seed: Any, point: bool, given: Given,
+                     max_nodes: Any, rankdir: Any) -> Any:  # fmt: skip
+    """``gradcli graph FILE.py:f`` of a function computing with PyTorch or JAX: the framework's own graph
+    (its node names, values, gradients, nn.Module boxes), drawn by the same views."""
+    from ..render.frameworks import function_graph  # lazy: start-up, eval draws nothing
+
+    graph = function_graph(program, values, names, seed=seed, point=point, max_nodes=max_nodes,
+                           highlight=names_list(given.highlight, "--highlight"))  # fmt: skip
+    graph.compact, graph.rankdir = given.compact, rankdir
+    if given.blame:
+        _say_blame(graph, _framework_blame(program, values, names, graph))
+    return graph
+
+
+def _framework_blame(program: Any, values: dict[str, Any], names: list[str], graph: Any) -> Any:
+    """``graph --blame`` of a framework's function: its first custom Function (or custom_vjp rule) whose
+    backward disagrees with differences of its forward, marked on the graph where it is drawn."""
+    from ..check.framework_blame import framework_blame  # lazy: start-up, eval checks nothing
+    from .progress import working  # lazy: start-up, threads
+
+    with working("checking every custom Function's backward (--blame)", quiet=True):
+        found, _ = framework_blame(program.framework, program.function, values, names, None, None)
+    if found is not None:
+        for node in graph.nodes:
+            same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.label in (node.scope or ""))
+            if node.kind == "op" and same and node.scope == found.scope and node.line in (None, found.line):
+                node.blamed = True
+                break
+    return found
 
 
 def _graph_format(given: Given) -> tuple[Any, str]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
-from ..lang.frameworks import framework_of
+from ..lang.frameworks import framework_of, require
 from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
@@ -124,10 +124,28 @@ def graph(
         model.compact, model.rankdir = compact, checked_rankdir(rankdir)
         return View(model)
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    held = _held(sys._getframe(1))
-    model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
+    if flat and (_of_torch(flat[0]) or (callable(flat[0]) and framework_of(flat[0]) == "torch")):
+        model = _torch_graph(flat, sys._getframe(1), seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    else:
+        held = _held(sys._getframe(1))
+        model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
     model.compact, model.rankdir = compact, checked_rankdir(rankdir)
     return View(model)
+
+
+def _of_torch(value: Any) -> bool:
+    """A torch tensor, told without importing torch."""
+    return type(value).__module__.startswith("torch") and not callable(value)
+
+
+def _torch_graph(flat: list[Any], caller: Any, **options: Any) -> Graph:
+    """PyTorch's graph of tensors (``graph(t)``) or of a function computing with torch (``graph(f, *args)``)."""
+    require("torch")  # (exit 3 with the install line when missing)
+    from . import torch_graph  # lazy: torch is imported only when a torch tensor or function is met
+
+    if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
+        return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
+    return torch_graph.torch_tensor_graph(flat, caller, **options)
 
 
 def _computes_with_jax(value: Any) -> bool:

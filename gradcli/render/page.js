@@ -481,7 +481,7 @@
   }
   var allBoxes = [];
   (model.clusters || []).forEach(function (c) { // those drawn (a statement of one node is not: its title says it)
-    if (boxEls.has(c.id)) allBoxes.push({ id: c.id, label: c.label, title: c.label, members: c.members, size: c.members.length, folded: false, kind: "cluster" });
+    if (boxEls.has(c.id)) allBoxes.push({ id: c.id, label: c.label, title: c.label, members: c.members, size: c.members.length, folded: !!c.collapsed, kind: "cluster" });
   });
   (model.groups || []).forEach(function (g) {
     allBoxes.push({ id: g.id, label: g.label + " \u00d7" + (g.count || g.members.length).toLocaleString("en"),

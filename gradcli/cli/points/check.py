@@ -11,6 +11,7 @@ chunk's points are only its batch. SymPy works on one point at a time and is lef
 from __future__ import annotations
 
 import heapq
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,8 +310,11 @@ def check_points_file(
     checker = PointsCheck(program, values, wrt, seed, methods, rtol, atol, expect)
     columns: list[Columns] = []
     used = set(program.variables) | set(checker.extra)
-    for chunk in DataSet.resolved(spec).chunks(used, False, check_chunk_rows(chunk_rows), columns, values):
-        checker.chunk(chunk)
+    # closed on an error too: a reader's threads (Arrow's) must not outlive the command, or the interpreter's exit
+    # aborts ("terminate called without an active exception") instead of exiting 2
+    with closing(DataSet.resolved(spec).chunks(used, False, check_chunk_rows(chunk_rows), columns, values)) as chunks:
+        for chunk in chunks:
+            checker.chunk(chunk)
     tally = checker.tally
     if not tally.points:
         raise UsageError(f"--points {spec}: no points after the header")

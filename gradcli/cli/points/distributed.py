@@ -173,9 +173,10 @@ def _probe(
     the program is said before any worker runs."""
     columns: list[Columns] = []
     results = Results(program, values, wrt, seed, warn=False)  # (the first row's warning is said with the rest)
-    for chunk in data.chunks(set(program.variables), keep, 1, columns, values):
-        results.evaluate(chunk)
-        return columns[0], results.labels
+    with contextlib.closing(data.chunks(set(program.variables), keep, 1, columns, values)) as chunks:
+        for chunk in chunks:  # (closed on an error too: Arrow's reader threads end before the command)
+            results.evaluate(chunk)
+            return columns[0], results.labels
     raise UsageError(f"--points {data.spec}: no points after the header")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import closing
 from typing import Any
 
 import numpy as np
@@ -158,14 +159,15 @@ def evaluate_points_file(
     what = f"evaluating the points of {shown_path(spec)}"
     with working(what, quiet=as_json or on_terminal) as work:
         try:
-            for chunk in data.chunks(set(program.variables), keep_columns, rows, columns, values):
-                arrays, result = results.evaluate(chunk)
-                if sink.stream is None:
-                    _no_clash(columns[0].kept, results.labels, spec)
-                    sink.start(columns[0].kept, results.labels)
-                lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
-                sink.write(chunk, arrays, lines)
-                work.say(pace.text(sink.rows, "evaluating points"))
+            with closing(data.chunks(set(program.variables), keep_columns, rows, columns, values)) as chunks:
+                for chunk in chunks:  # (closed on an error too: Arrow's reader threads end before the command)
+                    arrays, result = results.evaluate(chunk)
+                    if sink.stream is None:
+                        _no_clash(columns[0].kept, results.labels, spec)
+                        sink.start(columns[0].kept, results.labels)
+                    lines = json_lines(results.names, result, chunk.n) if kind == JSON else None
+                    sink.write(chunk, arrays, lines)
+                    work.say(pace.text(sink.rows, "evaluating points"))
             if not sink.rows:
                 shown = spec if len(data.files) == 1 else f"{spec} (every file)"
                 raise UsageError(f"--points {shown}: no points after the header")

@@ -51,8 +51,10 @@ def missing(module: str) -> None:
 def require(framework: str) -> types.ModuleType:
     """The framework's module, imported now; exit 3 with the install line when it is missing. JAX
     computes in float64 (``jax_enable_x64``), as gradcli and its inputs do."""
+    import importlib  # lazy: start-up, as the rest of this module
+
     try:
-        module = __import__(framework)
+        module = importlib.import_module(framework)
     except ImportError as missing:
         hint = _INSTALL[framework].format(hint=install_hint(framework))
         raise MissingProgram(

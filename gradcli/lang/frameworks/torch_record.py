@@ -1,0 +1,285 @@
+"""What PyTorch does while a block runs, read through its public interfaces: each operation's value,
+its aten name, the ``nn.Module`` that ran it and the user's line that led to it, and the calls of
+custom ``torch.autograd.Function`` subclasses with their arguments.
+
+``recording_torch()`` records on the calling thread only (another thread's operations and modules
+are not its own): a ``TorchDispatchMode`` sees every aten operation (the tensor it returns is the one
+the user gets, its ``grad_fn`` set once the operation returns, so nodes are resolved afterwards);
+module forward hooks keep a stack of the modules running; a profiler of this thread sees each custom
+Function's ``forward`` called with its ``ctx``, which is its output's ``grad_fn``.
+
+This module imports torch: it is imported only when a torch tensor or function is met.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.autograd.function import BackwardCFunction
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+@dataclass
+class CustomCall:
+    """One forward call of a custom ``torch.autograd.Function`` subclass."""
+
+    node: Any  # the grad_fn of its (first) output: for a custom Function its ctx is that node
+    function: type  # the Function subclass
+    args: tuple[Any, ...]  # its forward arguments, tensors as detached copies (others as given)
+    kwargs: dict[str, Any]
+    scope: str | None  # the innermost nn.Module path when called ("encoder.layers.0"), else None
+    line: str | None  # "model.py:12": the first frame outside torch, gradcli and the standard library
+
+
+@dataclass
+class TorchRecord:
+    """What a ``recording_torch()`` block saw, by autograd node (a tensor's ``grad_fn``)."""
+
+    values: dict[Any, Any] = field(default_factory=dict)  # node -> a detached copy of the tensor it made
+    ops: dict[Any, str] = field(default_factory=dict)  # node -> its aten op ("mul", "addmm") or Function's name
+    scopes: dict[Any, str] = field(default_factory=dict)  # node -> innermost nn.Module path
+    modules: dict[str, str] = field(default_factory=dict)  # module path -> class name; parents are prefixes
+    lines: dict[Any, str] = field(default_factory=dict)  # node -> the user's line "file.py:LINE"
+    calls: list[CustomCall] = field(default_factory=list)
+    leaf_names: dict[int, str] = field(default_factory=dict)  # id(parameter) -> its path ("encoder.linear1.weight")
+    #: node -> {input slot (a ``next_functions`` index): the constant there}: the numbers and small tensors
+    #: that need no gradient (``x * 3``: {1: 3}), where the op's arguments line up with its slots
+    constants: dict[Any, dict[int, Any]] = field(default_factory=dict)
+
+
+def _skipped_prefixes() -> tuple[str, ...]:
+    """Files that are not the user's: torch's, gradcli's, the standard library's."""
+    paths = {Path(torch.__file__).resolve().parent, Path(__file__).resolve().parents[2]}
+    for key in ("stdlib", "platstdlib"):
+        paths.add(Path(sysconfig.get_paths()[key]).resolve())
+    return tuple(str(p) for p in paths)
+
+
+_SKIPPED = _skipped_prefixes()
+_USER: dict[Any, str | None] = {}  # code object -> its file's name if the user's, else None
+
+
+def _user_file(code: Any) -> str | None:
+    if code not in _USER:
+        name = code.co_filename
+        mine = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
+        _USER[code] = Path(name).name if mine else None
+    return _USER[code]
+
+
+def user_line(frame: Any) -> str | None:
+    """``file.py:LINE`` of the first frame from ``frame`` outward that is the user's code."""
+    while frame is not None:
+        name = _user_file(frame.f_code)
+        if name is not None:
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _needs_grad(args: tuple[Any, ...]) -> bool:
+    """Whether an operation's arguments (and lists among them: ``cat``) hold a tensor that requires grad."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.requires_grad:
+                return True
+        elif isinstance(a, (tuple, list)) and any(isinstance(t, torch.Tensor) and t.requires_grad for t in a):
+            return True
+    return False
+
+
+_NOT_CONSTANT = object()
+SMALL = 64  # elements: a constant tensor kept for labels up to this size
+
+
+def _constants(args: tuple[Any, ...]) -> list[Any] | None:
+    """An op's positional arguments as constants where they are (a number, a small tensor that needs
+    no gradient, copied), else ``_NOT_CONSTANT``; None when none is (nothing to keep)."""
+    found = [
+        a if isinstance(a, (int, float, complex)) and not isinstance(a, bool)
+        else a.detach().clone() if isinstance(a, torch.Tensor) and not a.requires_grad and a.numel() <= SMALL
+        else _NOT_CONSTANT
+        for a in args
+    ]  # fmt: skip
+    return found if any(c is not _NOT_CONSTANT for c in found) else None
+
+
+def _copy(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+class _Recorder(TorchDispatchMode):
+    """The state of one recording, on one thread."""
+
+    def __init__(self, record: TorchRecord, roots: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.record = record
+        self.thread = threading.get_ident()
+        self.root_names = {id(m): name for name, m in roots.items()}
+        self.paths: dict[int, str] = {}  # id(module) -> path, for the roots met and their submodules
+        self.stack: list[tuple[Any, str]] = []  # the modules running: (module, path)
+        #: (tensor, copy, op, scope, line, constants): an op's outputs, until their grad_fn is set
+        self.pending: list[tuple[Any, Any, str, str | None, str | None, list[Any] | None]] = []
+        self.forwards: dict[Any, Any] = {}  # a custom Function's forward frame -> its ctx
+        self.firsts: set[Any] = set()  # nodes whose value is their first output's
+        for name, module in roots.items():
+            self._name_tree(module, name)
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No compiler guard around ``__torch_dispatch__``: the guard imports torch's compiler on the
+        first operation (a second of start-up for every ``gradcli graph``); a recording is not compiled."""
+        return False
+
+    # --- aten operations ---------------------------------------------------------------------------
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        self.resolve()  # the previous operation's outputs have their grad_fn by now
+        out = func(*args, **(kwargs or {}))
+        if not torch.is_grad_enabled() or not _needs_grad(args):
+            return out  # (its outputs get no grad_fn: not in the graph)
+        op = func.overloadpacket.__name__
+        scope = self.stack[-1][1] if self.stack else None
+        line = user_line(sys._getframe(1))
+        constants = _constants(args)
+        for tensor in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(tensor, torch.Tensor):
+                self.pending.append((tensor, tensor.detach().clone(), op, scope, line, constants))
+        return out
+
+    def resolve(self) -> None:
+        """The recorded outputs by their ``grad_fn``: a node's first output gives its value."""
+        record = self.record
+        for tensor, value, op, scope, line, constants in self.pending:
+            node = tensor.grad_fn
+            if node is None or (node in record.ops and (tensor.output_nr != 0 or node in self.firsts)):
+                continue
+            if tensor.output_nr == 0:
+                self.firsts.add(node)
+                if constants is not None and len(constants) == len(node.next_functions):
+                    found = {i: c for i, c in enumerate(constants) if c is not _NOT_CONSTANT}
+                    record.constants[node] = {i: c for i, c in found.items() if node.next_functions[i][0] is None}
+            record.values[node], record.ops[node] = value, op
+            if scope is not None:
+                record.scopes[node] = scope
+            if line is not None:
+                record.lines[node] = line
+        self.pending.clear()
+
+    # --- nn.Module scopes --------------------------------------------------------------------------
+
+    def _name_tree(self, module: Any, name: str) -> None:
+        for path, sub in module.named_modules():
+            self.paths.setdefault(id(sub), f"{name}.{path}" if path else name)
+        for path, parameter in module.named_parameters():
+            self.record.leaf_names.setdefault(id(parameter), f"{name}.{path}")
+
+    def enter(self, module: Any, *_: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        path = self.paths.get(id(module))
+        if path is None:
+            if self.stack:  # a module that is not a registered submodule of the one running it
+                path = f"{self.stack[-1][1]}.{type(module).__name__.lower()}"
+            else:
+                path = self.root_names.get(id(module), type(module).__name__.lower())
+            taken, base, k = set(self.paths.values()), path, 0
+            while path in taken:  # (two modules of one class, or named alike: kept apart)
+                k += 1
+                path = f"{base}_{k}"
+            self._name_tree(module, path)
+        self.record.modules.setdefault(path, type(module).__name__)
+        self.stack.append((module, path))
+
+    def leave(self, module: Any, *_: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        for k in range(len(self.stack) - 1, -1, -1):  # (a forward that raised left its inner modules open)
+            if self.stack[k][0] is module:
+                del self.stack[k:]
+                return
+
+    # --- custom Functions ---------------------------------------------------------------------------
+
+    def profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            name = frame.f_code.co_name
+            if name == "forward" or name == "setup_context":
+                self._custom_call(frame, name)
+        elif event == "return" and frame in self.forwards:
+            ctx = self.forwards.pop(frame)
+            first = arg[0] if isinstance(arg, (tuple, list)) and arg else arg
+            if isinstance(first, torch.Tensor):
+                self.record.values[ctx] = first.detach().clone()
+
+    def _custom_call(self, frame: Any, name: str) -> None:
+        info = inspect.getargvalues(frame)
+        if not info.args or not isinstance(info.locals[info.args[0]], BackwardCFunction):
+            return
+        ctx = info.locals[info.args[0]]
+        self.resolve()  # its inputs' nodes come before it
+        function = getattr(type(ctx), "_forward_cls", type(ctx))
+        if name == "forward":
+            args = tuple(info.locals[a] for a in info.args[1:]) + tuple(info.locals.get(info.varargs, ()) or ())
+            kwargs = dict(info.locals.get(info.keywords, {}) or {}) if info.keywords else {}
+            self.forwards[frame] = ctx
+        else:  # setup_context(ctx, inputs, output): forward ran without ctx
+            inputs = info.locals[info.args[1]] if len(info.args) > 1 else ()
+            args, kwargs = tuple(inputs), {}
+            output = info.locals[info.args[2]] if len(info.args) > 2 else None
+            first = output[0] if isinstance(output, (tuple, list)) and output else output
+            if isinstance(first, torch.Tensor):
+                self.record.values[ctx] = first.detach().clone()
+        scope = self.stack[-1][1] if self.stack else None
+        line = user_line(frame.f_back)
+        self.record.calls.append(
+            CustomCall(
+                ctx, function, tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}, scope, line
+            )
+        )
+        self.record.ops[ctx] = function.__name__
+        self.firsts.add(ctx)
+        if scope is not None:
+            self.record.scopes[ctx] = scope
+        if line is not None:
+            self.record.lines[ctx] = line
+
+
+@contextmanager
+def recording_torch(roots: Mapping[str, Any] | None = None) -> Iterator[TorchRecord]:
+    """Record what PyTorch does on this thread while the block runs (``TorchRecord``). ``roots``:
+    name -> ``nn.Module``, naming module paths and parameters from the caller's variables
+    (``encoder.layers.0.self_attn``); a module met outside them is named by its class, lowercased."""
+    record = TorchRecord()
+    recorder = _Recorder(record, roots or {})
+    modules = torch.nn.modules.module
+    before = modules.register_module_forward_pre_hook(recorder.enter)
+    after = modules.register_module_forward_hook(recorder.leave, always_call=True)
+    previous = sys.getprofile()
+    chained = previous is None or callable(previous)  # (a profiler in C, cProfile's: custom calls unrecorded)
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        recorder.profile(frame, event, arg)
+        if previous is not None:
+            previous(frame, event, arg)
+
+    if chained:
+        sys.setprofile(profile)
+    try:
+        with recorder:
+            yield record
+    finally:
+        if chained:
+            sys.setprofile(previous)
+        before.remove()
+        after.remove()
+        recorder.resolve()

@@ -1,0 +1,538 @@
+"""PyTorch's autograd graph -> the graph model, so every view of gradcli draws it unchanged.
+
+The graph is PyTorch's own: the nodes reachable from the outputs' ``grad_fn`` through
+``next_functions`` (walked without recursion: a 10^4-deep graph is drawn), named as PyTorch names
+them (``MulBackward0``, ``AccumulateGrad``). A recording of the run (``recording_torch``) adds each
+node's value, its aten operation, the ``nn.Module`` that computed it (boxes nested by module path,
+``encoder.layers.0.self_attn``) and the user's line. With a point, one ``torch.autograd.grad`` pass,
+with a pre-hook on every node, gives each node's gradient (what ``retain_grad()`` would keep) and the
+leaves' (what ``torch.autograd.grad`` returns), without touching any ``.grad``; each scalar edge gets
+its local derivative from the node's own backward called with ones.
+
+This module imports torch: ``gc.render.graph`` imports it only when a torch tensor or function is met.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import UsageError
+from ..lang.frameworks.torch_record import TorchRecord, recording_torch
+from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
+from .labels import expression, value_text
+from .model import Edge, Graph, GraphNode, first_four
+from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
+
+_FREED_MESSAGE = "Trying to backward through the graph a second time"
+
+
+def is_torch_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
+
+
+def torch_model(
+    outputs: Any,
+    record: TorchRecord | None = None,
+    *,
+    seed: Any = None,
+    point: bool = True,
+    highlight: Sequence[str] = (),
+    max_nodes: int | str | None = None,
+    names: Mapping[int, str] | None = None,
+    held: Sequence[tuple[str, Any]] = (),
+) -> Graph:
+    """The model of PyTorch's graph behind ``outputs`` (a tensor or several). ``record``: what
+    ``recording_torch()`` saw while they were computed (values, ops, module scopes, lines). ``names``:
+    ``id(tensor) -> name`` for leaves; ``held``: the caller's variables (name, tensor), naming the
+    tensors they hold and giving their values. ``seed``: the vector of the backward pass (ones when
+    not given). ``max_nodes`` as ``gc.render.graph``'s."""
+    outs = [t for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs]) for t in _flat(o)]
+    record = record if record is not None else TorchRecord()
+    given = checked_max_nodes(max_nodes)
+    builder = _Builder(record, names or {}, held, outs)
+    for node in evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record):
+        builder.add(node)
+    out_ids = [builder.output(t) for t in outs]
+    graph = Graph(builder.nodes, builder.edges, out_ids)
+    name_outputs(graph, out_ids)
+    _module_boxes(graph, builder, record)
+    fresh = False
+    if point:
+        graph.has_point = True
+        fresh = _gradients(graph, builder, outs, seed)
+        _unknown_values(graph)
+    else:
+        for model in graph.nodes:
+            model.value = None
+    graph = _fitted(graph, given)
+    if point:  # (the nodes drawn: a 10^4-node chain collapsed needs no 10^4 local derivatives)
+        _local_derivatives(graph, builder)
+        if fresh:
+            gradient_parts(graph)
+    if highlight:
+        highlight_paths(graph, highlight)
+    _fold_modules(graph)
+    return graph
+
+
+def _unknown_values(graph: Graph) -> None:
+    """A note naming the operations drawn without a value (no recording, and no tensor holds it)."""
+    missing = [n.ref for n in graph.nodes if n.kind == "op" and n.value is None and not n.freed]
+    if missing:
+        graph.notes.append(
+            f"no value kept for {first_four(missing)}: draw the function (gc.render.graph(f, x)) to see every value"
+        )
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flat(v)]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in _flat(v)]
+    raise UsageError(f"a graph of PyTorch tensors: got {type(value).__name__}")
+
+
+def _fitted(graph: Graph, given: int | None) -> Graph:
+    """``graph`` within ``--max-nodes`` (200 when not given): its repeated structure collapsed first,
+    then the nodes nearest the outputs, the rest counted, as gradcli's own graphs are summarised."""
+    limit = DEFAULT_MAX_NODES if given is None else given
+    if given == ALL_NODES or len(graph.nodes) <= limit:
+        graph.as_built = given is not None
+        graph.groups = find_groups(graph)
+        return graph
+    groups = find_groups(graph)
+    for g in groups:
+        g["collapsed"] = True
+    whole = collapsed(graph, groups) if groups else graph
+    fitted = cut_to(whole, graph, limit)
+    fitted.as_built = given is not None
+    fitted.notes += [note for note in graph.notes if note not in fitted.notes]
+    return fitted
+
+
+# --- the nodes, in evaluation order ---------------------------------------------------------------
+
+
+def _inputs(node: Any) -> list[Any]:
+    return [n for n, _ in node.next_functions if n is not None]
+
+
+def evaluation_order(roots: Sequence[Any], record: TorchRecord) -> list[Any]:
+    """The nodes reachable from ``roots``, inputs before the nodes using them (no recursion): in
+    the run's own order where the recording saw every operation, each leaf just before its first use
+    (a parameter beside the operation that reads it)."""
+    order: list[Any] = []
+    inputs: dict[Any, list[Any]] = {}  # (next_functions makes its tuple anew at each read)
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+            elif node not in inputs:
+                inputs[node] = _inputs(node)
+                stack.append((node, True))
+                stack.extend((n, False) for n in reversed(inputs[node]) if n not in inputs)
+    ops = [n for n in order if not _is_leaf(n)]
+    if ops and all(n in record.ops for n in ops):
+        position = {node: k for k, node in enumerate(record.ops)}
+        ops.sort(key=position.__getitem__)
+    placed: set[Any] = set()
+    ordered = []
+    for op in ops:
+        for n in inputs[op]:
+            if _is_leaf(n) and n not in placed:
+                placed.add(n)
+                ordered.append(n)
+        ordered.append(op)
+    return [n for n in order if _is_leaf(n) and n not in placed] + ordered
+
+
+def _is_leaf(node: Any) -> bool:
+    return type(node).__name__ == "AccumulateGrad"
+
+
+def op_name(node: Any) -> str:
+    """The operation a node's name says: ``AddmmBackward0`` -> ``addmm``, ``NativeLayerNormBackward0``
+    -> ``native_layer_norm``; a custom Function's own name."""
+    forward = getattr(type(node), "_forward_cls", None)
+    if forward is not None:
+        return forward.__name__
+    stem = re.sub(r"Backward\d*$", "", type(node).__name__)
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower() or type(node).__name__
+
+
+def _plain(value: Any) -> Any:
+    return _array(value) if isinstance(value, torch.Tensor) else value
+
+
+def _array(tensor: Any) -> np.ndarray:
+    return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
+
+
+class _Builder:
+    def __init__(self, record: TorchRecord, names: Mapping[int, str], held: Sequence[tuple[str, Any]],
+                 outputs: Sequence[Any]) -> None:  # fmt: skip
+        self.record = record
+        self.names = {**record.leaf_names, **{id(t): n for n, t in reversed(held)}, **names}
+        self.nodes: list[GraphNode] = []
+        self.edges: list[Edge] = []
+        self.ids: dict[Any, str] = {}  # autograd node -> model id
+        self.autograd: dict[str, Any] = {}  # model id -> autograd node
+        self.tensors: dict[str, Any] = {}  # model id -> a tensor it made that someone holds (its .grad)
+        self.leaf_count = 0
+        self.known: dict[Any, Any] = {}  # node -> a tensor holding its value (its first output)
+        self.op_names: dict[Any, str] = {}  # node -> the caller's variable holding its tensor
+        for name, tensor in [*((None, t) for t in outputs), *reversed(held)]:
+            node = tensor.grad_fn
+            if node is not None and tensor.output_nr == 0:
+                self.known.setdefault(node, tensor)
+                if name is not None:
+                    self.op_names[node] = name
+
+    def add(self, node: Any) -> None:
+        model = self._variable(node) if _is_leaf(node) else self._op(node)
+        self.nodes.append(model)
+        self.ids[node] = model.id
+        self.autograd[model.id] = node
+
+    def _variable(self, node: Any) -> GraphNode:
+        tensor = node.variable
+        name = self.names.get(id(tensor)) or f"leaf{self.leaf_count}"
+        self.leaf_count += 1
+        model = GraphNode(f"n{len(self.nodes)}", "variable", "variable", name, grad_fn="AccumulateGrad", name=name)
+        model.value, model.shape = _array(tensor), tuple(tensor.shape)
+        self.tensors[model.id] = tensor
+        return model
+
+    def _op(self, node: Any) -> GraphNode:
+        node_id = f"n{len(self.nodes)}"
+        op = self.record.ops.get(node) or op_name(node)
+        saves, freed = saved_text(node)
+        model = GraphNode(node_id, "op", op, "", grad_fn=type(node).__name__, saves=saves, freed=freed)
+        value = self.record.values.get(node)
+        if value is None and node in self.known:
+            value = self.known[node]
+        if value is None and not freed:
+            value = getattr(node, "_saved_result", None)  # (exp, tanh, sigmoid keep their output)
+        if isinstance(value, torch.Tensor):
+            model.value, model.shape = _array(value), tuple(value.shape)
+        if node in self.known:
+            self.tensors[node_id] = self.known[node]
+        model.name = self.op_names.get(node)
+        model.scope, model.line = self.record.scopes.get(node), self.record.lines.get(node)
+        refs = []
+        constants = self.record.constants.get(node, {})
+        for i, (source, _) in enumerate(node.next_functions):
+            if source is None:  # an input that needs no gradient: not in PyTorch's graph
+                constant = constants.get(i)
+                refs.append("const" if constant is None else value_text(np.asarray(_plain(constant))))
+                continue
+            self.edges.append(Edge(self.ids[source], node_id, i))
+            refs.append(self.nodes[int(self.ids[source][1:])].key)
+        model.label = expression(op.rstrip("_"), refs)
+        model.generated = True
+        if not freed:
+            self._saved_inputs(node)
+        return model
+
+    def _saved_inputs(self, node: Any) -> None:
+        """The values of ``node``'s inputs 0 and 1 where it saved them (``_saved_self``, ``_saved_other``,
+        aten's names for them) and nothing else gave them."""
+        for (source, output_nr), name in zip(node.next_functions, ("_saved_self", "_saved_other")):
+            model = self.nodes[int(self.ids[source][1:])] if source is not None else None
+            if model is None or model.value is not None or model.kind != "op" or output_nr != 0:
+                continue
+            try:
+                value = getattr(node, name, None)
+            except RuntimeError:  # (changed in place since it was saved)
+                continue
+            if isinstance(value, torch.Tensor):
+                model.value, model.shape = _array(value), tuple(value.shape)
+
+    def output(self, tensor: Any) -> str:
+        if tensor.grad_fn is not None:
+            return self.ids[tensor.grad_fn]
+        kind = "variable" if tensor.requires_grad else "constant"
+        name = self.names.get(id(tensor)) or ("x" if kind == "variable" else None)
+        model = GraphNode(f"n{len(self.nodes)}", kind, kind, name or "constant", name=name)
+        model.grad_fn = "AccumulateGrad" if tensor.requires_grad else None
+        model.value, model.shape = _array(tensor), tuple(tensor.shape)
+        self.nodes.append(model)
+        self.tensors[model.id] = tensor
+        return model.id
+
+
+_SAVED: dict[type, list[str]] = {}  # a node's class -> its saved tensors' attribute names
+
+
+def saved_text(node: Any) -> tuple[str, bool]:
+    """What ``node`` keeps for its backward, ``self (3,), other ()`` (a custom Function's
+    ``saved_tensors``: ``saved (3,), (2, 2)``), or ``nothing``; and whether a backward freed it."""
+    names = _SAVED.get(type(node))
+    if names is None:
+        names = _SAVED[type(node)] = [
+            a for a in dir(node) if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides"))
+        ]
+    parts = []
+    for name in ["saved_tensors"] if hasattr(type(node), "_forward_cls") else names:
+        try:
+            value = getattr(node, name)
+        except RuntimeError as failed:
+            if _FREED_MESSAGE in str(failed):
+                return "freed", True
+            parts.append(f"{name.removeprefix('_saved_')} (changed in place since)")
+            continue
+        if isinstance(value, torch.Tensor):
+            parts.append(f"{name[7:]} {tuple(value.shape)}")
+        elif name == "saved_tensors" and value:
+            parts.append("saved " + ", ".join(str(tuple(t.shape)) for t in value if t is not None))
+    return ", ".join(parts) or "nothing", False
+
+
+# --- nn.Module boxes ------------------------------------------------------------------------------
+
+
+def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
+    """A box per ``nn.Module`` path that computed a node (and those around it), nested by path:
+    ``Graph.clusters`` and each node's innermost box; a parameter sits in its module's box."""
+    paths: dict[str, str] = {}  # path -> box id, outer paths first
+    for model in graph.nodes:
+        scope = model.scope
+        if scope is None and model.kind == "variable" and model.name and "." in model.name:
+            owner = model.name.rsplit(".", 1)[0]
+            scope = owner if owner in record.modules else None
+        if scope is None:
+            continue
+        chain = [scope]
+        while "." in chain[-1]:
+            chain.append(chain[-1].rsplit(".", 1)[0])
+        for path in reversed(chain):
+            if path == scope or path in record.modules:
+                paths.setdefault(path, f"m{len(paths)}")
+        model.cluster = paths[scope]
+
+    def parent(path: str) -> str | None:
+        while "." in path:
+            path = path.rsplit(".", 1)[0]
+            if path in paths:
+                return paths[path]
+        return None
+
+    graph.clusters = [
+        {
+            "id": box,
+            "label": f"{path} ({record.modules[path]})" if path in record.modules else path,
+            "parent": parent(path),
+        }
+        for path, box in paths.items()
+    ]
+
+
+def _fold_modules(graph: Graph) -> None:
+    """At scale (a page of more than ``SUMMARY_NODES`` nodes, as groups of repeated structure are),
+    the innermost module boxes start folded (``"collapsed"``): the page shows the model's structure."""
+    if not graph.clusters:
+        return
+    inner = {c["id"] for c in graph.clusters} - {c["parent"] for c in graph.clusters}
+    scale = len(graph.nodes) > SUMMARY_NODES and not graph.as_built
+    for box in graph.clusters:
+        box["collapsed"] = scale and box["id"] in inner
+
+
+# --- gradients and local derivatives --------------------------------------------------------------
+
+
+def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: Any) -> bool:
+    """Each node's gradient from one ``torch.autograd.grad`` pass (False when none could run): what
+    flows into the node (its pre-hook's ``grad_outputs[0]``, as ``retain_grad()`` keeps it), and the
+    leaves' as returned; ``.grad`` of every tensor the graph knows is left as it was."""
+    if any(m.freed for m in graph.nodes):
+        _gradients_left(graph, builder)
+        return False
+    out = outputs[0] if len(outputs) == 1 else None
+    if out is None or not out.requires_grad:
+        graph.notes += [] if out is not None else ["gradients are shown for a single output"]
+        return False
+    grad_output = _seed(graph, out, seed)
+    leaves = {i: n.variable for i, n in builder.autograd.items() if _is_leaf(n)}
+    if out.grad_fn is None or not leaves:  # a leaf drawn alone: its gradient is the seed
+        graph.node(graph.outputs[0]).grad = _array(grad_output)
+        return out.grad_fn is None
+    found: dict[str, Any] = {}
+    hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
+    kept = [(t, t.grad) for t in builder.tensors.values() if t.retains_grad]  # (the pass adds to their .grad)
+    try:
+        grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
+    except RuntimeError as failed:
+        graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
+        return False
+    finally:
+        for hook in hooks:
+            hook.remove()
+        for tensor, grad in kept:
+            tensor.grad = grad
+    found.update(zip(leaves, grads))
+    for node_id, g in found.items():
+        graph.node(node_id).grad = None if g is None else _array(g)
+    return True
+
+
+def _seed(graph: Graph, out: Any, seed: Any) -> Any:
+    """The vector of the backward pass: ``seed``, else ones (of the output's sum, a note says, when
+    the output is not a scalar)."""
+    if seed is None:
+        if out.numel() != 1:
+            graph.notes.append(
+                f"the output has shape {tuple(out.shape)}: the gradients are those of its sum (seed of ones)"
+            )
+        return torch.ones_like(out)
+    return torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
+
+
+def _catch(found: dict[str, Any], node_id: str) -> Callable[[Any], None]:
+    def hook(grad_outputs: Any) -> None:
+        found[node_id] = grad_outputs[0]
+
+    return hook
+
+
+def _gradients_left(graph: Graph, builder: _Builder) -> None:
+    """After a ``backward()`` that freed the graph: the gradients it left, ``.grad`` of the leaves
+    and of the tensors that called ``retain_grad()`` (those the caller holds)."""
+    for node_id, tensor in builder.tensors.items():
+        left = tensor.grad if tensor.is_leaf or tensor.retains_grad else None
+        graph.node(node_id).grad = None if left is None else _array(left)
+    graph.notes.append(
+        "backward() has already run and freed this graph: the gradients shown are the ones it left "
+        "(.grad of the leaves and of tensors that called retain_grad())"
+    )
+
+
+def _local_derivatives(graph: Graph, builder: _Builder) -> None:
+    """d node / d input for each scalar edge: the node's own backward called with ones."""
+    for model in graph.nodes:
+        node = builder.autograd.get(model.id)
+        if node is None or _is_leaf(node) or model.freed or model.value is None or np.size(model.value) != 1:
+            continue
+        edges = graph.inputs_of(model.id)
+        if not edges or any(e.source == "hidden" or np.size(graph.node(e.source).value) != 1 for e in edges):
+            continue
+        try:
+            with torch.no_grad():
+                found = _backward_of(node, torch.from_numpy(np.ones_like(model.value)))
+        except Exception:  # (a node of several outputs, or a backward that needs more: no labels)
+            continue
+        for edge in edges:
+            g = found[edge.input] if edge.input < len(found) else None
+            if isinstance(g, torch.Tensor) and g.numel() == 1:
+                edge.local_grad = _array(g).reshape(())
+
+
+def _backward_of(node: Any, ones: Any) -> list[Any]:
+    """The node's backward of ``ones``, one gradient per ``next_functions`` entry."""
+    custom = hasattr(type(node), "_forward_cls")
+    found = node.apply(ones) if custom else node(ones)
+    found = list(found) if isinstance(found, (tuple, list)) else [found]
+    if not custom:
+        return found
+    slots = len(node.next_functions)
+    if len(found) != slots:  # (non-tensor arguments get None: keep the tensors' slots)
+        found = [g for g in found if g is not None][:slots] if sum(g is not None for g in found) == slots else []
+    return found
+
+
+# --- functions computing with torch ---------------------------------------------------------------
+
+
+def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``nn.Module`` objects ``function`` can reach by name (its closure's, its globals') and
+    those of some namespaces (the caller's variables), by name."""
+    found: dict[str, Any] = {}
+    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
+    closure = {}
+    for name, cell in zip(code.co_freevars if code is not None else (), cells):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # (an empty cell)
+            continue
+    for scope in (closure, getattr(function, "__globals__", {}), *scopes):
+        for name, value in list(scope.items()):
+            if isinstance(value, torch.nn.Module) and not name.startswith("_"):
+                found.setdefault(name, value)
+    return found
+
+
+def torch_function_graph(
+    function: Callable[..., Any],
+    values: Mapping[str, Any],
+    wrt: Sequence[str],
+    *,
+    seed: Any = None,
+    point: bool = True,
+    highlight: Sequence[str] = (),
+    max_nodes: int | str | None = None,
+    roots: Mapping[str, Any] | None = None,
+) -> Graph:
+    """The graph of ``function(**values)`` computed with torch: the values as float64 tensors, those
+    in ``wrt`` requiring gradients, named by the parameters; module paths from the ``nn.Module``
+    objects of the function's globals (or ``roots``)."""
+    tensors = {}
+    for name, value in values.items():
+        tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
+        tensors[name] = tensor.requires_grad_(True) if name in wrt else tensor
+    names = {id(t): name for name, t in tensors.items()}
+    if roots is None:
+        roots = module_roots(function)
+    with recording_torch(roots) as record:
+        out = function(**tensors)
+    return torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
+
+
+def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: Any, **options: Any) -> Graph:
+    """``gc.render.graph(f, *args)`` for ``f`` computing with torch: numbers and arrays become float64
+    tensors requiring gradients, a torch tensor that does not require them a copy that does; each
+    named by ``f``'s parameter; module paths named from ``f``'s globals and the caller's variables."""
+    try:
+        bound = inspect.signature(function).bind(*args)
+        labels = [name for name, value in bound.arguments.items() for _ in _flat_args(value)]
+    except (TypeError, ValueError):
+        labels = [f"x{k}" for k in range(len(args))]
+    tensors = []
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            tensor = value if value.requires_grad or not value.is_floating_point() else value.detach().clone()
+            tensors.append(tensor.requires_grad_(True) if tensor.is_floating_point() else tensor)
+        else:
+            tensors.append(torch.as_tensor(np.asarray(value, dtype=np.float64)).requires_grad_(True))
+    names = {id(t): name for name, t in zip(labels, tensors)}
+    roots = module_roots(function, caller.f_locals, caller.f_globals)
+    with recording_torch(roots) as record:
+        out = function(*tensors)
+    return torch_model(out, record, names=names, **options)
+
+
+def _flat_args(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> Graph:
+    """``gc.render.graph(t)`` for torch tensors: the caller's variables name the tensors they hold
+    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``)."""
+    held: list[tuple[str, Any]] = []
+    for scope in (caller.f_locals, caller.f_globals):  # its locals, then its module's globals (a notebook's)
+        held += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
+    names = {}
+    for root, module in module_roots(None, caller.f_locals, caller.f_globals).items():
+        for path, parameter in module.named_parameters():
+            names.setdefault(id(parameter), f"{root}.{path}")
+    names.update((id(t), name) for name, t in reversed(held))
+    return torch_model(outputs, names=names, held=held, **options)
