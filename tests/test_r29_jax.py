@@ -276,7 +276,7 @@ def test_blame_names_the_one_wrong_custom_rule(planted, scope, index):
     assert found.max_abs_error > 1e-3 and 0.05 < found.max_rel_error <= 1.0
     assert not np.allclose(found.rule, found.differences, rtol=1e-3)
     assert planted in found.text() and "computes a wrong derivative" in found.text()
-    assert found.grad_fn == scope.rpartition("/")[2] and found.label.startswith(f"{planted}(x0")
+    assert found.grad_fn == scope.rpartition("/")[2] and found.label == planted
     assert abs(found.autograd - found.numeric) > 1e-4 * abs(found.numeric)
 
 
