@@ -430,7 +430,8 @@ def _framework_blame(program: Any, values: dict[str, Any], names: list[str], gra
     if found is not None:
         for node in graph.nodes:
             same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.label in (node.scope or ""))
-            if node.kind == "op" and same and node.scope == found.scope and node.line in (None, found.line):
+            here = node.line in (None, found.line) or node.grad_fn is None  # (JAX: a rule's nodes have its lines)
+            if node.kind == "op" and same and node.scope == found.scope and here:
                 node.blamed = True
                 break
     return found
