@@ -76,20 +76,23 @@ def jitted(x, w):
 """
 
 
+def _model_folder(folder, monkeypatch, framework: str, files: dict[str, str]):
+    """A working folder holding the model files of ``framework`` (skipped without it, unless required)."""
+    need(framework)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    monkeypatch.chdir(folder)
+    return folder
+
+
 @pytest.fixture
 def torch_files(tmp_path, monkeypatch):
-    need("torch")
-    (tmp_path / "model.py").write_text(TORCH_MODEL)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return _model_folder(tmp_path, monkeypatch, "torch", {"model.py": TORCH_MODEL})
 
 
 @pytest.fixture
 def jax_files(tmp_path, monkeypatch):
-    need("jax")
-    (tmp_path / "jmodel.py").write_text(JAX_MODEL)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return _model_folder(tmp_path, monkeypatch, "jax", {"jmodel.py": JAX_MODEL})
 
 
 def cli(*args: str, code: int = 0) -> str:
