@@ -558,6 +558,25 @@ def test_graph_of_a_tensor_names_the_parameters_of_the_modules_held():
     np.testing.assert_array_equal(graph.node("n0").grad, expected.numpy())
 
 
+def test_integer_inputs_stay_indices():
+    torch.manual_seed(0)
+    embedding = torch.nn.Embedding(5, 3).double()
+
+    def f(ids, scale):
+        return (embedding(ids) * scale).sum()
+
+    ids = np.array([0, 3, 3])
+    graph = torch_function_graph(f, {"ids": ids, "scale": 2.0}, ["scale"])
+    expected = torch.autograd.grad(f(torch.tensor(ids), torch.tensor(2.0, dtype=torch.float64)), embedding.weight)[0]
+    weight = next(n for n in graph.nodes if n.name == "embedding.weight")
+    np.testing.assert_array_equal(weight.grad, expected.numpy())
+    assert {n.name for n in graph.nodes if n.kind == "variable"} == {"embedding.weight", "scale"}
+    graph = gc.render.graph(f, torch.tensor(ids), 2.0).model
+    assert next(n for n in graph.nodes if n.name == "scale").grad == f(torch.tensor(ids), 1.0).item()
+    everything = torch_function_graph(lambda a, b: a * b, {"a": 2.0, "b": 3.0})  # wrt: all
+    assert [n.grad for n in everything.nodes if n.kind == "variable"] == [3.0, 2.0]
+
+
 # --- the seeds' PyTorch programs, drawn with torch's numbers --------------------------------------
 
 

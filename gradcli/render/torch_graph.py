@@ -474,7 +474,7 @@ def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
 def torch_function_graph(
     function: Callable[..., Any],
     values: Mapping[str, Any],
-    wrt: Sequence[str],
+    wrt: Sequence[str] | None = None,
     *,
     seed: Any = None,
     point: bool = True,
@@ -482,42 +482,56 @@ def torch_function_graph(
     max_nodes: int | str | None = None,
     roots: Mapping[str, Any] | None = None,
 ) -> Graph:
-    """The graph of ``function(**values)`` computed with torch: the values as float64 tensors, those
-    in ``wrt`` requiring gradients, named by the parameters; module paths from the ``nn.Module``
-    objects of the function's globals (or ``roots``)."""
-    tensors = {}
-    for name, value in values.items():
-        tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
-        tensors[name] = tensor.requires_grad_(True) if name in wrt else tensor
+    """The graph of ``function(**values)`` computed with torch: the values as float64 tensors (an
+    integer array not differentiated stays integer: token ids), those in ``wrt`` (default: all)
+    requiring gradients, named by the parameters; module paths from the ``nn.Module`` objects the
+    function reaches by name (or ``roots``)."""
+    tensors = {name: _input(value, wrt is None or name in wrt) for name, value in values.items()}
     names = {id(t): name for name, t in tensors.items()}
-    if roots is None:
-        roots = module_roots(function)
-    with recording_torch(roots) as record:
+    with recording_torch(module_roots(function) if roots is None else roots) as record:
         out = function(**tensors)
     return torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
 
 
+def _input(value: Any, differentiated: bool) -> Any:
+    """A function's input as a torch tensor: float64, requiring gradients when ``differentiated``; a
+    torch tensor as it is (a copy that requires them, where it does not); integers stay integers
+    when not differentiated."""
+    if isinstance(value, torch.Tensor):
+        tensor = value if value.requires_grad or not differentiated else value.detach().clone()
+    else:
+        array = np.asarray(value)
+        tensor = torch.as_tensor(
+            array if array.dtype.kind in "iub" and not differentiated else array.astype(np.float64)
+        )
+    if differentiated and tensor.is_floating_point() and not tensor.requires_grad:
+        tensor.requires_grad_(True)
+    return tensor
+
+
 def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: Any, **options: Any) -> Graph:
-    """``gc.render.graph(f, *args)`` for ``f`` computing with torch: numbers and arrays become float64
-    tensors requiring gradients, a torch tensor that does not require them a copy that does; each
-    named by ``f``'s parameter; module paths named from ``f``'s globals and the caller's variables."""
+    """``gc.render.graph(f, *args)`` for ``f`` computing with torch: numbers and float arrays become
+    float64 tensors requiring gradients, a torch tensor that does not require them a copy that does
+    (integer arrays and tensors stay as they are: indices); each named by ``f``'s parameter; module
+    paths named from ``f``'s closure and globals and the caller's variables."""
     try:
         bound = inspect.signature(function).bind(*args)
         labels = [name for name, value in bound.arguments.items() for _ in _flat_args(value)]
     except (TypeError, ValueError):
         labels = [f"x{k}" for k in range(len(args))]
-    tensors = []
-    for value in args:
-        if isinstance(value, torch.Tensor):
-            tensor = value if value.requires_grad or not value.is_floating_point() else value.detach().clone()
-            tensors.append(tensor.requires_grad_(True) if tensor.is_floating_point() else tensor)
-        else:
-            tensors.append(torch.as_tensor(np.asarray(value, dtype=np.float64)).requires_grad_(True))
+    tensors = [_input(value, not _indices(value)) for value in args]
     names = {id(t): name for name, t in zip(labels, tensors)}
     roots = module_roots(function, caller.f_locals, caller.f_globals)
     with recording_torch(roots) as record:
         out = function(*tensors)
     return torch_model(out, record, names=names, **options)
+
+
+def _indices(value: Any) -> bool:
+    """An integer (or boolean) tensor or array: indices, a mask, token ids; a Python number is none."""
+    if isinstance(value, torch.Tensor):
+        return not (value.is_floating_point() or value.is_complex())
+    return np.ndim(value) > 0 and np.asarray(value).dtype.kind in "iub"
 
 
 def _flat_args(value: Any) -> list[Any]:
