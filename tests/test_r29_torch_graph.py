@@ -460,9 +460,21 @@ def test_graph_after_backward_shows_the_gradients_left():
     graph = gc.render.graph(y).model
     by_name = {n.name: n for n in graph.nodes}
     assert by_name["x"].grad == 2.0 and by_name["w"].grad == 5.0 and by_name["a"].grad == 2.0
-    assert by_name["y"].freed and by_name["y"].saves == "freed"
+    assert by_name["y"].freed and by_name["y"].saves == "other, self"  # (their shapes went with them)
     assert any("backward() has already run" in note for note in graph.notes)
     assert by_name["a"].value == 3.0 and by_name["y"].value == 6.0
+
+
+def test_a_saved_value_changed_in_place_draws_without_gradients():
+    (x,) = _f64([1.0, 2.0])
+    a = x * 2
+    b = (a * a).sum()
+    a.add_(1)
+    graph = gc.render.graph(b).model
+    mul = next(n for n in graph.nodes if n.grad_fn == "MulBackward0" and n.saves.startswith("other (changed"))
+    assert mul.saves == "other (changed in place since), self (changed in place since)"
+    assert all(n.grad is None for n in graph.nodes)
+    assert any(note.startswith("no gradients: backward through this graph fails") for note in graph.notes)
 
 
 def test_several_outputs_and_a_leaf_output():

@@ -282,19 +282,23 @@ def saved_text(node: Any) -> tuple[str, bool]:
         names = _SAVED[type(node)] = [
             a for a in dir(node) if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides"))
         ]
-    parts = []
+    parts, freed = [], []
     for name in ["saved_tensors"] if hasattr(type(node), "_forward_cls") else names:
+        short = name.removeprefix("_saved_")
         try:
             value = getattr(node, name)
-        except RuntimeError as failed:
+        except RuntimeError as failed:  # freed by a backward, or changed in place since it was saved
             if _FREED_MESSAGE in str(failed):
-                return "freed", True
-            parts.append(f"{name.removeprefix('_saved_')} (changed in place since)")
+                freed.append(short)
+            else:
+                parts.append(f"{short} (changed in place since)")
             continue
         if isinstance(value, torch.Tensor):
-            parts.append(f"{name[7:]} {tuple(value.shape)}")
+            parts.append(f"{short} {tuple(value.shape)}")
         elif name == "saved_tensors" and value:
             parts.append("saved " + ", ".join(str(tuple(t.shape)) for t in value if t is not None))
+    if freed:  # (their names: the shapes went with them)
+        return ", ".join(freed), True
     return ", ".join(parts) or "nothing", False
 
 
