@@ -374,7 +374,7 @@ def test_module_scopes_of_a_sequential():
     tanh = next(n for n in graph.nodes if n.grad_fn == "TanhBackward0")
     assert tanh.scope == "model.1" and labels[tanh.cluster]["label"] == "model.1 (Tanh)"
     weight = next(n for n in graph.nodes if n.name == "model.0.weight")
-    assert labels[weight.cluster]["label"] == "model.0 (Linear)"
+    assert labels[weight.cluster]["label"] == "model.0 (Linear)" and weight.scope == "model.0"
     assert graph.node(graph.outputs[0]).scope is None and graph.node(graph.outputs[0]).line.startswith("test_r29")
     assert not any(c["collapsed"] for c in graph.clusters)  # (a small graph: every box open)
 
@@ -553,6 +553,18 @@ def test_graph_of_a_function_and_of_a_module():
     graph = gc.render.graph(layer, torch.ones(2, dtype=torch.float64)).model
     assert {c["label"] for c in graph.clusters} == {"layer (Linear)"}
     assert "layer.weight" in {n.name for n in graph.nodes}
+
+
+def test_graph_of_a_tensor_with_its_recording():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh()).double()
+    with recording_torch({"net": net}) as record:
+        loss = net(torch.tensor([0.5, -1.0], dtype=torch.float64)).sum()
+    graph = gc.render.graph(loss, trace=record).model
+    assert {c["label"] for c in graph.clusters} == {"net (Sequential)", "net.0 (Linear)", "net.1 (Tanh)"}
+    assert all(n.value is not None for n in graph.nodes) and "scope" in graph.to_dict()["nodes"][0]
+    with pytest.raises(gc.errors.UsageError, match="recording_torch"):
+        gc.render.graph(loss, trace=[])
 
 
 def test_graph_of_a_tensor_names_the_parameters_of_the_modules_held():

@@ -313,7 +313,7 @@ def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
         scope = model.scope
         if scope is None and model.kind == "variable" and model.name and "." in model.name:
             owner = model.name.rsplit(".", 1)[0]
-            scope = owner if owner in record.modules else None
+            scope = model.scope = owner if owner in record.modules else None  # (a parameter: its module's)
         if scope is None:
             continue
         chain = [scope]
@@ -542,9 +542,12 @@ def _flat_args(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple) else [value]
 
 
-def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> Graph:
+def torch_tensor_graph(outputs: Sequence[Any], caller: Any, record: Any = None, **options: Any) -> Graph:
     """``gc.render.graph(t)`` for torch tensors: the caller's variables name the tensors they hold
-    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``)."""
+    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``);
+    ``record``: what ``recording_torch()`` saw while they were computed (else nothing)."""
+    if record is not None and not isinstance(record, TorchRecord):
+        raise UsageError("trace= of a torch graph is what recording_torch() gave (a TorchRecord)")
     held: list[tuple[str, Any]] = []
     for scope in (caller.f_locals, caller.f_globals):  # its locals, then its module's globals (a notebook's)
         held += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
@@ -553,4 +556,4 @@ def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> G
         for path, parameter in module.named_parameters():
             names.setdefault(id(parameter), f"{root}.{path}")
     names.update((id(t), name) for name, t in reversed(held))
-    return torch_model(outputs, names=names, held=held, **options)
+    return torch_model(outputs, record, names=names, held=held, **options)
