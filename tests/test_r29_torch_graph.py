@@ -9,8 +9,9 @@ import threading
 
 import numpy as np
 import pytest
+from frameworks import need
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install gradcli[torch])")
+torch = need("torch")
 
 import gradcli as gc  # noqa: E402
 from gradcli.lang.frameworks.torch_record import CustomCall, recording_torch  # noqa: E402
@@ -665,9 +666,7 @@ def test_transformer_page_opens_with_its_module_boxes_folded(tmp_path):
 
     if shutil.which("dot") is None or not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
         pytest.skip("Graphviz's dot, Chromium or chromedriver is not installed")
-    webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="Selenium is not installed (pip install gradcli[browser])"
-    )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="the page test drives Chromium through Selenium")
     from selenium.webdriver.common.by import By
 
     encoder = _transformer()
