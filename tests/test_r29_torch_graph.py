@@ -634,6 +634,13 @@ def test_seed_x_plus_1_times_x_plus_2_and_x_squared_y():
     z = x**2 * y
     by_name = {n.name: n for n in gc.render.graph(z).nodes}
     assert by_name["x"].grad == 12.0 and by_name["y"].grad == 4.0 and by_name["z"].grad_fn == "MulBackward0"
+    x, y = torch.tensor(2.0).requires_grad_(), torch.tensor(3.0).requires_grad_()
+    z = x * x * y
+    (grad_x,) = torch.autograd.grad(outputs=z, inputs=x, create_graph=True)  # the graph of dz/dx = 2xy
+    graph = gc.render.graph(grad_x).model
+    by_name = {n.name: n for n in graph.nodes}
+    assert graph.node(graph.outputs[0]).value == 12.0
+    assert by_name["x"].grad == 6.0 and by_name["y"].grad == 4.0  # d(2xy)/dx = 2y, d(2xy)/dy = 2x
 
 
 def test_seed_d_of_w1_to_w4_and_two_dot():
