@@ -143,6 +143,20 @@ def test_recorder_two_threads_record_apart():
             assert all(c.scope is None for c in record.calls)
 
 
+def test_recordings_nest():
+    layer = torch.nn.Linear(2, 2)
+    x = torch.ones(2, requires_grad=True)
+    with recording_torch({"outer": layer}) as outer:
+        a = x.sin()
+        with recording_torch({"inner": layer}) as inner:
+            b = Twice.apply(layer(a))
+        c = b.cos()
+    assert set(inner.ops.values()) >= {"addmm", "Twice"} and not set(inner.ops.values()) & {"sin", "cos"}
+    assert set(outer.ops.values()) == set(inner.ops.values()) | {"sin", "cos"}
+    assert len(outer.calls) == len(inner.calls) == 1 and outer.modules == {"outer": "Linear"}
+    assert torch.equal(outer.values[c.grad_fn], c.detach()) and torch.equal(inner.values[b.grad_fn], b.detach())
+
+
 def test_recorder_leaves_no_hooks_or_profiler_behind():
     import sys
 
