@@ -266,6 +266,23 @@ def test_building_leaves_retained_grads_and_leaf_grads_alone():
     assert graph.node("n1").grad == pytest.approx(np.cos(9.0))
 
 
+def test_tensors_retaining_grads_anywhere_keep_their_grad():
+    (x,) = _f64([1.0, -2.0])
+    kept = []
+    y = x
+    for _ in range(3):
+        y = torch.tanh(y * 1.5)
+        y.retain_grad()
+        kept.append(y)  # (held in a list: no variable of the caller names them)
+    loss = (y**2).sum()
+    graph = torch_model(loss)
+    assert all(t.grad is None for t in kept)
+    loss.backward()
+    for t in kept:  # one backward's gradients, as if the graph had not been drawn
+        model = next(n for n in graph.nodes if n.value is not None and np.array_equal(n.value, t.detach().numpy()))
+        np.testing.assert_array_equal(model.grad, t.grad.numpy())
+
+
 def test_transformer_layer_gradients_equal_retain_grad():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).double()

@@ -14,6 +14,7 @@ This module imports torch: ``gc.render.graph`` imports it only when a torch tens
 
 from __future__ import annotations
 
+import gc
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -373,7 +374,7 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         return out.grad_fn is None
     found: dict[str, Any] = {}
     hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
-    kept = [(t, t.grad) for t in builder.tensors.values() if t.retains_grad]  # (the pass adds to their .grad)
+    kept = _retained()  # (the pass adds to their .grad)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
     except RuntimeError as failed:
@@ -388,6 +389,20 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
     for node_id, g in found.items():
         graph.node(node_id).grad = None if g is None else _array(g)
     return True
+
+
+def _retained() -> list[tuple[Any, Any]]:
+    """Every tensor that called ``retain_grad()`` (wherever it is held: a list, a hook's closure),
+    with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every ``.grad`` as it was."""
+    found = []
+    for o in gc.get_objects():
+        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
+            try:
+                if not o.is_leaf and o.retains_grad:
+                    found.append((o, o.grad))
+            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
+                continue
+    return found
 
 
 def _seed(graph: Graph, out: Any, seed: Any) -> Any:
