@@ -283,6 +283,24 @@ def test_tensors_retaining_grads_anywhere_keep_their_grad():
         np.testing.assert_array_equal(model.grad, t.grad.numpy())
 
 
+def test_graph_of_a_tensor_takes_values_and_retained_grads_from_tensors_alive_anywhere():
+    (x,) = _f64([0.5, 1.5])
+    steps = [x]
+    for _ in range(3):
+        steps.append(torch.sin(steps[-1]) * 2)  # (a list holds them: no variable names them)
+        steps[-1].retain_grad()
+    loss = steps[-1].sum()
+    graph = gc.render.graph(loss).model
+    assert all(n.value is not None for n in graph.nodes if n.grad_fn in ("MulBackward0", "SumBackward0"))
+    loss.backward()
+    after = gc.render.graph(loss).model
+    muls = [n for n in after.nodes if n.grad_fn == "MulBackward0"]
+    for t, model in zip(steps[1:], muls):
+        np.testing.assert_array_equal(model.value, t.detach().numpy())
+        np.testing.assert_array_equal(model.grad, t.grad.numpy())  # (the gradients backward left)
+    assert after.node(after.outputs[0]).value == pytest.approx(loss.item())
+
+
 def test_transformer_layer_gradients_equal_retain_grad():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).double()

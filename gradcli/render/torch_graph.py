@@ -57,7 +57,11 @@ def torch_model(
     record = record if record is not None else TorchRecord()
     given = checked_max_nodes(max_nodes)
     builder = _Builder(record, names or {}, held, outs)
-    for node in evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record):
+    order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
+    if not all(n in record.values for n in order if not _is_leaf(n)):  # (no recording, or a partial one)
+        for node, tensor in live_tensors(set(order)).items():
+            builder.known.setdefault(node, tensor)
+    for node in order:
         builder.add(node)
     out_ids = [builder.output(t) for t in outs]
     graph = Graph(builder.nodes, builder.edges, out_ids)
@@ -389,6 +393,22 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
     for node_id, g in found.items():
         graph.node(node_id).grad = None if g is None else _array(g)
     return True
+
+
+def live_tensors(nodes: set[Any]) -> dict[Any, Any]:
+    """The tensors still alive (wherever held: a list, a dict, a hook's closure) made by ``nodes``, as
+    their first output, by node: what they hold is the node's value (an op in place since would have
+    given the tensor a node of its own)."""
+    found: dict[Any, Any] = {}
+    for o in gc.get_objects():
+        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
+            try:
+                node = o.grad_fn
+            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
+                continue
+            if node is not None and node in nodes and o.output_nr == 0:
+                found.setdefault(node, o)
+    return found
 
 
 def _retained() -> list[tuple[Any, Any]]:
