@@ -599,6 +599,13 @@ def test_graph_of_a_function_and_of_a_module():
     graph = gc.render.graph(f, 2.0, 1.0).model
     by_name = {n.name: n for n in graph.nodes}
     assert by_name["w"].grad == 5.0 and by_name["x"].grad == 2.0 and by_name["f"].value == 6.0
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    graph = gc.render.graph(
+        lambda q: attention(q, q, q, need_weights=False), torch.ones(1, 2, 4, dtype=torch.float64)
+    ).model
+    assert graph.outputs and {c["label"] for c in graph.clusters} == {"attention (MultiheadAttention)"}
+    with pytest.raises(gc.errors.UsageError, match="got float"):
+        gc.render.graph(lambda x: 1.0, torch.ones(1))
     layer = torch.nn.Linear(2, 1).double()
     graph = gc.render.graph(layer, torch.ones(2, dtype=torch.float64)).model
     assert {c["label"] for c in graph.clusters} == {"layer (Linear)"}

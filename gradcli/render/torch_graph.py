@@ -96,8 +96,12 @@ def _unknown_values(graph: Graph) -> None:
 
 
 def _flat(value: Any) -> list[Any]:
+    """The tensors of an output: a tensor, or those of a tuple, list or dict (``None`` in them left out:
+    attention weights not asked for)."""
     if isinstance(value, torch.Tensor):
         return [value]
+    if value is None:
+        return []
     if isinstance(value, (list, tuple)):
         return [t for v in value for t in _flat(v)]
     if isinstance(value, Mapping):
