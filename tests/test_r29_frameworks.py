@@ -76,20 +76,23 @@ def jitted(x, w):
 """
 
 
+def _model_folder(folder, monkeypatch, framework: str, files: dict[str, str]):
+    """A working folder holding the model files of ``framework`` (skipped without it, unless required)."""
+    need(framework)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    monkeypatch.chdir(folder)
+    return folder
+
+
 @pytest.fixture
 def torch_files(tmp_path, monkeypatch):
-    need("torch")
-    (tmp_path / "model.py").write_text(TORCH_MODEL)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return _model_folder(tmp_path, monkeypatch, "torch", {"model.py": TORCH_MODEL})
 
 
 @pytest.fixture
 def jax_files(tmp_path, monkeypatch):
-    need("jax")
-    (tmp_path / "jmodel.py").write_text(JAX_MODEL)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return _model_folder(tmp_path, monkeypatch, "jax", {"jmodel.py": JAX_MODEL})
 
 
 def cli(*args: str, code: int = 0) -> str:
@@ -382,7 +385,7 @@ def test_the_seeds_pytorch_programs_give_their_numbers():
 def test_dask_over_several_parts_gives_one_process_bits_for_a_torch_function(torch_files):
     pytest.importorskip("dask.dataframe", reason="--dask needs dask[dataframe] (the scale extra)")
     pytest.importorskip("distributed", reason="--dask needs dask[distributed] (the scale extra)")
-    pa = pytest.importorskip("pyarrow")
+    pa = pytest.importorskip("pyarrow", reason="--dask needs pyarrow (the scale extra)")
     import pyarrow.parquet as pq
 
     xs = np.linspace(-2, 2, 40)

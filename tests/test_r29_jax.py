@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from frameworks import need
 
-jax = pytest.importorskip("jax")
+jax = need("jax")
 
 import jax.numpy as jnp  # noqa: E402
 
@@ -127,6 +128,8 @@ def test_a_custom_vjp_rule_is_the_one_used_and_its_equations_are_in_its_box():
     np.testing.assert_allclose(logs[0].grad, [1.0, 1.0])
     sums = [n for n in graph.nodes if n.op == "reduce_sum"]
     assert graph.inputs_of(sums[0].id)[0].source == logs[0].id  # the call's output drawn as its log
+    assert [n.name for n in logs] == ["doubled_log", "safe_log"]  # named by the rule's function
+    assert sums[0].label == "reduce_sum(doubled_log)" and logs[1].titled_label == "safe_log = log(n7)"
 
 
 def test_a_fori_loop_is_one_scan_node_in_a_box_and_its_gradient_is_jaxs():
@@ -276,7 +279,7 @@ def test_blame_names_the_one_wrong_custom_rule(planted, scope, index):
     assert found.max_abs_error > 1e-3 and 0.05 < found.max_rel_error <= 1.0
     assert not np.allclose(found.rule, found.differences, rtol=1e-3)
     assert planted in found.text() and "computes a wrong derivative" in found.text()
-    assert found.grad_fn == scope.rpartition("/")[2] and found.label.startswith(f"{planted}(x0")
+    assert found.grad_fn == scope.rpartition("/")[2] and found.label == planted
     assert abs(found.autograd - found.numeric) > 1e-4 * abs(found.numeric)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from frameworks import need
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -119,6 +120,9 @@ def test_the_readme_has_console_examples():
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[f"line{e.line}" for e in EXAMPLES])
 def test_readme_example(example: Example, workdir: Path):
+    for framework in ("torch", "jax"):  # an example of the PyTorch or JAX road needs that framework (CI has both)
+        if f"examples/{framework}/" in example.command:
+            need(framework)
     done = run(example.command, workdir)
     printed = (done.stdout + done.stderr).splitlines()
     assert "Traceback" not in done.stderr, done.stderr

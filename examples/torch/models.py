@@ -1,8 +1,8 @@
 """Two real models for gradcli's PyTorch road: a 2-layer nn.TransformerEncoder (d_model 64, 4 heads) on
 8 tokens, and a small CNN (conv, batch norm, ReLU, pooling, linear); and a 10^4-deep sin loop.
 
-    gradcli graph examples/torch/models.py:transformer --at "tokens=$(python -c 'print([[[0.01*i for i in range(64)]]*8])')" -o t.png
-    gradcli check examples/torch/models.py:convnet --at image=... --wrt image
+    gradcli graph examples/torch/models.py:transformer_at --at s=0.1 -o transformer.html
+    gradcli check examples/torch/models.py:transformer_at --at s=0.1
 
 benchmarks/framework_pictures.py draws them (and torchviz's make_dot of the transformer beside them).
 """
@@ -16,6 +16,16 @@ encoder = nn.TransformerEncoder(
     num_layers=2,
     enable_nested_tensor=False,
 ).double()
+
+
+def tokens_at(s):
+    """8 tokens of 64 features from one number, so a command line can give them: sin(s + k / 10), k = 0..511."""
+    return torch.sin(s + torch.arange(512, dtype=torch.float64) / 10).reshape(1, 8, 64)
+
+
+def transformer_at(s):
+    """The transformer on ``tokens_at(s)``: ``gradcli graph examples/torch/models.py:transformer_at --at s=0.1``."""
+    return transformer(tokens_at(s))
 
 
 def transformer(tokens):

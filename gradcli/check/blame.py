@@ -49,7 +49,7 @@ def blame_nodes(tape: Sequence[tuple[Any, Tensor, tuple[Any, ...]]]) -> tuple[Bl
             continue  # an infinite input or output: no difference quotient means anything there
         # directions at each input's own scale: a step of a few per cent of log's input at 1e-300
         # stays on its side of 0
-        u = {i: rng.standard_normal(np.shape(values[i])) * _scale(values[i]) for i in differentiable}
+        u = {i: rng.standard_normal(np.shape(values[i])) * input_scale(values[i]) for i in differentiable}
         v = rng.standard_normal(out.shape)
         with np.errstate(all="ignore"):
             backward = _backward_dot(node, values, out, v, u)
@@ -99,7 +99,8 @@ def _confirmed(along: Any, backward: float) -> bool:
     return bool(np.any(agree & np.isfinite(quotient) & (plus != minus)))
 
 
-def _scale(value: Any) -> np.ndarray:
+def input_scale(value: Any) -> np.ndarray:
+    """A direction's scale at each element: the input's own size, at most 1 (1 at 0)."""
     magnitude = np.abs(np.asarray(value, dtype=np.float64))
     return np.where(magnitude > 0, np.minimum(magnitude, 1.0), 1.0)
 
@@ -171,7 +172,7 @@ def _forward(node: Any, values: list[Any]) -> Any:
     def run_function(vs: list[Any]) -> Any:
         ctx = FunctionCtx(tuple(False for _ in vs))
         out = node.function.forward(
-            ctx, *[wrap(np.asarray(v)) if isinstance(v, np.ndarray) or np.ndim(v) == 0 else v for v in vs]
+            ctx, *[wrap(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else v for v in vs]
         )
         return out.array if isinstance(out, Tensor) else out
 
@@ -214,8 +215,13 @@ def _backward_dot(node: Any, values: list[Any], out: np.ndarray, v: np.ndarray, 
                      for i, ui in u.items() if i < len(grads) and grads[i] is not None))  # fmt: skip
 
 
+def inputs_text(values: Sequence[Any]) -> str:
+    """A node's inputs as a blame message shows them: small ones in full, others by shape."""
+    return ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}" for v in values)
+
+
 def _describe(node: Any, position: int, values: list[Any], backward: float, numeric: float) -> Blame:
-    shown = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}" for v in values)
+    shown = inputs_text(values)
     op = node.function.__name__ if isinstance(node, FunctionNode) else node.prim.name
     found = Blame(str(position), op, node.name(), op, backward, numeric, shown)
     found.autograd_node = node

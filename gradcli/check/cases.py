@@ -30,8 +30,9 @@ from .result import METHOD_NAMES, check_table
 from .run import check
 
 #: the keys a case may have, and which of them ``[defaults]`` may give
-CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods")
-DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods")
+CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods",
+             "blame")  # fmt: skip
+DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods", "blame")
 PROGRAM_KEYS = ("expr", "file", "function")
 STATUSES = ("ok", "MISMATCH", "FAILED", "INCONCLUSIVE", "ERROR")  # FAILED: a non-finite value or gradient
 
@@ -119,9 +120,16 @@ def parse_cases(text: str, path: str) -> list[Case]:
         where = f"--cases {path}:{line}" if line else f"--cases {path}: case {i + 1}"
         _check_case(raw, where)
         fields = {**defaults, **raw}
-        name = str(raw.get("name") or raw.get("expr") or raw.get("file") or raw.get("function"))
+        name = str(
+            raw.get("name") or raw.get("expr") or _function_of_file(raw) or raw.get("file") or raw.get("function")
+        )
         found.append(Case(name, i + 1, line, base, fields))
     return found
+
+
+def _function_of_file(fields: Mapping[str, Any]) -> str | None:
+    """``model.py:f`` for a case with ``file = "model.py"`` and ``function = "f"`` (None otherwise)."""
+    return f"{fields['file']}:{fields['function']}" if "file" in fields and "function" in fields else None
 
 
 def _check_case(raw: Mapping[str, Any], where: str) -> None:
@@ -129,16 +137,20 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
         if key not in CASE_KEYS:
             raise UsageError(f"{where}: unknown key {key!r} in a case{_suggest(key, CASE_KEYS)}")
     given = [k for k in PROGRAM_KEYS if k in raw]
+    if given == ["file", "function"]:  # file = "model.py", function = "f": a function of that Python file
+        if not str(raw["file"]).endswith(".py") or ":" in str(raw["function"]):
+            raise UsageError(f'{where}: with file, function names a function of it: file = "model.py", function = "f"')
+        given = ["function"]
     if len(given) != 1:
         said = "none" if not given else " and ".join(given)
         raise UsageError(f"{where}: a case needs one of expr, file or function (it has {said})")
     kinds = {
         "name": str, "expr": str, "file": str, "function": str, "points": str, "seed": str,
         "at": (dict, str), "expect": dict, "wrt": (list, str), "methods": (list, str),
-        "rtol": (int, float), "atol": (int, float),
+        "rtol": (int, float), "atol": (int, float), "blame": bool,
     }  # fmt: skip
     for key, value in raw.items():
-        if not isinstance(value, kinds[key]) or isinstance(value, bool):
+        if not isinstance(value, kinds[key]) or (isinstance(value, bool) and kinds[key] is not bool):
             raise UsageError(f"{where}: {key} = {value!r} is not {_kind_name(kinds[key])}")
     for name, formula in raw.get("expect", {}).items():
         if not isinstance(formula, str):
@@ -146,7 +158,8 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
 
 
 def _kind_name(kind: Any) -> str:
-    names = {str: "a string", dict: "a table", list: "a list", int: "a number", float: "a number"}
+    names = {str: "a string", dict: "a table", list: "a list", int: "a number", float: "a number",
+             bool: "true or false"}  # fmt: skip
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(dict.fromkeys(names[k] for k in kinds))
 
@@ -265,8 +278,9 @@ def _check_case_program(
     expect = dict(f.get("expect", {})) or None
     said = [unused_values(program, values)] if unused_values(program, values) else []
     run = lambda point: check(  # noqa: E731
-        program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), sympy_timeout=sympy_timeout
-    )
+        program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), bool(f.get("blame")),
+        sympy_timeout,
+    )  # fmt: skip
     if "points" in f:
         return _check_points(case, run, values, said, digits)
     result = run(values)
@@ -334,10 +348,10 @@ def case_program(case: Case) -> Any:
     f = case.fields
     if "expr" in f:
         return TreeProgram("expression", parse(f["expr"]))
-    if "file" in f:
+    if "file" in f and "function" not in f:
         _exists(case, f["file"], "file")
         return load(None, str(Path(case.base, f["file"])))
-    path, colon, name = f["function"].rpartition(":")
+    path, colon, name = (_function_of_file(f) or f["function"]).rpartition(":")
     if not colon or not path:
         raise UsageError(f"function = {f['function']!r}: give FILE.py:NAME, a Python file and a function in it")
     _exists(case, path, "function")
@@ -401,6 +415,8 @@ def result_text(result: Any, digits: int = 10) -> str:
         lines.append(f"({table.note})")
     lines += [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks] + list(result.notes)
+    if result.blame is not None:  # (blame = true: which node, or which custom Function, is wrong)
+        lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
     return "\n".join(lines)
 
 
@@ -439,7 +455,7 @@ def _import_sympy(cases: Sequence[Case]) -> None:
     second or so of importing is not counted as the first case's time."""
     for case in cases:
         methods = _names(case.fields.get("methods"))
-        symbolic = "expr" in case.fields or "file" in case.fields
+        symbolic = "expr" in case.fields or ("file" in case.fields and "function" not in case.fields)
         if symbolic and (methods is None or "sympy" in [m.lower() for m in methods]):
             from ..lang import symbolic as _  # noqa: F401  # lazy: SymPy, imported before the first case's clock
 

@@ -173,7 +173,10 @@ def decide(
         if name in NUMERIC:
             ref.skip = ref.skip | kinked
     checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}
-    again = finite & bool(n) & np.any([c.ok == MISMATCH for c in checks.values()] or [np.zeros(points, bool)], axis=0)
+    doubt = [
+        (c.ok == MISMATCH) | c.loose.any(axis=1) for c in checks.values()
+    ]  # a method disagreed, or could not judge
+    again = finite & bool(n) & np.any(doubt or [np.zeros(points, bool)], axis=0)
     if again.any():  # autograd's own rounding may be the cause: measured where it matters, then compared again
         noise[again] = rounding_noise(road, np.flatnonzero(again))
         checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}

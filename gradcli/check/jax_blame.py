@@ -44,7 +44,7 @@ class JaxBlame:
     checked: int = 0  # the custom calls checked (this one the last)
     rule: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # v . J from the rule
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # from finite differences
-    #: as gradcli's own Blame words a node: "custom_vjp:safe_log (safe_log(x0)) ... for random directions,
+    #: as gradcli's own Blame words a node: "custom_vjp:safe_log (safe_log) ... for random directions,
     #: its backward gives v . J u where differences of its forward give ...", at the call's inputs
     grad_fn: str = ""
     label: str = ""
@@ -127,7 +127,7 @@ def _finding(call: JaxCall, rule: _Rule, gradient: np.ndarray, compared: Any, rn
     found = JaxBlame(call.name, call.scope, call.line, float(np.max(compared.abs_error[0][judged])),
                      float(np.max(compared.rel_error[0][judged])), kind=call.kind, rule=gradient,
                      differences=differences)  # fmt: skip
-    found.grad_fn, found.label = f"{call.kind}:{call.name}", f"{call.name}({', '.join(rule.names)})"
+    found.grad_fn, found.label = f"{call.kind}:{call.name}", call.name  # (the label is in its nodes' scope)
     found.autograd = float(gradient @ u)
     found.numeric = float(np.where(judged, differences, gradient) @ u)
     found.inputs = ", ".join(array(np.asarray(v), digits=6) if np.size(v) <= 6 else f"shape {np.shape(v)}"

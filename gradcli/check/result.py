@@ -97,12 +97,17 @@ class Blame:
     numeric: float  # the same from finite differences of its forward
     inputs: str
     autograd_node: Any = field(default=None, repr=False, compare=False)
+    scope: str | None = None  # a framework's node: the nn.Module path it ran in ("encoder.layers.0")
+    line: str | None = None  # a framework's node: the user's line that called it ("model.py:12")
+    framework: str | None = None  # "torch" or "jax" for a framework's custom Function, None for gradcli's node
 
     def text(self) -> str:
+        where = "".join((f" in {self.scope}" if self.scope else "", f" at {self.line}" if self.line else ""))
         return (
             f"{self.grad_fn} ({self.label}) computes a wrong derivative: for random directions, "
-            f"its backward gives {in_message(self.autograd)} where finite differences of its forward give {in_message(self.numeric)} "
-            f"(at input{'s' if ',' in self.inputs else ''} {self.inputs})"
+            f"its backward gives {in_message(self.autograd)} where finite differences of its forward give {in_message(self.numeric)}"
+            + (f" (at input{'s' if ',' in self.inputs else ''} {self.inputs})" if self.inputs else "")
+            + (f"; called{where}" if where else "")
         )
 
 
@@ -289,4 +294,6 @@ class CheckResult:
                 "node": self.blame.node, "op": self.blame.op, "grad_fn": self.blame.grad_fn, "label": self.blame.label,
                 "autograd": self.blame.autograd, "finite_difference": self.blame.numeric, "inputs": self.blame.inputs,
             }  # fmt: skip
+            if self.blame is not None and self.blame.framework is not None:
+                document["blame"].update(framework=self.blame.framework, scope=self.blame.scope, line=self.blame.line)
         return document

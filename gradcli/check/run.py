@@ -30,6 +30,7 @@ from ..autograd.tape import recording
 from ..errors import UsageError
 from ..lang.compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
 from ..lang.evaluate import evaluate
+from ..lang.frameworks import title
 from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.parser import parse
@@ -51,6 +52,7 @@ from .decide import (
     expected_names,
     tolerances,
 )
+from .framework_blame import checked_note, framework_blame
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
 from .symbolic import Skipped, sympy_gradient
@@ -253,14 +255,15 @@ def check(
                   None if fd.jump is None or np.isnan(fd.jump[0, k]) else float(fd.jump[0, k]))
              for k in np.flatnonzero(decision.kinked[0])] if fd is not None else []  # fmt: skip
     nonfinite = _nonfinite(recorded)
-    found, blamed = _blame(recorded, locate) if blame else (None, 0)
+    found, blamed = _blame(recorded, locate, rtol, atol) if blame else (None, 0)
     ok = bool(decision.ok[0]) and found is None
     atol = float(atols[0])
     return CheckResult(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
-        notes=_notes(recorded, fd, decision.noise[0], rtol, atol), warnings=said,
-        table=check_table(recorded.gradient, checks, kinks, recorded.labels), framework=recorded.program.framework,
+        notes=_notes(recorded, fd, decision.noise[0], rtol, atol) + checked_note(recorded.program, blame, blamed),
+        warnings=said, table=check_table(recorded.gradient, checks, kinks, recorded.labels),
+        framework=recorded.program.framework,
     )  # fmt: skip
 
 
@@ -306,11 +309,17 @@ def _notes(recorded: Recorded, fd: Estimate | None, noise: np.ndarray, rtol: flo
     return notes
 
 
-def _blame(recorded: Recorded, locate: Any = None) -> tuple[Blame | None, int]:
+def _blame(
+    recorded: Recorded, locate: Any = None, rtol: float | None = None, atol: float | None = None
+) -> tuple[Blame | None, int]:
     """The first node whose own derivative is wrong, and how many were checked. ``locate``, when
-    given, names the node as a graph shows it (render's graph lies above check: the caller passes it)."""
-
-    found, count = blame_nodes(recorded.tape)
+    given, names the node as a graph shows it (render's graph lies above check: the caller passes it).
+    A PyTorch or JAX function's custom Functions are checked instead (check/framework_blame.py)."""
+    program = recorded.program
+    if getattr(program, "framework", None) is not None:
+        found, count = framework_blame(program.framework, program.function, recorded.values, recorded.names, rtol, atol)
+    else:
+        found, count = blame_nodes(recorded.tape)
     if found is not None and locate is not None:
         locate(found, recorded.evaluation.outputs, recorded.tape)
     return found, count
@@ -391,6 +400,11 @@ def _inconclusive(c: Compared, recorded: Recorded, noise: np.ndarray) -> str | N
     )
 
 
+def _whose(program: Any) -> str:
+    """Whose gradient a check judges: autograd's (gradcli's), PyTorch's or JAX's."""
+    return "autograd" if program.framework is None else title(program.framework)
+
+
 def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
     """The compared elements' errors, the worst of them, and the verdict they give."""
     mask, badness, abs_error, rel_error = c.mask[0], c.badness[0], c.abs_error[0], c.rel_error[0]
@@ -405,7 +419,8 @@ def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
     check.element_ok = np.where(mask, badness <= 1.0, True)
     check.element_error = np.where(mask, abs_error, np.nan)
     check.worst_detail = (
-        f"d/d{recorded.labels[worst]}: autograd {in_message(ag[worst])} but {c.ref.label} {in_message(reference[worst])} "
+        f"d/d{recorded.labels[worst]}: {_whose(recorded.program)} {in_message(ag[worst])} but {c.ref.label} "
+        f"{in_message(reference[worst])} "
         f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {c.tolerance[0][worst]:.3g})"
     )
 

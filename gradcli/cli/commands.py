@@ -423,16 +423,13 @@ def _framework_blame(program: Any, values: dict[str, Any], names: list[str], gra
     """``graph --blame`` of a framework's function: its first custom Function (or custom_vjp rule) whose
     backward disagrees with differences of its forward, marked on the graph where it is drawn."""
     from ..check.framework_blame import framework_blame  # lazy: start-up, eval checks nothing
+    from ..render.frameworks import mark_blamed  # lazy: start-up, eval draws nothing
     from .progress import working  # lazy: start-up, threads
 
     with working("checking every custom Function's backward (--blame)", quiet=True):
         found, _ = framework_blame(program.framework, program.function, values, names, None, None)
     if found is not None:
-        for node in graph.nodes:
-            same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.label in (node.scope or ""))
-            if node.kind == "op" and same and node.scope == found.scope and node.line in (None, found.line):
-                node.blamed = True
-                break
+        mark_blamed(graph, found)
     return found
 
 
@@ -688,6 +685,9 @@ def check(given: Given) -> None:
         locate = None
         if given.blame:
             from ..render.build import locate_blamed as locate  # lazy: start-up, eval draws nothing
+            from ..render.frameworks import framework_locate  # lazy: start-up, eval draws nothing
+
+            locate = framework_locate(program, values, read.wrt or None) if program.framework else locate
         from .progress import working  # lazy: start-up, threads
 
         what = "checking the gradient and every node's derivative (--blame)" if given.blame else "checking the gradient"

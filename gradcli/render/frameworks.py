@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import UsageError
+from ..lang.compute import resolve_wrt
 from .model import Graph
 
 
@@ -25,3 +26,30 @@ def function_graph(program: Any, values: Mapping[str, Any], wrt: Sequence[str], 
         raise
     except Exception as exc:  # the user's function raised while its graph was recorded
         raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
+
+
+def mark_blamed(graph: Graph, found: Any) -> Any:
+    """Mark ``found`` (check's ``Blame`` of a custom Function or a custom rule) on a framework's graph:
+    the op of its backward's name (for a JAX rule, its first equation) in its scope, at its line (a
+    JAX rule's equations are at its own function's lines); the node marked, or None."""
+    for node in graph.nodes:
+        same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.op in (node.scope or ""))
+        here = node.line in (None, found.line) or node.grad_fn is None
+        if node.kind == "op" and same and node.scope == found.scope and here:
+            node.blamed = True
+            return node
+    return None
+
+
+def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Any:
+    """``check --blame``'s hook for a framework's function: names the blamed call by its id and label
+    on the graph ``gradcli graph`` draws of it (``locate(found, outputs, tape)``, as build's)."""
+
+    def locate(found: Any, *_: Any) -> None:
+        names = resolve_wrt(program, values, wrt)
+        node = mark_blamed(function_graph(program, values, names, point=False), found)
+        if node is not None:
+            found.node = node.id
+            found.label = node.label if node.grad_fn == found.grad_fn else found.label  # (a rule's node: an equation)
+
+    return locate

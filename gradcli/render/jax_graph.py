@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang.frameworks.jax_record import JaxTrace, local_derivatives, parameter_names, trace_jax, trace_values
+from ..lang.frameworks.jax_record import CUSTOM, JaxTrace, local_derivatives, parameter_names, trace_jax, trace_values
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode
@@ -100,6 +100,7 @@ class _Builder:
         self.node_of: dict[int, str] = {}  # value id -> the node drawing it
         self.equation_of: dict[str, int] = {}  # node id -> its equation (one output)
         self.outputs: list[str] = []
+        self.names = _rule_names(trace)
 
     def add_all(self) -> None:
         for i in self.trace.inputs:
@@ -138,7 +139,7 @@ class _Builder:
                 continue
             text = f"{label}[{position}]" if len(equation.outputs) > 1 else label
             node = self._node(out, GraphNode("", "op", equation.primitive, text, generated=True))
-            node.scope, node.line = equation.scope, equation.line
+            node.scope, node.line, node.name = equation.scope, equation.line, self.names.get(out)
             node.cluster = None if equation.call is None else f"c{equation.call}"
             if len(equation.outputs) == 1:
                 self.equation_of[node.id] = k
@@ -147,6 +148,24 @@ class _Builder:
                 inner = self.nodes[int(source[1:])]
                 if inner.kind == "constant" and inner.cluster is None and inner.name is None:
                     inner.cluster = node.cluster  # a constant operand sits with its operation
+
+
+def _rule_names(trace: JaxTrace) -> dict[int, str]:
+    """The value drawn for a custom rule's output -> the name of the rule's function (``safe_log``, then
+    ``safe_log_1``, ...): its node says which function it is even where its box is not drawn."""
+    taken = {v.name for v in trace.values if v.kind == "input"}
+    names = {}
+    for call in trace.calls:
+        outputs = trace.equations[call.equation].outputs
+        if call.kind not in CUSTOM.values() or len(outputs) != 1 or not call.name.isidentifier():
+            continue
+        name, k = call.name, 0
+        while name in taken:
+            k += 1
+            name = f"{call.name}_{k}"
+        taken.add(name)
+        names[trace.shown_as.get(outputs[0], outputs[0])] = name
+    return names
 
 
 def _label(equation: Any, refs: list[str], trace: JaxTrace) -> str:
