@@ -382,7 +382,7 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         return out.grad_fn is None
     found: dict[str, Any] = {}
     hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
-    kept = _retained()  # (the pass adds to their .grad)
+    kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
     except RuntimeError as failed:
@@ -415,14 +415,15 @@ def live_tensors(nodes: set[Any]) -> dict[Any, Any]:
     return found
 
 
-def _retained() -> list[tuple[Any, Any]]:
-    """Every tensor that called ``retain_grad()`` (wherever it is held: a list, a hook's closure),
-    with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every ``.grad`` as it was."""
+def _retained(nodes: set[Any]) -> list[tuple[Any, Any]]:
+    """Every tensor made by ``nodes`` that called ``retain_grad()`` (wherever it is held: a list, a
+    hook's closure), with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every
+    ``.grad`` as it was (another thread's tensors, of other nodes, are not touched)."""
     found = []
     for o in gc.get_objects():
         if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
             try:
-                if not o.is_leaf and o.retains_grad:
+                if not o.is_leaf and o.retains_grad and o.grad_fn in nodes:
                     found.append((o, o.grad))
             except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
                 continue
