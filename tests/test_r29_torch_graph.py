@@ -143,6 +143,20 @@ def test_recorder_two_threads_record_apart():
             assert all(c.scope is None for c in record.calls)
 
 
+def test_recordings_nest():
+    layer = torch.nn.Linear(2, 2)
+    x = torch.ones(2, requires_grad=True)
+    with recording_torch({"outer": layer}) as outer:
+        a = x.sin()
+        with recording_torch({"inner": layer}) as inner:
+            b = Twice.apply(layer(a))
+        c = b.cos()
+    assert set(inner.ops.values()) >= {"addmm", "Twice"} and not set(inner.ops.values()) & {"sin", "cos"}
+    assert set(outer.ops.values()) == set(inner.ops.values()) | {"sin", "cos"}
+    assert len(outer.calls) == len(inner.calls) == 1 and outer.modules == {"outer": "Linear"}
+    assert torch.equal(outer.values[c.grad_fn], c.detach()) and torch.equal(inner.values[b.grad_fn], b.detach())
+
+
 def test_recorder_leaves_no_hooks_or_profiler_behind():
     import sys
 
@@ -250,6 +264,41 @@ def test_building_leaves_retained_grads_and_leaf_grads_alone():
     graph = gc.render.graph(y).model
     assert torch.equal(x.grad, before[0]) and torch.equal(a.grad, before[1])
     assert graph.node("n1").grad == pytest.approx(np.cos(9.0))
+
+
+def test_tensors_retaining_grads_anywhere_keep_their_grad():
+    (x,) = _f64([1.0, -2.0])
+    kept = []
+    y = x
+    for _ in range(3):
+        y = torch.tanh(y * 1.5)
+        y.retain_grad()
+        kept.append(y)  # (held in a list: no variable of the caller names them)
+    loss = (y**2).sum()
+    graph = torch_model(loss)
+    assert all(t.grad is None for t in kept)
+    loss.backward()
+    for t in kept:  # one backward's gradients, as if the graph had not been drawn
+        model = next(n for n in graph.nodes if n.value is not None and np.array_equal(n.value, t.detach().numpy()))
+        np.testing.assert_array_equal(model.grad, t.grad.numpy())
+
+
+def test_graph_of_a_tensor_takes_values_and_retained_grads_from_tensors_alive_anywhere():
+    (x,) = _f64([0.5, 1.5])
+    steps = [x]
+    for _ in range(3):
+        steps.append(torch.sin(steps[-1]) * 2)  # (a list holds them: no variable names them)
+        steps[-1].retain_grad()
+    loss = steps[-1].sum()
+    graph = gc.render.graph(loss).model
+    assert all(n.value is not None for n in graph.nodes if n.grad_fn in ("MulBackward0", "SumBackward0"))
+    loss.backward()
+    after = gc.render.graph(loss).model
+    muls = [n for n in after.nodes if n.grad_fn == "MulBackward0"]
+    for t, model in zip(steps[1:], muls):
+        np.testing.assert_array_equal(model.value, t.detach().numpy())
+        np.testing.assert_array_equal(model.grad, t.grad.numpy())  # (the gradients backward left)
+    assert after.node(after.outputs[0]).value == pytest.approx(loss.item())
 
 
 def test_transformer_layer_gradients_equal_retain_grad():
@@ -375,7 +424,7 @@ def test_module_scopes_of_a_sequential():
     tanh = next(n for n in graph.nodes if n.grad_fn == "TanhBackward0")
     assert tanh.scope == "model.1" and labels[tanh.cluster]["label"] == "model.1 (Tanh)"
     weight = next(n for n in graph.nodes if n.name == "model.0.weight")
-    assert labels[weight.cluster]["label"] == "model.0 (Linear)"
+    assert labels[weight.cluster]["label"] == "model.0 (Linear)" and weight.scope == "model.0"
     assert graph.node(graph.outputs[0]).scope is None and graph.node(graph.outputs[0]).line.startswith("test_r29")
     assert not any(c["collapsed"] for c in graph.clusters)  # (a small graph: every box open)
 
@@ -461,9 +510,21 @@ def test_graph_after_backward_shows_the_gradients_left():
     graph = gc.render.graph(y).model
     by_name = {n.name: n for n in graph.nodes}
     assert by_name["x"].grad == 2.0 and by_name["w"].grad == 5.0 and by_name["a"].grad == 2.0
-    assert by_name["y"].freed and by_name["y"].saves == "freed"
+    assert by_name["y"].freed and by_name["y"].saves == "other, self"  # (their shapes went with them)
     assert any("backward() has already run" in note for note in graph.notes)
     assert by_name["a"].value == 3.0 and by_name["y"].value == 6.0
+
+
+def test_a_saved_value_changed_in_place_draws_without_gradients():
+    (x,) = _f64([1.0, 2.0])
+    a = x * 2
+    b = (a * a).sum()
+    a.add_(1)
+    graph = gc.render.graph(b).model
+    mul = next(n for n in graph.nodes if n.grad_fn == "MulBackward0" and n.saves.startswith("other (changed"))
+    assert mul.saves == "other (changed in place since), self (changed in place since)"
+    assert all(n.grad is None for n in graph.nodes)
+    assert any(note.startswith("no gradients: backward through this graph fails") for note in graph.notes)
 
 
 def test_several_outputs_and_a_leaf_output():
@@ -538,10 +599,29 @@ def test_graph_of_a_function_and_of_a_module():
     graph = gc.render.graph(f, 2.0, 1.0).model
     by_name = {n.name: n for n in graph.nodes}
     assert by_name["w"].grad == 5.0 and by_name["x"].grad == 2.0 and by_name["f"].value == 6.0
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    graph = gc.render.graph(
+        lambda q: attention(q, q, q, need_weights=False), torch.ones(1, 2, 4, dtype=torch.float64)
+    ).model
+    assert graph.outputs and {c["label"] for c in graph.clusters} == {"attention (MultiheadAttention)"}
+    with pytest.raises(gc.errors.UsageError, match="got float"):
+        gc.render.graph(lambda x: 1.0, torch.ones(1))
     layer = torch.nn.Linear(2, 1).double()
     graph = gc.render.graph(layer, torch.ones(2, dtype=torch.float64)).model
     assert {c["label"] for c in graph.clusters} == {"layer (Linear)"}
     assert "layer.weight" in {n.name for n in graph.nodes}
+
+
+def test_graph_of_a_tensor_with_its_recording():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh()).double()
+    with recording_torch({"net": net}) as record:
+        loss = net(torch.tensor([0.5, -1.0], dtype=torch.float64)).sum()
+    graph = gc.render.graph(loss, trace=record).model
+    assert {c["label"] for c in graph.clusters} == {"net (Sequential)", "net.0 (Linear)", "net.1 (Tanh)"}
+    assert all(n.value is not None for n in graph.nodes) and "scope" in graph.to_dict()["nodes"][0]
+    with pytest.raises(gc.errors.UsageError, match="recording_torch"):
+        gc.render.graph(loss, trace=[])
 
 
 def test_graph_of_a_tensor_names_the_parameters_of_the_modules_held():
@@ -557,6 +637,25 @@ def test_graph_of_a_tensor_names_the_parameters_of_the_modules_held():
     assert tanh.name == "hidden" and np.array_equal(tanh.value, hidden.detach().numpy())
     expected = torch.autograd.grad(loss, net[0].weight, retain_graph=True)[0]
     np.testing.assert_array_equal(graph.node("n0").grad, expected.numpy())
+
+
+def test_integer_inputs_stay_indices():
+    torch.manual_seed(0)
+    embedding = torch.nn.Embedding(5, 3).double()
+
+    def f(ids, scale):
+        return (embedding(ids) * scale).sum()
+
+    ids = np.array([0, 3, 3])
+    graph = torch_function_graph(f, {"ids": ids, "scale": 2.0}, ["scale"])
+    expected = torch.autograd.grad(f(torch.tensor(ids), torch.tensor(2.0, dtype=torch.float64)), embedding.weight)[0]
+    weight = next(n for n in graph.nodes if n.name == "embedding.weight")
+    np.testing.assert_array_equal(weight.grad, expected.numpy())
+    assert {n.name for n in graph.nodes if n.kind == "variable"} == {"embedding.weight", "scale"}
+    graph = gc.render.graph(f, torch.tensor(ids), 2.0).model
+    assert next(n for n in graph.nodes if n.name == "scale").grad == f(torch.tensor(ids), 1.0).item()
+    everything = torch_function_graph(lambda a, b: a * b, {"a": 2.0, "b": 3.0})  # wrt: all
+    assert [n.grad for n in everything.nodes if n.kind == "variable"] == [3.0, 2.0]
 
 
 # --- the seeds' PyTorch programs, drawn with torch's numbers --------------------------------------
@@ -591,6 +690,13 @@ def test_seed_x_plus_1_times_x_plus_2_and_x_squared_y():
     z = x**2 * y
     by_name = {n.name: n for n in gc.render.graph(z).nodes}
     assert by_name["x"].grad == 12.0 and by_name["y"].grad == 4.0 and by_name["z"].grad_fn == "MulBackward0"
+    x, y = torch.tensor(2.0).requires_grad_(), torch.tensor(3.0).requires_grad_()
+    z = x * x * y
+    (grad_x,) = torch.autograd.grad(outputs=z, inputs=x, create_graph=True)  # the graph of dz/dx = 2xy
+    graph = gc.render.graph(grad_x).model
+    by_name = {n.name: n for n in graph.nodes}
+    assert graph.node(graph.outputs[0]).value == 12.0
+    assert by_name["x"].grad == 6.0 and by_name["y"].grad == 4.0  # d(2xy)/dx = 2y, d(2xy)/dy = 2x
 
 
 def test_seed_d_of_w1_to_w4_and_two_dot():

@@ -30,6 +30,7 @@ from ..autograd.tape import recording
 from ..errors import UsageError
 from ..lang.compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
 from ..lang.evaluate import evaluate
+from ..lang.frameworks import title
 from ..lang.functions import not_analytic_call
 from ..lang.library import gc
 from ..lang.parser import parse
@@ -399,6 +400,11 @@ def _inconclusive(c: Compared, recorded: Recorded, noise: np.ndarray) -> str | N
     )
 
 
+def _whose(program: Any) -> str:
+    """Whose gradient a check judges: autograd's (gradcli's), PyTorch's or JAX's."""
+    return "autograd" if program.framework is None else title(program.framework)
+
+
 def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
     """The compared elements' errors, the worst of them, and the verdict they give."""
     mask, badness, abs_error, rel_error = c.mask[0], c.badness[0], c.abs_error[0], c.rel_error[0]
@@ -413,7 +419,8 @@ def _measured(check: MethodCheck, c: Compared, recorded: Recorded) -> None:
     check.element_ok = np.where(mask, badness <= 1.0, True)
     check.element_error = np.where(mask, abs_error, np.nan)
     check.worst_detail = (
-        f"d/d{recorded.labels[worst]}: autograd {in_message(ag[worst])} but {c.ref.label} {in_message(reference[worst])} "
+        f"d/d{recorded.labels[worst]}: {_whose(recorded.program)} {in_message(ag[worst])} but {c.ref.label} "
+        f"{in_message(reference[worst])} "
         f"(abs error {abs_error[worst]:.3g}, rel {rel_error[worst]:.3g}; tolerance {c.tolerance[0][worst]:.3g})"
     )
 

@@ -463,7 +463,7 @@ def _say_blame(graph: Any, found: Any) -> None:
     if found is None:
         sys.stderr.write("blame: every node's derivative agrees with finite differences\n")
     else:
-        where = f"node {marked.id} ({marked.label})" if marked else "a node not shown"
+        where = f"node {marked.id} ({marked.titled_label})" if marked else "a node not shown"
         sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")
 
 

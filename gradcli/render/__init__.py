@@ -109,7 +109,9 @@ def graph(
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
-    and cotangents).
+    and cotangents). PyTorch's own graph for torch tensors (``graph(loss)``, before or after
+    ``backward()``; ``trace``: a ``recording_torch()`` record of the run) and for ``graph(f, *args)``
+    of a function computing with torch (recorded: every value, nn.Module boxes, the user's lines).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
     caller's tensors, what the nodes saved for backward). ``max_nodes``: at most that many nodes
@@ -125,7 +127,9 @@ def graph(
         return View(model)
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
     if flat and (_of_torch(flat[0]) or (callable(flat[0]) and framework_of(flat[0]) == "torch")):
-        model = _torch_graph(flat, sys._getframe(1), seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+        model = _torch_graph(
+            flat, sys._getframe(1), trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes
+        )
     else:
         held = _held(sys._getframe(1))
         model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
@@ -138,14 +142,14 @@ def _of_torch(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and not callable(value)
 
 
-def _torch_graph(flat: list[Any], caller: Any, **options: Any) -> Graph:
+def _torch_graph(flat: list[Any], caller: Any, trace: Any, **options: Any) -> Graph:
     """PyTorch's graph of tensors (``graph(t)``) or of a function computing with torch (``graph(f, *args)``)."""
     require("torch")  # (exit 3 with the install line when missing)
     from . import torch_graph  # lazy: torch is imported only when a torch tensor or function is met
 
     if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
         return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
-    return torch_graph.torch_tensor_graph(flat, caller, **options)
+    return torch_graph.torch_tensor_graph(flat, caller, trace, **options)
 
 
 def _computes_with_jax(value: Any) -> bool:

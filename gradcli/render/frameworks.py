@@ -50,6 +50,6 @@ def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str]
         node = mark_blamed(function_graph(program, values, names, point=False), found)
         if node is not None:
             found.node = node.id
-            found.label = node.label if node.grad_fn == found.grad_fn else found.label  # (a rule's node: an equation)
+            found.label = node.titled_label  # (a JAX rule's node: its first equation, named after the rule)
 
     return locate

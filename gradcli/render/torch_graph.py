@@ -14,6 +14,7 @@ This module imports torch: ``gc.render.graph`` imports it only when a torch tens
 
 from __future__ import annotations
 
+import gc
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -56,7 +57,11 @@ def torch_model(
     record = record if record is not None else TorchRecord()
     given = checked_max_nodes(max_nodes)
     builder = _Builder(record, names or {}, held, outs)
-    for node in evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record):
+    order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
+    if not all(n in record.values for n in order if not _is_leaf(n)):  # (no recording, or a partial one)
+        for node, tensor in live_tensors(set(order)).items():
+            builder.known.setdefault(node, tensor)
+    for node in order:
         builder.add(node)
     out_ids = [builder.output(t) for t in outs]
     graph = Graph(builder.nodes, builder.edges, out_ids)
@@ -91,8 +96,12 @@ def _unknown_values(graph: Graph) -> None:
 
 
 def _flat(value: Any) -> list[Any]:
+    """The tensors of an output: a tensor, or those of a tuple, list or dict (``None`` in them left out:
+    attention weights not asked for)."""
     if isinstance(value, torch.Tensor):
         return [value]
+    if value is None:
+        return []
     if isinstance(value, (list, tuple)):
         return [t for v in value for t in _flat(v)]
     if isinstance(value, Mapping):
@@ -282,19 +291,23 @@ def saved_text(node: Any) -> tuple[str, bool]:
         names = _SAVED[type(node)] = [
             a for a in dir(node) if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides"))
         ]
-    parts = []
+    parts, freed = [], []
     for name in ["saved_tensors"] if hasattr(type(node), "_forward_cls") else names:
+        short = name.removeprefix("_saved_")
         try:
             value = getattr(node, name)
-        except RuntimeError as failed:
+        except RuntimeError as failed:  # freed by a backward, or changed in place since it was saved
             if _FREED_MESSAGE in str(failed):
-                return "freed", True
-            parts.append(f"{name.removeprefix('_saved_')} (changed in place since)")
+                freed.append(short)
+            else:
+                parts.append(f"{short} (changed in place since)")
             continue
         if isinstance(value, torch.Tensor):
-            parts.append(f"{name[7:]} {tuple(value.shape)}")
+            parts.append(f"{short} {tuple(value.shape)}")
         elif name == "saved_tensors" and value:
             parts.append("saved " + ", ".join(str(tuple(t.shape)) for t in value if t is not None))
+    if freed:  # (their names: the shapes went with them)
+        return ", ".join(freed), True
     return ", ".join(parts) or "nothing", False
 
 
@@ -309,7 +322,7 @@ def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
         scope = model.scope
         if scope is None and model.kind == "variable" and model.name and "." in model.name:
             owner = model.name.rsplit(".", 1)[0]
-            scope = owner if owner in record.modules else None
+            scope = model.scope = owner if owner in record.modules else None  # (a parameter: its module's)
         if scope is None:
             continue
         chain = [scope]
@@ -369,7 +382,7 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         return out.grad_fn is None
     found: dict[str, Any] = {}
     hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
-    kept = [(t, t.grad) for t in builder.tensors.values() if t.retains_grad]  # (the pass adds to their .grad)
+    kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
     except RuntimeError as failed:
@@ -384,6 +397,37 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
     for node_id, g in found.items():
         graph.node(node_id).grad = None if g is None else _array(g)
     return True
+
+
+def live_tensors(nodes: set[Any]) -> dict[Any, Any]:
+    """The tensors still alive (wherever held: a list, a dict, a hook's closure) made by ``nodes``, as
+    their first output, by node: what they hold is the node's value (an op in place since would have
+    given the tensor a node of its own)."""
+    found: dict[Any, Any] = {}
+    for o in gc.get_objects():
+        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
+            try:
+                node = o.grad_fn
+            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
+                continue
+            if node is not None and node in nodes and o.output_nr == 0:
+                found.setdefault(node, o)
+    return found
+
+
+def _retained(nodes: set[Any]) -> list[tuple[Any, Any]]:
+    """Every tensor made by ``nodes`` that called ``retain_grad()`` (wherever it is held: a list, a
+    hook's closure), with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every
+    ``.grad`` as it was (another thread's tensors, of other nodes, are not touched)."""
+    found = []
+    for o in gc.get_objects():
+        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
+            try:
+                if not o.is_leaf and o.retains_grad and o.grad_fn in nodes:
+                    found.append((o, o.grad))
+            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
+                continue
+    return found
 
 
 def _seed(graph: Graph, out: Any, seed: Any) -> Any:
@@ -474,7 +518,7 @@ def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
 def torch_function_graph(
     function: Callable[..., Any],
     values: Mapping[str, Any],
-    wrt: Sequence[str],
+    wrt: Sequence[str] | None = None,
     *,
     seed: Any = None,
     point: bool = True,
@@ -482,37 +526,44 @@ def torch_function_graph(
     max_nodes: int | str | None = None,
     roots: Mapping[str, Any] | None = None,
 ) -> Graph:
-    """The graph of ``function(**values)`` computed with torch: the values as float64 tensors, those
-    in ``wrt`` requiring gradients, named by the parameters; module paths from the ``nn.Module``
-    objects of the function's globals (or ``roots``)."""
-    tensors = {}
-    for name, value in values.items():
-        tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
-        tensors[name] = tensor.requires_grad_(True) if name in wrt else tensor
+    """The graph of ``function(**values)`` computed with torch: the values as float64 tensors (an
+    integer array not differentiated stays integer: token ids), those in ``wrt`` (default: all)
+    requiring gradients, named by the parameters; module paths from the ``nn.Module`` objects the
+    function reaches by name (or ``roots``)."""
+    tensors = {name: _input(value, wrt is None or name in wrt) for name, value in values.items()}
     names = {id(t): name for name, t in tensors.items()}
-    if roots is None:
-        roots = module_roots(function)
-    with recording_torch(roots) as record:
+    with recording_torch(module_roots(function) if roots is None else roots) as record:
         out = function(**tensors)
     return torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
 
 
+def _input(value: Any, differentiated: bool) -> Any:
+    """A function's input as a torch tensor: float64, requiring gradients when ``differentiated``; a
+    torch tensor as it is (a copy that requires them, where it does not); integers stay integers
+    when not differentiated."""
+    if isinstance(value, torch.Tensor):
+        tensor = value if value.requires_grad or not differentiated else value.detach().clone()
+    else:
+        array = np.asarray(value)
+        tensor = torch.as_tensor(
+            array if array.dtype.kind in "iub" and not differentiated else array.astype(np.float64)
+        )
+    if differentiated and tensor.is_floating_point() and not tensor.requires_grad:
+        tensor.requires_grad_(True)
+    return tensor
+
+
 def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: Any, **options: Any) -> Graph:
-    """``gc.render.graph(f, *args)`` for ``f`` computing with torch: numbers and arrays become float64
-    tensors requiring gradients, a torch tensor that does not require them a copy that does; each
-    named by ``f``'s parameter; module paths named from ``f``'s globals and the caller's variables."""
+    """``gc.render.graph(f, *args)`` for ``f`` computing with torch: numbers and float arrays become
+    float64 tensors requiring gradients, a torch tensor that does not require them a copy that does
+    (integer arrays and tensors stay as they are: indices); each named by ``f``'s parameter; module
+    paths named from ``f``'s closure and globals and the caller's variables."""
     try:
         bound = inspect.signature(function).bind(*args)
         labels = [name for name, value in bound.arguments.items() for _ in _flat_args(value)]
     except (TypeError, ValueError):
         labels = [f"x{k}" for k in range(len(args))]
-    tensors = []
-    for value in args:
-        if isinstance(value, torch.Tensor):
-            tensor = value if value.requires_grad or not value.is_floating_point() else value.detach().clone()
-            tensors.append(tensor.requires_grad_(True) if tensor.is_floating_point() else tensor)
-        else:
-            tensors.append(torch.as_tensor(np.asarray(value, dtype=np.float64)).requires_grad_(True))
+    tensors = [_input(value, not _indices(value)) for value in args]
     names = {id(t): name for name, t in zip(labels, tensors)}
     roots = module_roots(function, caller.f_locals, caller.f_globals)
     with recording_torch(roots) as record:
@@ -520,13 +571,23 @@ def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: 
     return torch_model(out, record, names=names, **options)
 
 
+def _indices(value: Any) -> bool:
+    """An integer (or boolean) tensor or array: indices, a mask, token ids; a Python number is none."""
+    if isinstance(value, torch.Tensor):
+        return not (value.is_floating_point() or value.is_complex())
+    return np.ndim(value) > 0 and np.asarray(value).dtype.kind in "iub"
+
+
 def _flat_args(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple) else [value]
 
 
-def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> Graph:
+def torch_tensor_graph(outputs: Sequence[Any], caller: Any, record: Any = None, **options: Any) -> Graph:
     """``gc.render.graph(t)`` for torch tensors: the caller's variables name the tensors they hold
-    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``)."""
+    (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``);
+    ``record``: what ``recording_torch()`` saw while they were computed (else nothing)."""
+    if record is not None and not isinstance(record, TorchRecord):
+        raise UsageError("trace= of a torch graph is what recording_torch() gave (a TorchRecord)")
     held: list[tuple[str, Any]] = []
     for scope in (caller.f_locals, caller.f_globals):  # its locals, then its module's globals (a notebook's)
         held += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
@@ -535,4 +596,4 @@ def torch_tensor_graph(outputs: Sequence[Any], caller: Any, **options: Any) -> G
         for path, parameter in module.named_parameters():
             names.setdefault(id(parameter), f"{root}.{path}")
     names.update((id(t), name) for name, t in reversed(held))
-    return torch_model(outputs, names=names, held=held, **options)
+    return torch_model(outputs, record, names=names, held=held, **options)

@@ -143,10 +143,12 @@ class _Recorder(TorchDispatchMode):
     # --- aten operations ---------------------------------------------------------------------------
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-        self.resolve()  # the previous operation's outputs have their grad_fn by now
-        out = func(*args, **(kwargs or {}))
         if not torch.is_grad_enabled() or not _needs_grad(args):
-            return out  # (its outputs get no grad_fn: not in the graph)
+            return func(*args, **(kwargs or {}))  # (its outputs get no grad_fn: not in the graph)
+        # the previous operation's outputs have their grad_fn by now (not so before an op that needs no
+        # grad: an inner recording's copies of the outputs it is handling pass through this one)
+        self.resolve()
+        out = func(*args, **(kwargs or {}))
         op = func.overloadpacket.__name__
         scope = self.stack[-1][1] if self.stack else None
         line = user_line(sys._getframe(1))
