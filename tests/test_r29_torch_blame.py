@@ -360,3 +360,20 @@ def test_graph_blame_marks_the_wrong_function_on_torch_graph(tmp_path):
     result = _cli("graph", f"{right}:f", "--at", AT, "--blame", "--format", "json", code=0)
     assert not [n for n in json.loads(result.stdout)["nodes"] if n.get("blamed")]
     assert "blame: every node's derivative agrees with finite differences" in result.stderr
+
+
+def test_a_call_in_a_loop_is_named_by_its_own_node(tmp_path):
+    """The same Function from the same line three times, wrong only where 2x + 1 > 3: the third call
+    (inputs 0.2976, 1.3125) is the one blamed and marked, not the first node of its line."""
+    path = tmp_path / "loop.py"
+    text = FUNCTION.format(name="Grow", args="x", forward="x * x + x", backward="g * (2 * x + 1).clamp(max=3.0)")
+    path.write_text(
+        f"import torch\n{text}\n\ndef f(x):\n    for _ in range(3):\n        x = Grow.apply(x)\n    return x.sum()\n"
+    )
+    at = "x=[0.2,0.5]"
+    document = json.loads(_cli("check", f"{path}:f", "--at", at, "--blame", "--json", code=1).stdout)
+    graph = json.loads(_cli("graph", f"{path}:f", "--at", at, "--blame", "--format", "json", code=0).stdout)
+    grows = [n for n in graph["nodes"] if n.get("grad_fn") == "GrowBackward"]
+    assert [n["value"] for n in grows][1] == pytest.approx([0.2976, 1.3125])  # the third call's inputs
+    assert [n["id"] for n in grows if n.get("blamed")] == [grows[2]["id"]] == [document["blame"]["node"]]
+    assert document["blame"]["inputs"] == "[0.2976, 1.3125]"

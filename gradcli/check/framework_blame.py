@@ -46,7 +46,7 @@ def framework_finding(found: Any) -> Blame:
     return Blame(
         f"call {found.index + 1}", found.name, found.grad_fn or found.name, found.label or found.name,
         float(found.autograd), float(found.numeric), found.inputs,
-        scope=found.scope, line=found.line, framework=found.framework,
+        scope=found.scope, line=found.line, framework=found.framework, occurrence=getattr(found, "occurrence", 0),
     )  # fmt: skip
 
 

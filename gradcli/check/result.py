@@ -100,6 +100,7 @@ class Blame:
     scope: str | None = None  # a framework's node: the nn.Module path it ran in ("encoder.layers.0")
     line: str | None = None  # a framework's node: the user's line that called it ("model.py:12")
     framework: str | None = None  # "torch" or "jax" for a framework's custom Function, None for gradcli's node
+    occurrence: int = 0  # a framework's node: earlier calls from the same line in the same scope (a loop)
 
     def text(self) -> str:
         where = "".join((f" in {self.scope}" if self.scope else "", f" at {self.line}" if self.line else ""))

@@ -52,6 +52,7 @@ class TorchBlame:
     inputs: str = ""  # its arguments, as a message shows them
     worst: str | None = None  # the input element furthest outside its tolerance ("x[1]")
     checked: int = 0  # custom calls checked, this one included
+    occurrence: int = 0  # earlier calls of the same Function from the same line in the same module (a loop)
     backward: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # v^T J by the backward
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # by finite differences
     cotangent: list[np.ndarray] = field(default_factory=list, repr=False)  # v: one per differentiable output
@@ -147,6 +148,8 @@ def blame_torch_calls(
         found = _judged(prepared, rng, rtol, atol)
         if found is not None:
             found.index, found.checked = index, checked
+            found.occurrence = sum((c.function, c.scope, c.line) == (call.function, call.scope, call.line)
+                                   for c in record_calls[:index])  # fmt: skip
             return found, checked
     return None, checked
 

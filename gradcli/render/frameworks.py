@@ -31,11 +31,16 @@ def function_graph(program: Any, values: Mapping[str, Any], wrt: Sequence[str], 
 def mark_blamed(graph: Graph, found: Any) -> Any:
     """Mark ``found`` (check's ``Blame`` of a custom Function or a custom rule) on a framework's graph:
     the op of its backward's name (for a JAX rule, its first equation) in its scope, at its line (a
-    JAX rule's equations are at its own function's lines); the node marked, or None."""
+    JAX rule's equations are at its own function's lines; a call in a loop: the nodes of the earlier
+    calls from its line are passed over); the node marked, or None."""
+    earlier = getattr(found, "occurrence", 0)
     for node in graph.nodes:
         same = node.grad_fn == found.grad_fn or (node.grad_fn is None and found.op in (node.scope or ""))
         here = node.line in (None, found.line) or node.grad_fn is None
         if node.kind == "op" and same and node.scope == found.scope and here:
+            if node.grad_fn == found.grad_fn and earlier > 0:
+                earlier -= 1
+                continue
             node.blamed = True
             return node
     return None
