@@ -73,8 +73,9 @@ def not_analytic(tape: Sequence[Any], program: Program | None = None) -> str | N
             said = getattr(node.function, "not_analytic", None)  # a framework's function knows its own operations
             if said is None:
                 return f"the custom Function {node.function.__name__} may not be complex-analytic"
-            if said(node.ctx) is not None:
-                return said(node.ctx)
+            reason = said(node.ctx)
+            if reason is not None:
+                return reason
     name = not_analytic_call(program.tree) if program is not None and program.tree is not None else None
     return None if name is None else f"{name}() is not complex-analytic"
 

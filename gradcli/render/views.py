@@ -469,6 +469,10 @@ def _dot_style(node: GraphNode) -> dict[str, str]:
     return style
 
 
+#: what gradcli's own nodes say they save (the page's panel tells them apart); a framework's node says what it saved
+_SAVES_KINDS = frozenset({"", "nothing", "inputs", "output", "both", "shapes", "meta"})
+
+
 def _dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
@@ -498,6 +502,8 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
             else compact_text(node.grad, HUMAN, PICTURE_VALUES)
         )
         lines.append(f'<font color="#1f4e96">grad {esc(grad)}</font>')
+    if node.saves not in _SAVES_KINDS:  # a framework's node names what it saved: "self (8, 64), other ()"
+        lines.append(f'<font color="#777777" point-size="9">saved {esc(node.saves)}</font>')
     if node.freed:
         lines.append('<font color="#aa5500" point-size="9">saved values freed</font>')
     if node.blamed:

@@ -78,7 +78,6 @@ class FrameworkCall(Function):
         wanted = any(ctx.needs_input_grad)
         outputs, pullback = call.adapter.forward(call.function, arrays, wanted)
         ctx.call, ctx.pullback, ctx.inputs = call, pullback, inputs
-        ctx.operations = call.adapter.operations(call.function, arrays)
         ctx.shapes = [np.shape(o) for o in outputs]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]  # (one output: a node of one output)
 
@@ -98,9 +97,10 @@ class FrameworkCall(Function):
         """Why check's complex step cannot be trusted through this call (None: every operation the
         framework ran is complex-analytic)."""
         adapter = ctx.call.adapter
-        if ctx.operations is None:
+        operations = adapter.operations(ctx.call.function, [np.asarray(t.array) for t in ctx.inputs])  # (run again)
+        if operations is None:
             return f"{title(adapter.name)} did not say which operations it ran"
-        odd = sorted(op for op in ctx.operations if op not in adapter.analytic)
+        odd = sorted(op for op in operations if op not in adapter.analytic)
         if odd:
             return (
                 f"{title(adapter.name)}'s {', '.join(odd[:3])} {'is' if len(odd) == 1 else 'are'} not complex-analytic"
@@ -180,6 +180,10 @@ class TorchAdapter(Adapter):
         seen: set[str] = set()
 
         class Seen(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:  # no compiler guard (it imports torch's compiler: a second)
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
                 seen.add(func.overloadpacket.__name__.rstrip("_"))
                 return func(*args, **(kwargs or {}))
