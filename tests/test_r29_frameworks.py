@@ -405,3 +405,43 @@ def test_dask_over_several_parts_gives_one_process_bits_for_a_torch_function(tor
     got = [row for part in parts for row in pq.read_table(part).to_pylist()]
     assert [r["value"] for r in got] == [w["value"] for w in want]
     assert [(r["grad_x"], r["grad_w"]) for r in got] == [(w["gradient"]["x"], w["gradient"]["w"]) for w in want]
+
+
+# --- gradcli graph of a framework's function: every format ---------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["tree", "text", "json", "dot", "svg", "html"])
+def test_graph_of_a_torch_function_in_every_format(torch_files, fmt):
+    if fmt in ("svg", "html") and not __import__("shutil").which("dot"):
+        pytest.skip("pictures and the page need Graphviz's dot")
+    out = cli(
+        "graph", "model.py:g", "--at", "x=0.5,w=0.3", *(["-o", f"g.{fmt}"] if fmt == "html" else ["--format", fmt])
+    )
+    shown = (torch_files / "g.html").read_text() if fmt == "html" else out
+    for name in ("SinBackward0", "ExpBackward0", "MulBackward0", "PowBackward0", "AddBackward0"):
+        assert name in shown, (fmt, name)
+    if fmt == "json":
+        document = json.loads(out)
+        by_fn = {n["grad_fn"]: n for n in document["nodes"]}
+        assert by_fn["MulBackward0"]["value"] == float(np.sin(0.5) * np.exp(0.3))
+        assert by_fn["MulBackward0"]["grad"] == 1.0
+        leaves = {n["name"]: n for n in document["nodes"] if n["is_leaf"]}
+        assert leaves["x"]["grad"] == cli_json("eval", "model.py:g", "--at", "x=0.5,w=0.3")["gradient"]["x"]
+
+
+def test_graph_json_of_a_module_names_its_scopes(torch_files):
+    document = json.loads(cli("graph", "model.py:net", "--at", "x=[0.1,-0.4,0.7]", "--format", "json"))
+    scoped = {n["grad_fn"]: n.get("scope") for n in document["nodes"] if n["kind"] == "op"}
+    assert scoped["AddmmBackward0"] == "layer"
+    assert {c["label"] for c in document["clusters"]} >= {"layer (Linear)"}
+    names = {n["name"] for n in document["nodes"] if n["is_leaf"]}
+    assert {"layer.weight", "layer.bias", "x"} <= names
+
+
+def test_graph_of_a_jax_function(jax_files):
+    document = json.loads(cli("graph", "jmodel.py:g", "--at", "x=0.5,w=0.3", "--format", "json"))
+    ops = {n["op"]: n for n in document["nodes"] if n["kind"] == "op"}
+    assert {"sin", "exp", "mul", "add"} <= set(ops)
+    assert ops["sin"]["value"] == float(np.sin(0.5))
+    x = next(n for n in document["nodes"] if n["name"] == "x")
+    assert x["grad"] == cli_json("eval", "jmodel.py:g", "--at", "x=0.5,w=0.3")["gradient"]["x"]

@@ -101,13 +101,21 @@ def names_list(items: Iterable[str], option: str = "--wrt") -> list[str]:
     return out
 
 
-def seed_vector(text: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``--seed ones`` or a literal vector, checked against the output's shape."""
+def checked_seed(text: str) -> np.ndarray | None:
+    """``--seed``'s numbers read and checked (None for ``ones``), before any data is read for it."""
     if text.strip() == "ones":
-        return np.ones(shape)
+        return None
     seed = constant(text, "--seed")
     if not np.isfinite(seed).all():  # an inf or nan seed makes every gradient inf or nan
         raise UsageError(f"--seed: {text.strip()!r} is not a finite float64 number (too large, or 1/0)")
+    return seed
+
+
+def seed_vector(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``--seed ones`` or a literal vector, checked against the output's shape."""
+    seed = checked_seed(text)
+    if seed is None:
+        return np.ones(shape)
     if seed.shape != shape:
         if seed.ndim == 0:
             return np.full(shape, float(seed))

@@ -28,7 +28,7 @@ from ...lang.compute import element_labels
 from ...lang.compute.points import evaluate_points, point_values, recorded_points
 from ...lang.data import Chunk, Columns, DataSet
 from ...lang.program import load
-from ...lang.values import seed_vector
+from ...lang.values import checked_seed, seed_vector
 from .. import output
 from .run import check_chunk_rows
 
@@ -97,6 +97,8 @@ class PointsCheck:
             problem = tolerance_problem(name, value)
             if problem:
                 raise UsageError(problem)
+        if seed is not None:  # a bad --seed is said before the data is opened (no reader's threads to outlive)
+            checked_seed(seed)
         self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
         self.methods = chosen_methods(methods)
         self.rtol, self.atol = rtol, atol

@@ -16,6 +16,7 @@ from ...files import refuse_same
 from ...lang.compute import element_labels
 from ...lang.compute.points import evaluate_points
 from ...lang.data import PARQUET, Chunk, Columns, DataSet, arrow, kind_of
+from ...lang.values import checked_seed
 from .. import output
 from ..output import element_texts, nested, shown_path
 from ..progress import working
@@ -38,6 +39,8 @@ class Results:
     def __init__(
         self, program: Any, values: dict[str, Any], wrt: list[str], seed: str | None, warn: bool = True
     ) -> None:
+        if seed is not None:  # a bad --seed is said before the data is opened (no reader's threads to outlive)
+            checked_seed(seed)
         self.program, self.values, self.wrt, self.seed = program, values, wrt or None, seed
         self.warn = warn  # print the first warning (not on a Dask worker: distributed.py says it)
         self.names: list[str] = []
