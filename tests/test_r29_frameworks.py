@@ -445,3 +445,22 @@ def test_graph_of_a_jax_function(jax_files):
     assert ops["sin"]["value"] == float(np.sin(0.5))
     x = next(n for n in document["nodes"] if n["name"] == "x")
     assert x["grad"] == cli_json("eval", "jmodel.py:g", "--at", "x=0.5,w=0.3")["gradient"]["x"]
+
+
+def test_a_torch_graphs_nodes_take_the_names_the_function_gave_them(torch_files):
+    (torch_files / "named.py").write_text(
+        "import torch\n"
+        "def half(v):\n"
+        "    h = v * 0.5\n"
+        "    return h\n"
+        "def f(w, x):\n"
+        "    a = torch.add(w, x)\n"
+        "    b = torch.add(w, 1)\n"
+        "    x = half(a) + half(b)  # a helper called twice: its h names neither; x is an input's name\n"
+        "    return x * b\n"
+    )
+    nodes = json.loads(cli("graph", "named.py:f", "--at", "w=1,x=2", "--format", "json"))["nodes"]
+    named = {n["name"]: n["grad_fn"] for n in nodes if n["name"]}
+    assert named == {"w": "AccumulateGrad", "x": "AccumulateGrad", "a": "AddBackward0", "b": "AddBackward0",
+                     "f": "MulBackward0"}  # fmt: skip
+    assert [n["label"] for n in nodes if n["name"] == "a"] == ["a = w + x"]

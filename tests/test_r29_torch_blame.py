@@ -234,15 +234,17 @@ def test_cli_blame_names_the_wrong_function_and_exits_1(tmp_path):
     # named as graph --blame marks it on the graph gradcli graph draws
     graph = json.loads(_cli("graph", f"{path}:f", "--at", AT, "--blame", "--format", "json", code=0).stdout)
     (node,) = [n for n in graph["nodes"] if n.get("blamed")]
-    assert (node["grad_fn"], node["label"]) == ("SquareBackward", "Square(n4)")
+    assert (node["grad_fn"], node["label"]) == ("SquareBackward", "s = Square(n4)")  # (s: the user's name for it)
     found.node, found.label = node["id"], node["label"]
     blamed = [text for text in lines if text.startswith("blame: ")]
     assert blamed == [f"blame: node {node['id']}: {found.text()}"]
-    assert blamed[0].startswith(f"blame: node {node['id']}: SquareBackward (Square(n4)) computes a wrong derivative: ")
+    assert blamed[0].startswith(
+        f"blame: node {node['id']}: SquareBackward (s = Square(n4)) computes a wrong derivative: "
+    )
     assert blamed[0].endswith(f"; called in model.head at {line}")
     document = json.loads(_cli("check", f"{path}:f", "--at", AT, "--blame", "--json", code=1).stdout)
     blame = document["blame"]
-    assert (blame["node"], blame["label"], blame["op"]) == (node["id"], "Square(n4)", "Square")
+    assert (blame["node"], blame["label"], blame["op"]) == (node["id"], "s = Square(n4)", "Square")
     assert set(blame) == {"node", "op", "grad_fn", "label", "autograd", "finite_difference", "inputs",
                           "framework", "scope", "line"}  # fmt: skip
     assert (blame["framework"], blame["scope"], blame["line"], blame["grad_fn"]) == (

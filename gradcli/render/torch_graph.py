@@ -206,6 +206,23 @@ class _Builder:
                 self.known.setdefault(node, tensor)
                 if name is not None:
                     self.op_names[node] = name
+        self._local_names()
+
+    def _local_names(self) -> None:
+        """Nodes named as the user's functions named their tensors (``a = torch.add(w, x)``), as the
+        graphs of gradcli's own programs are: a name only where it means one node (a helper called
+        twice leaves its local names to neither) and no input is called so (``x = x.sin()`` in a loop)."""
+        nodes_of: dict[str, set[Any]] = {}
+        for node, names in self.record.local_names.items():
+            for name in names:
+                nodes_of.setdefault(name, set()).add(node)
+        taken = set(self.names.values()) | set(self.op_names.values())
+        for node, names in self.record.local_names.items():
+            if node in self.op_names:
+                continue
+            name = next((n for n in names if len(nodes_of[n]) == 1 and n not in taken), None)
+            if name is not None:
+                self.op_names[node] = name
 
     def add(self, node: Any) -> None:
         model = self._variable(node) if _is_leaf(node) else self._op(node)

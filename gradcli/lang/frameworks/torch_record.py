@@ -54,6 +54,9 @@ class TorchRecord:
     #: node -> {input slot (a ``next_functions`` index): the constant there}: the numbers and small tensors
     #: that need no gradient (``x * 3``: {1: 3}), where the op's arguments line up with its slots
     constants: dict[Any, dict[int, Any]] = field(default_factory=dict)
+    #: node -> the names the user's functions gave its tensor (their local variables when they returned:
+    #: ``a = torch.add(w, x)``), innermost function first
+    local_names: dict[Any, list[str]] = field(default_factory=dict)
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
@@ -222,6 +225,16 @@ class _Recorder(TorchDispatchMode):
             first = arg[0] if isinstance(arg, (tuple, list)) and arg else arg
             if isinstance(first, torch.Tensor):
                 self.record.values[ctx] = first.detach().clone()
+        elif event == "return" and _user_file(frame.f_code) is not None and threading.get_ident() == self.thread:
+            self._name_locals(frame)
+
+    def _name_locals(self, frame: Any) -> None:
+        """The user's function's local variables that hold a tensor of the graph, by its node."""
+        for name, value in frame.f_locals.items():
+            if isinstance(value, torch.Tensor) and not name.startswith("_") and value.grad_fn is not None:
+                names = self.record.local_names.setdefault(value.grad_fn, [])
+                if name not in names:
+                    names.append(name)
 
     def _custom_call(self, frame: Any, name: str) -> None:
         info = inspect.getargvalues(frame)
