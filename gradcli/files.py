@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,11 @@ class _Signals:
         self.caught = False
         self.holding = 0  # inside hold(): a signal is raised when the block ends
         self.pending: int | None = None
+        self.raised: int | None = None  # the signal whose exception the handler raised
+        self.unraisable: Any = None  # sys.unraisablehook before ours
         if threading.current_thread() is not threading.main_thread():
             return
+        self.unraisable, sys.unraisablehook = sys.unraisablehook, self._unraisable
         for name in ("SIGINT", "SIGTERM", "SIGHUP"):
             signum = getattr(signal, name, None)
             if signum is None:
@@ -69,9 +73,24 @@ class _Signals:
         if self.holding:
             self.pending = signum
             return
+        self.raised = signum
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
+
+    def _unraisable(self, unraisable: Any) -> None:
+        """Python swallows an exception raised where it cannot propagate (a GC callback, a ``__del__``)
+        and prints its traceback: the handler's is said nowhere then, and raised again by ``lost()``."""
+        if self.raised is not None and isinstance(unraisable.exc_value, (KeyboardInterrupt, SystemExit)):
+            return
+        self.unraisable(unraisable)
+
+    def lost(self) -> None:
+        """Raise the signal again if its exception was swallowed on the way (raised inside a GC
+        callback of Dask's): called before the result takes the old one's place, which it then never does."""
+        if self.raised is not None:
+            signum, self.raised, self.caught = self.raised, None, False
+            self._stop(signum, None)
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
@@ -93,6 +112,8 @@ class _Signals:
         previous, self.previous = self.previous, {}
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if self.unraisable is not None:
+            sys.unraisablehook, self.unraisable = self.unraisable, None
 
 
 class AtomicFile:
@@ -200,6 +221,7 @@ class AtomicFile:
                 os.umask(umask)
                 os.chmod(self.temporary, 0o666 & ~umask)
             assert self.signals is not None
+            self.signals.lost()
             with self.signals.hold():
                 os.replace(self.temporary, self.target)
                 self.temporary = None
@@ -270,6 +292,7 @@ def atomic_folder(path: str | os.PathLike[str]) -> Iterator[str]:
             with signals.hold():
                 temporary = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             yield temporary
+            signals.lost()
             with signals.hold():  # the old folder out, the new one in: not to be cut in between
                 old = None
                 if target.exists():

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -195,3 +196,36 @@ def test_a_smooth_function_with_no_third_derivative_is_no_step():
     """The steady part of f(x+h) - f(x-h) is 0 for x^2 + 3x (no h^3 term): no step is claimed."""
     result = _cli("check", "x*x + 3*x + y", "--at", "x=-1,y=1e-9", "--method", "fd")
     assert result.returncode == 0 and "not differentiable" not in result.stdout, result.stdout
+
+
+def test_an_interrupt_swallowed_in_a_gc_callback_still_stops_the_write(tmp_path):
+    """Ctrl-C during --dask local:N could land in one of Dask's GC callbacks, where Python swallows the
+    KeyboardInterrupt (printing 'Exception ignored ... Traceback'): the command then went on and put
+    its result in place of the old one, exit 0. The interrupt is now raised again before that."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("OLD")
+    code = textwrap.dedent(
+        f"""
+        import gc, os, signal, sys
+        from gradcli.files import atomic_folder
+
+        class Interrupts:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)  # handled inside __del__: its exception is swallowed
+                for _ in range(1000):
+                    pass
+
+        try:
+            with atomic_folder({str(tmp_path / "out")!r}) as folder:
+                open(os.path.join(folder, "new.txt"), "w").write("NEW")
+                Interrupts()
+                gc.collect()
+            print("committed")
+        except KeyboardInterrupt:
+            print("interrupted")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.stdout == "interrupted\n", done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["old.txt"]
