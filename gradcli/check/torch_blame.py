@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..lang.compute import element_labels
-from ..lang.frameworks.torch_record import CustomCall, recording_torch
+from ..lang.frameworks.torch_record import CustomCall, input_tensor, module_roots, recording_torch
 from .blame import input_scale, inputs_text
 from .decide import MISMATCH, Decision, Road, decide, tolerances
 
@@ -159,28 +159,10 @@ def recorded_calls(
 ) -> list[CustomCall]:
     """The custom Function calls of one run of ``function`` on float64 tensors (``wrt``, all when
     None, requiring grad), module paths named from the ``nn.Module`` objects its globals hold."""
-    tensors = {
-        name: torch.tensor(np.asarray(getattr(v, "array", v), dtype=np.float64)).requires_grad_(wrt is None or name in wrt)
-        for name, v in values.items()
-    }  # fmt: skip
+    tensors = {name: input_tensor(getattr(v, "array", v), wrt is None or name in wrt) for name, v in values.items()}
     with torch.enable_grad(), recording_torch(module_roots(function)) as record:
         function(**tensors)
     return record.calls
-
-
-def module_roots(function: Callable[..., Any]) -> dict[str, Any]:
-    """The ``nn.Module`` objects ``function`` can see by name (its globals, its closure): the names
-    module paths start from."""
-    found = {name: v for name, v in getattr(function, "__globals__", {}).items() if isinstance(v, torch.nn.Module)}
-    code = getattr(function, "__code__", None)
-    cells = getattr(function, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars if code is not None else (), cells):
-        try:
-            if isinstance(cell.cell_contents, torch.nn.Module):
-                found[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-    return found
 
 
 def _prepared(call: CustomCall, rng: np.random.Generator) -> _Checked | None:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
-from ..lang.frameworks.torch_record import TorchRecord, recording_torch
+from ..lang.frameworks.torch_record import TorchRecord, input_tensor, module_roots, recording_torch
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, first_four
@@ -514,24 +514,6 @@ def _backward_of(node: Any, ones: Any) -> list[Any]:
 # --- functions computing with torch ---------------------------------------------------------------
 
 
-def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``nn.Module`` objects ``function`` can reach by name (its closure's, its globals') and
-    those of some namespaces (the caller's variables), by name."""
-    found: dict[str, Any] = {}
-    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
-    closure = {}
-    for name, cell in zip(code.co_freevars if code is not None else (), cells):
-        try:
-            closure[name] = cell.cell_contents
-        except ValueError:  # (an empty cell)
-            continue
-    for scope in (closure, getattr(function, "__globals__", {}), *scopes):
-        for name, value in list(scope.items()):
-            if isinstance(value, torch.nn.Module) and not name.startswith("_"):
-                found.setdefault(name, value)
-    return found
-
-
 def torch_function_graph(
     function: Callable[..., Any],
     values: Mapping[str, Any],
@@ -547,27 +529,11 @@ def torch_function_graph(
     integer array not differentiated stays integer: token ids), those in ``wrt`` (default: all)
     requiring gradients, named by the parameters; module paths from the ``nn.Module`` objects the
     function reaches by name (or ``roots``)."""
-    tensors = {name: _input(value, wrt is None or name in wrt) for name, value in values.items()}
+    tensors = {name: input_tensor(value, wrt is None or name in wrt) for name, value in values.items()}
     names = {id(t): name for name, t in tensors.items()}
     with recording_torch(module_roots(function) if roots is None else roots) as record:
         out = function(**tensors)
     return torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
-
-
-def _input(value: Any, differentiated: bool) -> Any:
-    """A function's input as a torch tensor: float64, requiring gradients when ``differentiated``; a
-    torch tensor as it is (a copy that requires them, where it does not); integers stay integers
-    when not differentiated."""
-    if isinstance(value, torch.Tensor):
-        tensor = value if value.requires_grad or not differentiated else value.detach().clone()
-    else:
-        array = np.asarray(value)
-        tensor = torch.as_tensor(
-            array if array.dtype.kind in "iub" and not differentiated else array.astype(np.float64)
-        )
-    if differentiated and tensor.is_floating_point() and not tensor.requires_grad:
-        tensor.requires_grad_(True)
-    return tensor
 
 
 def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: Any, **options: Any) -> Graph:
@@ -580,7 +546,7 @@ def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: 
         labels = [name for name, value in bound.arguments.items() for _ in _flat_args(value)]
     except (TypeError, ValueError):
         labels = [f"x{k}" for k in range(len(args))]
-    tensors = [_input(value, not _indices(value)) for value in args]
+    tensors = [input_tensor(value, not _indices(value)) for value in args]
     names = {id(t): name for name, t in zip(labels, tensors)}
     roots = module_roots(function, caller.f_locals, caller.f_globals)
     with recording_torch(roots) as record:

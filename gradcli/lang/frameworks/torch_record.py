@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -298,3 +299,37 @@ def recording_torch(roots: Mapping[str, Any] | None = None) -> Iterator[TorchRec
         before.remove()
         after.remove()
         recorder.resolve()
+
+
+def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``nn.Module`` objects ``function`` can reach by name (its closure's, its globals') and
+    those of some namespaces (the caller's variables), by name."""
+    found: dict[str, Any] = {}
+    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
+    closure = {}
+    for name, cell in zip(code.co_freevars if code is not None else (), cells):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # (an empty cell)
+            continue
+    for scope in (closure, getattr(function, "__globals__", {}), *scopes):
+        for name, value in list(scope.items()):
+            if isinstance(value, torch.nn.Module) and not name.startswith("_"):
+                found.setdefault(name, value)
+    return found
+
+
+def input_tensor(value: Any, differentiated: bool) -> Any:
+    """A function's input as a torch tensor: float64, requiring gradients when ``differentiated``; a
+    torch tensor as it is (a copy that requires them, where it does not); integers stay integers
+    when not differentiated."""
+    if isinstance(value, torch.Tensor):
+        tensor = value if value.requires_grad or not differentiated else value.detach().clone()
+    else:
+        array = np.asarray(value)
+        tensor = torch.as_tensor(
+            array if array.dtype.kind in "iub" and not differentiated else array.astype(np.float64)
+        )
+    if differentiated and tensor.is_floating_point() and not tensor.requires_grad:
+        tensor.requires_grad_(True)
+    return tensor
