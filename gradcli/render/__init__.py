@@ -121,12 +121,14 @@ def graph(
     from the graph's shape."""
     from .layout import checked_rankdir  # lazy: start-up, plot and check --blame lay out no graph
 
-    if outputs and _computes_with_jax(outputs[0]):  # graph(f, *args): a JAX function and its arguments
-        model = _jax_model(outputs[0], outputs[1:], seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+    flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
+    first = flat[0] if flat and not isinstance(flat[0], Tensor) else None
+    framework = None if first is None else framework_of(first)  # a torch tensor, or a torch or JAX function
+    if framework == "jax" and callable(outputs[0]):  # graph(f, *args): a JAX function and its arguments
+        model = _jax_model(first, outputs[1:], seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
         model.compact, model.rankdir = compact, checked_rankdir(rankdir)
         return View(model)
-    flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
-    if flat and (_of_torch(flat[0]) or (callable(flat[0]) and framework_of(flat[0]) == "torch")):
+    if framework == "torch":
         model = _torch_graph(
             flat, sys._getframe(1), trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes
         )
@@ -137,11 +139,6 @@ def graph(
     return View(model)
 
 
-def _of_torch(value: Any) -> bool:
-    """A torch tensor, told without importing torch."""
-    return type(value).__module__.startswith("torch") and not callable(value)
-
-
 def _torch_graph(flat: list[Any], caller: Any, trace: Any, **options: Any) -> Graph:
     """PyTorch's graph of tensors (``graph(t)``) or of a function computing with torch (``graph(f, *args)``)."""
     require("torch")  # (exit 3 with the install line when missing)
@@ -150,13 +147,6 @@ def _torch_graph(flat: list[Any], caller: Any, trace: Any, **options: Any) -> Gr
     if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
         return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
     return torch_graph.torch_tensor_graph(flat, caller, trace, **options)
-
-
-def _computes_with_jax(value: Any) -> bool:
-    """A JAX function: one whose code uses JAX, or one of JAX's own objects (``jax.jit(f)``, a ``custom_vjp``)."""
-    if not callable(value) or isinstance(value, Tensor):
-        return False
-    return framework_of(value) == "jax" or type(value).__module__.partition(".")[0] in ("jax", "jaxlib")
 
 
 def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:
