@@ -170,34 +170,42 @@ def _chains(graph: Graph, nodes: list[GraphNode], consumers: dict[str, int], con
         steps = [local(n, link) for n, link in zip(run, links)]
         i = 1  # the run's result (its first node) stays a node of its own
         while i < len(run):
-            best = (0, 0)  # (nodes covered, period)
-            for period in range(1, 5):
-                j = i
-                while j + period < len(run) and steps[j] == steps[j + period]:
-                    j += 1
-                repeats = (j - i + period) // period
-                if repeats >= GROUP_MIN and repeats * period > best[0]:
-                    best = (repeats * period, period)
-            if not best[0]:
+            covered, period = _longest_repeat(steps, i)
+            if not covered:
                 i += 1
                 continue
-            covered, period = best
-            members = run[i : i + covered]
-            constants = [
-                e.source for m in members for e in graph.inputs_of(m)
-                if e.source != "hidden" and graph.node(e.source).kind == "constant" and consumers.get(e.source) == 1
-            ]  # fmt: skip
-            groups.append(
-                {
-                    "label": _step_text(graph, members[:period], period),
-                    "members": sorted(members + constants, key=_order(graph)),
-                    "roots": [members[0]],
-                    "count": covered // period,
-                    "total": None,
-                }
-            )
+            groups.append(_chain_group(graph, run[i : i + covered], period, consumers))
             i += covered
     return groups
+
+
+def _longest_repeat(steps: list[tuple[Any, ...]], start: int) -> tuple[int, int]:
+    """(steps covered, period) of the longest run of a step of 1 to 4 operations repeated at least
+    GROUP_MIN times from ``start``; (0, 0) where none is."""
+    best = (0, 0)
+    for period in range(1, 5):
+        j = start
+        while j + period < len(steps) and steps[j] == steps[j + period]:
+            j += 1
+        repeats = (j - start + period) // period
+        if repeats >= GROUP_MIN and repeats * period > best[0]:
+            best = (repeats * period, period)
+    return best
+
+
+def _chain_group(graph: Graph, members: list[str], period: int, consumers: dict[str, int]) -> dict[str, Any]:
+    """One chain's group: its links and the constants only they use."""
+    constants = [
+        e.source for m in members for e in graph.inputs_of(m)
+        if e.source != "hidden" and graph.node(e.source).kind == "constant" and consumers.get(e.source) == 1
+    ]  # fmt: skip
+    return {
+        "label": _step_text(graph, members[:period], period),
+        "members": sorted(members + constants, key=_order(graph)),
+        "roots": [members[0]],
+        "count": len(members) // period,
+        "total": None,
+    }
 
 
 def _step_text(graph: Graph, step: list[str], period: int) -> str:

@@ -18,8 +18,8 @@ import numpy as np
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ..evaluate import Evaluation
+from ..kinds import PythonFunction
 from ..library import gc
-from ..program import PythonFunction
 from . import title
 from .adapter import Adapter
 from .jax_adapter import JaxAdapter
