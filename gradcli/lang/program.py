@@ -3,7 +3,7 @@
 ``load`` reads what the user typed (EXPR, ``-``, ``-f FILE``, ``FILE.py:func``, ``--python``) and
 chooses the program's kind once: a ``TreeProgram`` of the language, a ``FlatTape`` (one long scalar
 expression, lang/flat.py, parsed into a tree only when something asks for it) or a ``PythonFunction``
-(lang/python.py). Every kind answers the same small interface, ``Program``: its variables, a run at
+(lang/python.py). Every kind answers the same small interface, ``Program`` (lang/kinds.py): its variables, a run at
 a point into tensors, its text and origin for messages, and the few capabilities that differ
 (``tree``, ``symbolic``, ``replayable``, ``quick_gradient``, ``values_at_points``). What the commands
 compute from a program (gradients, Jacobians, derivatives by SymPy) is gradcli.lang.compute's.
