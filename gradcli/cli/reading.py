@@ -11,7 +11,7 @@ from typing import Any
 
 from ..lang.compute import unused_values
 from ..lang.program import load
-from ..lang.values import assignments, names_list
+from ..lang.values import assignments, names_list, near_the_shell_limit
 from .inputs import Given
 from .report import warn_later
 
@@ -53,6 +53,7 @@ def read_point(given: Given, program: Any) -> Read:
     """``read_program``'s second half: ``--at`` read, the names ``program`` does not use warned about."""
     values = assignments(given.at)
     said = unused_values(program, values)
-    if said:
-        warn_later(said)
+    for message in [said, *near_the_shell_limit(given.at)]:
+        if message:
+            warn_later(message)
     return Read(program, values, given.wrt)

@@ -18,7 +18,7 @@ from .evaluate import evaluate
 from .parser import MAX_CHARACTERS, parse
 
 #: A value longer than a program can be is a list of numbers that belongs in a file.
-MANY_POINTS = "for many points, use --points FILE.csv"
+MANY_POINTS = "for one large input, read it from a file with NAME=@FILE.npy (or .csv, .txt, .pt); for many points, use --points FILE.csv"
 
 NAME_CHARS = str.isidentifier
 
@@ -70,6 +70,9 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
                 raise SyntaxProblem(f"--at {name}= needs a value", source, offset + len(piece))
             if name in values:
                 raise SyntaxProblem(f"--at {name} is given twice: give each name one value", source, offset)
+            if value.strip().startswith("@"):
+                values[name] = _from_file(value.strip()[1:], name)
+                continue
             if len(value) > MAX_CHARACTERS:
                 raise UsageError(
                     f"--at {name} is {len(value):,} characters long, more than the limit of {MAX_CHARACTERS:,} "
@@ -84,6 +87,36 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
             if not np.isfinite(values[name]).all():
                 raise UsageError(f"--at {name}: {value.strip()!r} is not a finite float64 number (too large, or 1/0)")
     return values
+
+
+#: Linux refuses one command-line argument over 128 KiB (MAX_ARG_STRLEN) before gradcli runs.
+SHELL_ARGUMENT_LIMIT = 131_072
+
+
+def near_the_shell_limit(items: Iterable[str]) -> list[str]:
+    """What to say of ``--at`` arguments near the shell's limit for one argument: a longer one would
+    never reach gradcli ("Argument list too long"), so the file form is named while it still does."""
+    return [
+        f"--at {item.partition('=')[0].strip()} is {len(item):,} characters long, near the shell's limit of "
+        f"{SHELL_ARGUMENT_LIMIT:,} bytes for one argument: read a large input from a file, "
+        f"--at {item.partition('=')[0].strip()}=@FILE.npy (or .csv, .txt, .pt)"
+        for item in items
+        if len(item.encode("utf-8", "surrogatepass")) > SHELL_ARGUMENT_LIMIT // 2
+    ]
+
+
+def _from_file(path: str, name: str) -> np.ndarray:
+    """``--at w=@weights.npy``: the value read from a file, under the rules of a typed value."""
+    from .arrayfile import read_array  # lazy: start-up, most points are typed
+
+    if not path:
+        raise UsageError(f"--at {name}=@ needs a file name: --at {name}=@FILE.npy")
+    value = read_array(path, name)
+    if value.ndim > MAX_DIMENSIONS:
+        raise UsageError(f"--at {name}: {value.ndim} dimensions; at most {MAX_DIMENSIONS} are supported")
+    if not np.isfinite(value).all():
+        raise UsageError(f"--at {name}=@{path}: holds a value that is not finite (nan or inf)")
+    return value
 
 
 def names_list(items: Iterable[str], option: str = "--wrt") -> list[str]:
