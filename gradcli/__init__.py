@@ -112,6 +112,7 @@ autograd.lazy(
         "Function": (".autograd.function", "Function"),
         "einsum": (".autograd.contract", "einsum"),
         "tensordot": (".autograd.contract", "tensordot"),
+        "why": (".check.why", "why_function"),
     },
 )
 
@@ -124,6 +125,7 @@ __all__ = [
     "tensordot",
     "autograd",
     "testing",
+    "why",
     *autograd.LIBRARY,
     *_FACTORIES,
     *_FUNCTIONS,

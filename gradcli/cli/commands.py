@@ -706,6 +706,19 @@ def check(given: Given) -> None:
             raise SystemExit(1)
 
 
+def why(given: Given) -> None:
+    """``gradcli why``: each input's gradient that is None, zero or not finite, and its cause (exit 0)."""
+    with reported():
+        from ..check.why import why as diagnose  # lazy: start-up, eval diagnoses nothing
+
+        program, values = read = read_program(given)
+        found = diagnose(program, values, read.wrt or None)
+        if given.as_json:
+            output.print_json(found.to_dict())
+        else:
+            sys.stdout.write(found.text() + "\n")
+
+
 def plot(given: Given) -> None:
     """``gradcli plot`` (cli/plot.py)."""
     from .plot import plot as draw  # lazy: start-up, only plot loads the plotting code

@@ -210,6 +210,8 @@ PLOT = (
     ),
 )
 
+WHY = (*PROGRAM,)
+
 #: every command that reads a program, by name: its rows in the order ``--help`` lists them
 COMMANDS: dict[str, tuple[Declared, ...]] = {
     "eval": EVAL,
@@ -219,6 +221,7 @@ COMMANDS: dict[str, tuple[Declared, ...]] = {
     "hessian": HESSIAN,
     "check": CHECK,
     "plot": PLOT,
+    "why": WHY,
 }
 
 
