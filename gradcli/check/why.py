@@ -31,7 +31,7 @@ COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "isnan", "isi
 
 
 @dataclass
-class Finding:
+class Cause:
     """One input's gradient, and why it is what it is."""
 
     input: str
@@ -54,7 +54,7 @@ class Diagnosis:
     """Every input's finding (``healthy``: the inputs whose gradient is finite and not all zero)."""
 
     framework: str
-    findings: list[Finding]
+    findings: list[Cause]
     healthy: list[str]
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class _Graph:
 
     # --- None ----------------------------------------------------------------------------------------
 
-    def why_none(self, name: str, key: int) -> Finding:
+    def why_none(self, name: str, key: int) -> Cause:
         reached, steps = self.downstream(key)
         on_path = [i for i in steps if set(self.flow.steps[i].outputs) & self.feeds_output]
         for i in on_path or steps:
@@ -191,7 +191,7 @@ class _Graph:
                 return self._found(name, "None", step, *cause, on_path=not off)
         return self._overwritten(name, "None", reached) or self._rebuilt(name, bool(steps))
 
-    def _overwritten(self, name: str, gradient: str, reached: set[int]) -> Finding | None:
+    def _overwritten(self, name: str, gradient: str, reached: set[int]) -> Cause | None:
         """An in-place write that replaced a value computed from the input (``y.zero_()``, ``y.copy_(z)``)."""
         for step in self.flow.steps:
             if step.overwrites in reached and not set(step.inputs) & reached and set(step.outputs) & self.feeds_output:
@@ -199,17 +199,17 @@ class _Graph:
                 return self._found(name, gradient, step, "overwritten", words)
         return None
 
-    def _rebuilt(self, name: str, used: bool) -> Finding:
+    def _rebuilt(self, name: str, used: bool) -> Cause:
         rebuilt = [self.flow.steps[i] for i in sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
                    if self.flow.steps[i].op in ("lift_fresh", "lift_fresh_copy", "scalar_tensor")]  # fmt: skip
         if not rebuilt and not self.feeds_output & self.flow.made_outside:
             if used:
-                return Finding(name, "None", "unused", f"{name} is used, but the output is not computed from it")
-            return Finding(name, "None", "unused", f"{name} is never used by the function")
+                return Cause(name, "None", "unused", f"{name} is used, but the output is not computed from it")
+            return Cause(name, "None", "unused", f"{name} is never used by the function")
         step = rebuilt[0] if rebuilt else None
         where = step.where() if step is not None else ""
         lead = f"{name} reaches no operation of the output's" if used else f"{name} is used by no operation"
-        return Finding(name, "None", "rebuilt",
+        return Cause(name, "None", "rebuilt",
                        f"{lead}; the output is computed from a tensor made from plain values{where} (torch.tensor(...), "
                        f"torch.from_numpy): if it holds {name}'s values (read with .tolist(), .numpy() or float()), "
                        f"autograd cannot see {name} in it",
@@ -233,13 +233,13 @@ class _Graph:
             return "integer", f"{step.op} returns {dtype} values: no gradient flows through it"
         return None
 
-    def _found(self, name: str, gradient: str, step: Step, cause: str, words: str, on_path: bool = True) -> Finding:
+    def _found(self, name: str, gradient: str, step: Step, cause: str, words: str, on_path: bool = True) -> Cause:
         tail = "" if on_path else " (and what is computed from it does not reach the output)"
-        return Finding(name, gradient, cause, f"{step.op}{step.where()}: {words}{tail}", step.op, step.line, step.scope)
+        return Cause(name, gradient, cause, f"{step.op}{step.where()}: {words}{tail}", step.op, step.line, step.scope)
 
     # --- zero ----------------------------------------------------------------------------------------
 
-    def why_zero(self, name: str, key: int) -> Finding:
+    def why_zero(self, name: str, key: int) -> Cause:
         reached, steps = self.downstream(key, tracked_only=True)
         path = [i for i in steps if set(self.flow.steps[i].outputs) & self.feeds_output]
         for i in reversed(path):  # backward, from the output: where the gradient dies
@@ -255,7 +255,7 @@ class _Graph:
                 return finding
         first = self.flow.steps[path[0]] if path else None
         if first is None:
-            return self._overwritten(name, "zero", reached | {key}) or Finding(
+            return self._overwritten(name, "zero", reached | {key}) or Cause(
                 name, "zero", "dead", f"the gradient with respect to {name} is exactly zero"
             )
         return self._found(name, "zero", first, "dead", "the gradient that reaches it is already zero")
@@ -306,7 +306,7 @@ class _Graph:
 
     # --- not finite ----------------------------------------------------------------------------------
 
-    def why_nonfinite(self, name: str, key: int, grad: Stats) -> Finding:
+    def why_nonfinite(self, name: str, key: int, grad: Stats) -> Cause:
         kind = "nan" if grad.nan else "inf"
         reached, steps = self.downstream(key)
         path = [i for i in steps if set(self.flow.steps[i].outputs) & self.feeds_output]
@@ -328,9 +328,9 @@ class _Graph:
                                       f"({_infinite_slope(step.op)})")  # fmt: skip
                 finding.values = {} if x is None else {"input_min": x.min, "input_max": x.max}
                 return finding
-        return Finding(name, kind, "nonfinite", f"the gradient with respect to {name} is {kind}")
+        return Cause(name, kind, "nonfinite", f"the gradient with respect to {name} is {kind}")
 
-    def why_output_nonfinite(self, value: Stats) -> Finding:
+    def why_output_nonfinite(self, value: Stats) -> Cause:
         """The output's own value is NaN or inf: the first operation that made one from finite inputs."""
         kind = "nan" if value.nan else "inf"
         path = sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
@@ -342,10 +342,10 @@ class _Graph:
                 finding = self._forward_nonfinite("output", kind, step, made, taken, path)
                 finding.gradient = f"value {kind}"
                 return finding
-        return Finding("output", f"value {kind}", "nonfinite", f"the output is {kind}: an input is not finite")
+        return Cause("output", f"value {kind}", "nonfinite", f"the output is {kind}: an input is not finite")
 
     def _forward_nonfinite(self, name: str, kind: str, step: Step, made: list[Stats], taken: list[Stats],
-                           path: list[int]) -> Finding:  # fmt: skip
+                           path: list[int]) -> Cause:  # fmt: skip
         x = taken[0] if taken else None
         what = "nan" if any(s.nan for s in made) else "inf"
         reason = {"log": "log of a negative number or of 0", "log2": "log of a negative number or of 0",
@@ -390,4 +390,4 @@ def _infinite_slope(op: str) -> str:
     }.get(op, f"{op}'s derivative is not finite there")
 
 
-__all__ = ["Diagnosis", "Finding", "diagnose"]
+__all__ = ["Diagnosis", "Cause", "diagnose"]
