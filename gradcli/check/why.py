@@ -310,42 +310,49 @@ class _Graph:
         kind = "nan" if grad.nan else "inf"
         reached, steps = self.downstream(key)
         path = [i for i in steps if set(self.flow.steps[i].outputs) & self.feeds_output]
-        for i in path:  # forward first: the first value that stops being finite
-            step = self.flow.steps[i]
-            made = [self.flow.values[k] for k in step.outputs if k in self.flow.values]
-            taken = [self.flow.values[k] for k in step.inputs if k in self.flow.values]
-            if any(not s.finite for s in made) and all(s.finite for s in taken):
-                return self._forward_nonfinite(name, kind, step, made, taken, path)
+        first = self._first_nonfinite(path)  # forward first: the first value that stops being finite
+        if first is not None:
+            return self._forward_nonfinite(name, kind, first, path)
         for i in reversed(path):  # then backward: the first gradient that stops being finite
             step = self.flow.steps[i]
             out = [self.flow.grads.get(k) for k in step.outputs]
             ins = [self.flow.grads.get(k) for k in step.inputs if k in reached]
             if all(g is None or g.finite for g in out) and any(g is not None and not g.finite for g in ins):
-                x = self.flow.values.get(step.inputs[0]) if step.inputs else None
-                at = f" at input {x.range_text()}" if x is not None else ""
-                finding = self._found(name, kind, step, "nonfinite_backward",
-                                      f"every value is finite, but its derivative is not{at} "
-                                      f"({_infinite_slope(step.op)})")  # fmt: skip
-                finding.values = {} if x is None else {"input_min": x.min, "input_max": x.max}
-                return finding
+                return self._backward_nonfinite(name, kind, step)
         return Cause(name, kind, "nonfinite", f"the gradient with respect to {name} is {kind}")
 
-    def why_output_nonfinite(self, value: Stats) -> Cause:
-        """The output's own value is NaN or inf: the first operation that made one from finite inputs."""
-        kind = "nan" if value.nan else "inf"
-        path = sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
+    def _backward_nonfinite(self, name: str, kind: str, step: Step) -> Cause:
+        x = self.flow.values.get(step.inputs[0]) if step.inputs else None
+        at = f" at input {x.range_text()}" if x is not None else ""
+        words = f"every value is finite, but its derivative is not{at} ({_infinite_slope(step.op)})"
+        finding = self._found(name, kind, step, "nonfinite_backward", words)
+        finding.values = {} if x is None else {"input_min": x.min, "input_max": x.max}
+        return finding
+
+    def _first_nonfinite(self, path: list[int]) -> Step | None:
+        """The first step of ``path`` whose value is NaN or inf though what it read was finite."""
         for i in path:
             step = self.flow.steps[i]
             made = [self.flow.values[k] for k in step.outputs if k in self.flow.values]
             taken = [self.flow.values[k] for k in step.inputs if k in self.flow.values]
             if any(not s.finite for s in made) and all(s.finite for s in taken):
-                finding = self._forward_nonfinite("output", kind, step, made, taken, path)
-                finding.gradient = f"value {kind}"
-                return finding
-        return Cause("output", f"value {kind}", "nonfinite", f"the output is {kind}: an input is not finite")
+                return step
+        return None
 
-    def _forward_nonfinite(self, name: str, kind: str, step: Step, made: list[Stats], taken: list[Stats],
-                           path: list[int]) -> Cause:  # fmt: skip
+    def why_output_nonfinite(self, value: Stats) -> Cause:
+        """The output's own value is NaN or inf: the first operation that made one from finite inputs."""
+        kind = "nan" if value.nan else "inf"
+        path = sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
+        first = self._first_nonfinite(path)
+        if first is None:
+            return Cause("output", f"value {kind}", "nonfinite", f"the output is {kind}: an input is not finite")
+        finding = self._forward_nonfinite("output", kind, first, path)
+        finding.gradient = f"value {kind}"
+        return finding
+
+    def _forward_nonfinite(self, name: str, kind: str, step: Step, path: list[int]) -> Cause:
+        made = [self.flow.values[k] for k in step.outputs if k in self.flow.values]
+        taken = [self.flow.values[k] for k in step.inputs if k in self.flow.values]
         x = taken[0] if taken else None
         what = "nan" if any(s.nan for s in made) else "inf"
         reason = {"log": "log of a negative number or of 0", "log2": "log of a negative number or of 0",

@@ -20,7 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..flow import Flow, Stats, Step
-from .torch_record import input_tensor, user_line
+from .torch_record import input_tensor, module_roots, user_line
 
 
 class _Watcher(TorchDispatchMode):
@@ -81,8 +81,6 @@ class _Watcher(TorchDispatchMode):
 def record_flow(function: Callable[..., Any], values: Mapping[str, Any], wrt: list[str]) -> Flow:
     """Run ``function`` once on torch tensors of ``values`` (those in ``wrt`` requiring grad) and read
     where each value went; the output is summed when it is not a scalar."""
-    from .torch_record import module_roots
-
     watcher = _Watcher()
     names = {id(m): n for n, m in module_roots(function).items()}
     paths: dict[int, str] = {}
