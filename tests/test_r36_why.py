@@ -220,6 +220,76 @@ def test_what_it_does_not_read_yet_is_one_error_line():
     result = runner.invoke(app, ["why", "x^2", "--at", "x=1"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "error: gradcli why reads a PyTorch function (FILE.py:f computing with torch); "
+        "error: gradcli why reads a PyTorch or JAX function (FILE.py:f computing with torch or jax); "
         "a gradcli program is not read yet\n"
     )
+
+
+JAX_CASES = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def unused(x, w):
+        return (w * 2).sum()
+
+    def stopped(x, w):
+        return (jax.lax.stop_gradient(x) * w).sum()
+
+    def argmax(x, w):
+        return w[jnp.argmax(x)]
+
+    def rounded(x, w):
+        return (jnp.round(x) * w).sum()
+
+    def relu_off(x, w):
+        return jax.nn.relu(x - 10).sum() + w.sum()
+
+    def where_trick(x, w):
+        return jnp.where(x > 0, jnp.sqrt(x), 0.0).sum() + w.sum()
+
+    def sqrt_at_zero(x, w):
+        return jnp.sqrt(x * 0).sum() + w.sum()
+
+    @jax.jit
+    def layer(x):
+        return jnp.tanh(x * 100)
+
+    def tanh_saturated(x, w):
+        return layer(x).sum() + w.sum()
+    """
+)
+
+#: JAX gives an input autograd cannot reach a zero gradient (PyTorch: None): the cause is the same
+JAX_EXPECTED = {
+    "unused": ("zero", "unused", None, None),
+    "stopped": ("zero", "stop_gradient", "stop_gradient", "jax.lax.stop_gradient(x) * w"),
+    "argmax": ("zero", "integer", "argmax", "w[jnp.argmax(x)]"),
+    "rounded": ("zero", "flat", "round", None),
+    "relu_off": ("zero", "relu_off", "relu", "jax.nn.relu(x - 10)"),
+    "where_trick": ("nan", "nonfinite_forward", "sqrt", "jnp.where(x > 0"),
+    "sqrt_at_zero": ("nan", "nonfinite_backward", "sqrt", "jnp.sqrt(x * 0)"),
+    "tanh_saturated": ("zero", "saturated", "tanh", "return jnp.tanh(x * 100)"),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_cases(tmp_path_factory):
+    need("jax")
+    folder = tmp_path_factory.mktemp("why_jax")
+    (folder / "jcases.py").write_text(JAX_CASES)
+    return folder / "jcases.py"
+
+
+@pytest.mark.parametrize("name", sorted(JAX_EXPECTED))
+def test_jax_causes_are_named_with_their_equation_and_line(jax_cases, name):
+    gradient, cause, op, text = JAX_EXPECTED[name]
+    result = runner.invoke(app, ["why", f"{jax_cases}:{name}", "--at", "x=[1,-2],w=[0.5,1.5]", "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    (finding,) = [f for f in found["findings"] if f["input"] == "x"]
+    assert (finding["gradient"], finding["cause"], finding["op"]) == (gradient, cause, op)
+    if text is not None:
+        (number,) = [i + 1 for i, line in enumerate(JAX_CASES.splitlines()) if text in line]
+        assert finding["line"] == f"jcases.py:{number}"
+    assert found["framework"] == "JAX" and found["healthy"] == ["w"]

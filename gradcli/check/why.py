@@ -75,16 +75,20 @@ class Diagnosis:
 
 def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> Diagnosis:
     """Why ``program``'s gradient at ``values`` is None, zero or not finite, for each input in ``wrt``
-    (default: every input given a value). Reads a PyTorch function's run (frameworks/torch_flow.py)."""
-    if program.framework != "torch":
-        kind = "a JAX function" if program.framework == "jax" else "a gradcli program"
+    (default: every input given a value). Reads a PyTorch function's run (frameworks/torch_flow.py) or a
+    JAX function's evaluated jaxpr (frameworks/jax_flow.py)."""
+    if program.framework not in ("torch", "jax"):
         raise UsageError(
-            f"gradcli why reads a PyTorch function (FILE.py:f computing with torch); {kind} is not read yet"
+            "gradcli why reads a PyTorch or JAX function (FILE.py:f computing with torch or jax); "
+            "a gradcli program is not read yet"
         )
     from ..lang.compute import resolve_wrt  # lazy: start-up, as every command's body
-    from ..lang.frameworks.torch_flow import record_flow  # lazy: imports torch
 
     names = resolve_wrt(program, values, wrt)
+    if program.framework == "jax":
+        from ..lang.frameworks.jax_flow import record_flow  # lazy: imports JAX
+    else:
+        from ..lang.frameworks.torch_flow import record_flow  # lazy: imports torch
     return diagnose(record_flow(program.function, values, names))
 
 
@@ -222,6 +226,8 @@ class _Graph:
             return "item", "it is read as a Python number (.item(), float() or int()): autograd does not follow it"
         if step.op == "detach":
             return "detach", "it is detached (.detach() or .data): autograd does not follow it"
+        if step.op == "stop_gradient":
+            return "stop_gradient", "jax.lax.stop_gradient: autograd does not follow it"
         if not step.tracked:
             return (
                 "no_grad",
@@ -242,6 +248,10 @@ class _Graph:
     def why_zero(self, name: str, key: int) -> Cause:
         reached, steps = self.downstream(key, tracked_only=True)
         path = [i for i in steps if set(self.flow.steps[i].outputs) & self.feeds_output]
+        if not path:  # no path autograd follows (JAX gives such an input zeros where PyTorch gives None)
+            found = self.why_none(name, key)
+            found.gradient = "zero"
+            return found
         for i in reversed(path):  # backward, from the output: where the gradient dies
             step = self.flow.steps[i]
             out = [self.flow.grads.get(k) for k in step.outputs]

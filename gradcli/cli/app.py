@@ -346,7 +346,7 @@ command("plot", commands.plot, """Plot f and f′ (and f″) of one variable, or
 
 command("why", commands.why, """Why a gradient is None, zero or not finite: the cause, the operation, its line and module.
 
-    Reads a PyTorch function's run: a detach, no_grad, .item() or integer result on the way; a ReLU
+    Reads a PyTorch or JAX function: a detach, no_grad, stop_gradient, .item() or integer result on the way; a ReLU
     off, a saturated tanh, a clamp at its bound; the first NaN or inf, forward or backward.
 
     Example: gradcli why examples/torch/why.py:loss --at x=[1,-2],w=[0.5,1.5]
