@@ -318,7 +318,8 @@ def _blame(
     A PyTorch or JAX function's custom Functions are checked instead (check/framework_blame.py)."""
     program = recorded.program
     if getattr(program, "framework", None) is not None:
-        found, count = framework_blame(program.framework, program.function, recorded.values, recorded.names, rtol, atol)
+        function, given = program.bound(recorded.values)  # (jax.jit's static arguments bound)
+        found, count = framework_blame(program.framework, function, given, recorded.names, rtol, atol)
     else:
         found, count = blame_nodes(recorded.tape)
     if found is not None and locate is not None:
