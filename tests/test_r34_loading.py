@@ -173,6 +173,7 @@ def test_jax_jit_static_arguments_are_python_numbers_and_optional_with_a_default
     assert hessian == [[float(jax.hessian(lambda x: x**4)(2.0))]]
     assert run_json("check", f"{path}:named", "--at", "x=[0.5,1.5],n=2")["ok"] is True
     assert run_json("check", f"{path}:named", "--at", "x=[0.5,1.5],n=2", "--blame")["ok"] is True
+    assert run_json("why", f"{path}:named", "--at", "x=[0.5,1.5],n=2")["healthy"] == ["x"]
     drawn = run("graph", f"{path}:named", "--at", "x=[0.5,1.5],n=2", "--format", "text")
     assert drawn.exit_code == 0, drawn.output
     assert [line.split(" = ")[1].split("(")[0] for line in drawn.stdout.splitlines()[1:]] == [
