@@ -68,8 +68,8 @@ def test_a_torchscript_function_is_evaluated_checked_and_differentiated_as_torch
     assert found["framework"] == "torch"
     given = run_json("eval", f"{path}:f", "--at", "x=[0.5,-1.5],k=3")  # k: a TorchScript float, a Python number
     assert (given["value"], given["gradient"]) == (expected([0.5, -1.5], 3.0)[0], {"x": expected([0.5, -1.5], 3.0)[1]})
-    jacobian = run_json("jacobian", f"{path}:f", "--at", "x=[0.5,-1.5]")["jacobian"]
-    assert jacobian == [expected([0.5, -1.5])[1]]
+    jacobian = run_json("jacobian", f"{path}:f", "--at", "x=[0.5,-1.5]")
+    assert (jacobian["outputs"], jacobian["jacobian"]) == (["f"], [expected([0.5, -1.5])[1]])
     hessian = run_json("hessian", f"{path}:f", "--at", "x=[0.5,-1.5]")["hessian"]
     x = torch.tensor([0.5, -1.5], dtype=torch.float64)
     np.testing.assert_allclose(
@@ -187,6 +187,8 @@ def test_jax_jit_static_arguments_are_python_numbers_and_optional_with_a_default
         f"error: --wrt n: {path}:named takes n as a Python number (a static argument of jax.jit), "
         "which is not differentiated\n",
     )
+    missing = run("eval", f"{path}:named", "--at", "x=1")
+    assert missing.stderr == f"error: {path}:named needs --at n=... (its parameters: x, n (static))\n"
     many = run("eval", f"{path}:named", "--at", "x=1,n=[1,2]")
     assert many.exit_code == 2 and many.stderr.startswith("error: --at n: ") and many.stderr.count("\n") == 1
 

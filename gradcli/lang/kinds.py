@@ -118,9 +118,8 @@ class Parameter:
         return self.default is inspect.Parameter.empty
 
     def __repr__(self) -> str:
-        return (
-            self.name + ("" if self.required else f"={self.default!r}") + (f" ({self.number})" if self.number else "")
-        )
+        kind = "" if self.number is None else " (static)" if self.number == "number" else f" ({self.number})"
+        return self.name + ("" if self.required else f"={self.default!r}") + kind
 
 
 NO_DEFAULT = inspect.Parameter.empty
@@ -195,7 +194,9 @@ class PythonFunction(Program, made_by="function"):
     @property
     def name(self) -> str:
         """The function's name, as outputs are labelled (a TorchScript function's too)."""
-        return str(getattr(self.function, "name", None) or getattr(self.function, "__name__", None) or self.origin)
+        scripted = getattr(self.function, "schema", None) is not None  # (TorchScript's __name__ is its class's)
+        found = getattr(self.function, "name" if scripted else "__name__", None)
+        return found if isinstance(found, str) and found else self.origin.rpartition(":")[2]
 
     @property
     def variables(self) -> list[str]:
