@@ -42,6 +42,13 @@ def printable(text: str) -> str:
     return _unsafe[0].sub(_escape, text)
 
 
+def raised(exc: BaseException) -> str:
+    """``TypeError: text`` for an exception the user's code raised, on one line: a message of several
+    lines (JAX's, with a traceback's) joined by spaces, never shown with its line breaks escaped."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 _user_code: list[str] = []  # "file.py:func" of the user's Python function, once one is loaded
 
 

@@ -326,6 +326,9 @@ RETURNS = """
 """
 
 
+RETURNS_TOLD = "return a tensor, a number, or a tuple or list of them"
+
+
 @pytest.mark.parametrize(
     ("name", "what"),
     [("nothing", "None"), ("text", "a str"), ("mapping", "a dict"), ("generator", "a generator"),
@@ -335,7 +338,8 @@ RETURNS = """
 def test_a_function_returning_no_numbers_is_bad_input(tmp_path, name, what, command):
     path = write(tmp_path, RETURNS)
     result = run(command, f"{path}:{name}", "--at", "x=1")
-    expected = f"error: {path}:{name} returned {what}: return a tensor, a number, or a tuple or list of them\n"
+    told = "return the output (did you forget `return`?)" if what == "None" else RETURNS_TOLD  # (issue 34)
+    expected = f"error: {path}:{name} returned {what}: {told}\n"
     assert (result.exit_code, result.stderr) == (2, expected)
 
 

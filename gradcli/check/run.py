@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import numpy as np
@@ -235,6 +236,7 @@ def check(
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
     recorded = Recorded(program, values, names, seed)
+    random = program.random_difference(recorded.values)  # two more calls: does the value change by itself?
     road = recorded.road()
     rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)
@@ -259,13 +261,40 @@ def check(
     found, blamed = _blame(recorded, locate, rtol, atol) if blame else (None, 0)
     ok = bool(decision.ok[0]) and found is None
     atol = float(atols[0])
-    return CheckResult(
+    result = CheckResult(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
         checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
         notes=_notes(recorded, fd, decision.noise[0], rtol, atol) + checked_note(recorded.program, blame, blamed),
         warnings=said, table=check_table(recorded.gradient, checks, kinks, recorded.labels),
         framework=recorded.program.framework,
     )  # fmt: skip
+    return result if random is None else RandomCheck.of(result, program, random)
+
+
+@dataclass
+class RandomCheck(CheckResult):
+    """The check of a function whose value changes from call to call at the same point (dropout in
+    training mode, ``torch.randn`` inside): never OK, whatever the methods said, since their
+    differences measure the noise, not the derivative. JSON: ``"random": true``."""
+
+    random: float = 0.0  # the largest difference between two calls' outputs at the point
+    origin: str = ""
+
+    @classmethod
+    def of(cls, result: CheckResult, program: Program, difference: float) -> RandomCheck:
+        fields = {f.name: getattr(result, f.name) for f in dataclass_fields(CheckResult)}
+        return cls(**{**fields, "ok": False}, random=difference, origin=program.origin)
+
+    def verdict(self) -> str:
+        return (
+            f"RANDOM: {self.origin} is random at this point (two calls differ by {self.random:.3g}), so no "
+            "gradient of it can be checked; fix its randomness inside the function: a fixed seed at its start "
+            "(torch.manual_seed(0), np.random.seed(0), a fixed jax.random key), model.eval() for dropout, "
+            "or the noise passed in as an input"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "random": True, "random_difference": self.random}
 
 
 def _check_values(values: Mapping[str, Any], rtol: float | None, atol: float | None) -> None:
@@ -318,7 +347,8 @@ def _blame(
     A PyTorch or JAX function's custom Functions are checked instead (check/framework_blame.py)."""
     program = recorded.program
     if getattr(program, "framework", None) is not None:
-        found, count = framework_blame(program.framework, program.function, recorded.values, recorded.names, rtol, atol)
+        function, given = program.bound(recorded.values)  # (jax.jit's static arguments bound)
+        found, count = framework_blame(program.framework, function, given, recorded.names, rtol, atol)
     else:
         found, count = blame_nodes(recorded.tape)
     if found is not None and locate is not None:

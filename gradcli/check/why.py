@@ -89,7 +89,8 @@ def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> D
         from ..lang.frameworks.jax_flow import record_flow  # lazy: imports JAX
     else:
         from ..lang.frameworks.torch_flow import record_flow  # lazy: imports torch
-    return diagnose(record_flow(program.function, values, names))
+    function, given = program.bound(values)  # (jax.jit's static arguments bound)
+    return diagnose(record_flow(function, given, names))
 
 
 def why_function(function: Any, *args: Any, wrt: list[str] | None = None) -> Diagnosis:

@@ -372,7 +372,7 @@ def draw(given: Given) -> None:
         program, values = read_program(given, given.out)
         point = bool(values)
         if not point:  # the structure alone: any value of the right kind will do
-            values = {name: 1.0 for name in program.variables}
+            values = {name: 1.0 for name in program.free_variables()}  # (a parameter with a default keeps it)
         names = resolve_wrt(program, values, names_list(given.wrt) or None)
         path, fmt = _graph_format(given)
         with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
@@ -427,7 +427,8 @@ def _framework_blame(program: Any, values: dict[str, Any], names: list[str], gra
     from .progress import working  # lazy: start-up, threads
 
     with working("checking every custom Function's backward (--blame)", quiet=True):
-        found, _ = framework_blame(program.framework, program.function, values, names, None, None)
+        function, given = program.bound(values)  # (jax.jit's static arguments bound)
+        found, _ = framework_blame(program.framework, function, given, names, None, None)
     if found is not None:
         mark_blamed(graph, found)
     return found

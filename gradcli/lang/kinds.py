@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..errors import UsageError
 from . import ast
 from .evaluate import Evaluation
 from .flat import FlatProgram
@@ -95,9 +96,84 @@ class Program:
         """The scalar output at every point (``values``' arrays), by a faster road than a replay, or None."""
         return None
 
+    def random_difference(self, values: Mapping[str, Any]) -> float | None:
+        """Whether the program is random at ``values``: the largest difference between the outputs of two
+        runs there, or None where they agree (a program of the language always does)."""
+        return None
+
+
+class Parameter:
+    """One parameter of a user's function, as ``--at`` fills it: ``default`` (``NO_DEFAULT``: required;
+    with one, optional: left out of the call unless given), and ``number``: None for a tensor, or the
+    kind of Python number it is passed as ("number" for ``jax.jit``'s static arguments, else the TorchScript type: "int", "float", "bool") where the function takes
+    a plain number (``jax.jit``'s static arguments, a ``@torch.jit.script`` ``float``): never differentiated."""
+
+    __slots__ = ("name", "default", "number")
+
+    def __init__(self, name: str, default: Any = inspect.Parameter.empty, number: str | None = None) -> None:
+        self.name, self.default, self.number = name, default, number
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+    def __repr__(self) -> str:
+        kind = "" if self.number is None else " (static)" if self.number == "number" else f" ({self.number})"
+        return self.name + ("" if self.required else f"={self.default!r}") + kind
+
+
+NO_DEFAULT = inspect.Parameter.empty
+
+
+def parameters_of(function: Callable[..., Any], origin: str) -> list[Parameter]:
+    """``function``'s parameters as ``--at`` fills them: a ``@torch.jit.script`` function's from its
+    schema (its ``float``/``int``/``bool`` arguments are Python numbers), a ``jax.jit`` function's
+    static arguments as Python numbers, any other's from its signature. A parameter that cannot be
+    given by name (``*args``, ``**kwargs``, positional-only) is refused: gradcli passes each by its name."""
+    schema = getattr(function, "schema", None)
+    if schema is not None and hasattr(schema, "arguments"):  # TorchScript: no Python signature
+        return [Parameter(a.name, a.default_value if a.has_default_value() else NO_DEFAULT, _script_number(a.type))
+                for a in schema.arguments]  # fmt: skip
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError) as failed:
+        raise UsageError(f"{origin}: cannot read its parameters ({failed})") from None
+    parameters = list(signature.parameters.values())
+    odd = [p for p in parameters if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]
+    if odd:
+        raise UsageError(
+            f"{origin} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
+            "so every parameter needs a plain name"
+        )
+    static = _static_names(function, [p.name for p in parameters])
+    return [Parameter(p.name, p.default, "number" if p.name in static else None) for p in parameters]
+
+
+def _script_number(kind: Any) -> str | None:
+    """A TorchScript argument's type -> None for a tensor, else the Python number it takes."""
+    text = str(kind).removeprefix("Optional[").removesuffix("]")
+    return None if text == "Tensor" else text
+
+
+def _static_names(function: Callable[..., Any], names: list[str]) -> set[str]:
+    """The parameters ``jax.jit`` was told are static (``static_argnames``, ``static_argnums``)."""
+    info = getattr(function, "_jit_info", None)  # (jax.jit's wrapper keeps them there, and nowhere public)
+    if info is None:
+        return set()
+    found = {n for n in getattr(info, "static_argnames", ()) or () if isinstance(n, str)}
+    found |= {
+        names[k]
+        for k in getattr(info, "static_argnums", ()) or ()
+        if isinstance(k, int) and -len(names) <= k < len(names)
+    }
+    return found
+
 
 class PythonFunction(Program, made_by="function"):
-    """A Python function of the user's (its parameters are the variables), run by python.py."""
+    """A Python function of the user's (its parameters are the variables), run by python.py.
+
+    ``variables`` are every parameter ``--at`` may give; ``free_variables(given)`` those differentiated
+    by default: the required ones and the optional ones given, Python-number ones excepted."""
 
     replayable = False
 
@@ -105,17 +181,36 @@ class PythonFunction(Program, made_by="function"):
         self.origin = origin
         self.function = function
         self.escapes = [] if escapes is None else escapes
+        self._parameters: list[Parameter] | None = None
+
+    @property
+    def parameters(self) -> list[Parameter]:
+        """The function's parameters, read once (``parameters_of``)."""
+        if self._parameters is None:
+            assert self.function is not None
+            self._parameters = parameters_of(self.function, self.origin)
+        return self._parameters
+
+    @property
+    def name(self) -> str:
+        """The function's name, as outputs are labelled (a TorchScript function's too)."""
+        scripted = getattr(self.function, "schema", None) is not None  # (TorchScript's __name__ is its class's)
+        found = getattr(self.function, "name" if scripted else "__name__", None)
+        return found if isinstance(found, str) and found else self.origin.rpartition(":")[2]
 
     @property
     def variables(self) -> list[str]:
-        assert self.function is not None
-        return [
-            p.name
-            for p in inspect.signature(self.function).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
+        return [p.name for p in self.parameters]
+
+    def free_variables(self, given: Any = ()) -> list[str]:
+        return [p.name for p in self.parameters if p.number is None and (p.required or p.name in given)]
 
     def _run(self, values: Mapping[str, Any], wrt: Sequence[str], record_steps: bool) -> Evaluation:
         from .python import run_function  # lazy: start-up, an expression never runs a Python function
 
         return run_function(self, values, wrt)
+
+    def random_difference(self, values: Mapping[str, Any]) -> float | None:
+        from .python import random_difference  # lazy: start-up, as run
+
+        return random_difference(self, values)

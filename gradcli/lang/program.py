@@ -12,18 +12,21 @@ compute from a program (gradients, Jacobians, derivatives by SymPy) is gradcli.l
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from _thread import RLock
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from ..errors import Source, UsageError, note_user_code
+from ..errors import Source, UsageError, note_user_code, raised
 from . import ast
 from .evaluate import Evaluation, check_names, evaluate, free_variables, suggest
 from .flat import FlatProgram, compile_flat
-from .kinds import Program, PythonFunction
+from .kinds import Program, PythonFunction, parameters_of
 from .library import gc
 from .parser import MAX_CHARACTERS, check_size, parse
 from .values import decode, program_too_long, read_bounded, read_text, text_bytes_limit
@@ -205,7 +208,8 @@ def read_stdin() -> str:
 
 
 def load_function(path: str, name: str) -> Callable[..., Any]:
-    """Import ``path`` (the user's own code, as pytest imports tests) and take ``name``."""
+    """Import ``path`` (the user's own code, as pytest imports tests: its folder importable meanwhile,
+    ``import helper`` of a module beside it works) and take ``name``."""
     import importlib.util  # lazy: start-up, as pathlib: a plain expression does without them
     from pathlib import Path
 
@@ -217,29 +221,47 @@ def load_function(path: str, name: str) -> Callable[..., Any]:
         raise UsageError(f"{path}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        with importable(file.resolve().parent):
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise UsageError(f"{path}, line {exc.lineno}: {exc.msg}") from None
     except ModuleNotFoundError as exc:  # PyTorch or JAX missing: how to install it (exit 3)
         from .frameworks import missing  # lazy: start-up, an expression imports nothing
 
         missing(exc.name or "")
-        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{path}: importing it raised {raised(exc)}") from None
     except Exception as exc:  # the user's module failed while importing
-        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{path}: importing it raised {raised(exc)}") from None
     function = getattr(module, name, None)
     if not callable(function):
         defined = [n for n, f in vars(module).items() if inspect.isfunction(f) and not n.startswith("_")]
         raise UsageError(f"{path} has no function {name!r}{suggest(name, defined)}")
-    try:
-        odd = [p for p in inspect.signature(function).parameters.values()
-               if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]  # fmt: skip
-    except (TypeError, ValueError):
-        odd = []
-    if odd:
-        raise UsageError(
-            f"{path}:{name} takes {odd[0]}: gradcli passes each --at value by its parameter's name, "
-            "so every parameter needs a plain name"
-        )
+    parameters_of(function, f"{path}:{name}")  # (refused now when a parameter has no plain name)
     note_user_code(f"{path}:{name}")
     return function
+
+
+_IMPORTING = RLock()  # one user's file imported at a time: sys.path is the process's
+
+
+@contextmanager
+def importable(folder: Any) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while a user's file in it is imported (as pytest's ``prepend``
+    import mode puts a test's folder there), so that it can ``import helper`` from beside it. After,
+    ``sys.path`` is as it was, and the modules imported from ``folder`` leave ``sys.modules`` (the
+    file keeps them), so that another folder's ``helper`` is its own (``check --cases``)."""
+    entry = str(folder)
+    with _IMPORTING:
+        before = set(sys.modules)
+        added = entry not in sys.path
+        if added:
+            sys.path.insert(0, entry)
+        try:
+            yield
+        finally:
+            if added and entry in sys.path:
+                sys.path.remove(entry)
+            for module_name in set(sys.modules) - before:
+                found = getattr(sys.modules.get(module_name), "__file__", None) or ""
+                if added and found.startswith(entry + os.sep):
+                    del sys.modules[module_name]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import UsageError, raised
 from .evaluate import Evaluation
 from .library import gc, input_tensors
 
@@ -25,28 +25,32 @@ def run_function(
     program: Any, values: Mapping[str, Any], wrt: Sequence[str], call: Callable[..., Any] | None = None
 ) -> Evaluation:
     """Call ``program.function`` (a ``PythonFunction``) with ``values`` as tensors, those in ``wrt``
-    requiring grad, noting in ``program.escapes`` how it takes values out of autograd's sight.
-    ``call``: what computes with the named tensors in its place (a framework's function, as one
+    requiring grad, noting in ``program.escapes`` how it takes values out of autograd's sight. A
+    parameter with a default is left out unless given; one taking a Python number gets one.
+    ``call``: what computes with the named arguments in its place (a framework's function, as one
     operation: lang/frameworks/function.py)."""
-    parameters = program.variables
-    missing = [p for p in parameters if p not in values]
+    parameters = program.parameters
+    missing = [p.name for p in parameters if p.required and p.name not in values]
     if missing:
-        raise UsageError(f"{program.origin} needs --at {missing[0]}=... (its parameters: {', '.join(parameters)})")
+        raise UsageError(
+            f"{program.origin} needs --at {missing[0]}=... (its parameters: {', '.join(map(str, parameters))})"
+        )
     inputs = input_tensors(values, wrt)
+    arguments = {p.name: inputs[p.name] if p.number is None else python_number(program, p, values[p.name], wrt)
+                 for p in parameters if p.name in values}  # fmt: skip
     try:
         with np.errstate(all="ignore"), _watching_escapes(program.escapes):
-            result = (call or program.function)(**{p: inputs[p] for p in parameters})
+            result = (call or program.function)(**arguments)
+    except BadReturn:
+        raise
     except Exception as exc:  # the user's function raised: report it, not a traceback of ours
-        raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{program.origin} raised {raised(exc)}") from None
     results = list(result) if isinstance(result, (tuple, list)) else [result]
     if not results:
         raise UsageError(f"{program.origin} returned an empty {type(result).__name__}: {RETURNS}")
     outputs = [_output(program, r) for r in results]
-    labels = (
-        [f"{program.function.__name__}[{i}]" for i in range(len(outputs))]
-        if len(outputs) > 1
-        else [program.function.__name__]
-    )
+    checked_real(program, outputs, list(arguments.values()))
+    labels = [f"{program.name}[{i}]" for i in range(len(outputs))] if len(outputs) > 1 else [program.name]
     nonfinite = next((f"{labels[i]} gave {'nan' if np.isnan(o.array).any() else 'inf'}"
                       for i, o in enumerate(outputs) if not np.isfinite(o.array).all()), None)  # fmt: skip
     return Evaluation(outputs, inputs, {}, labels, nonfinite)
@@ -55,22 +59,131 @@ def run_function(
 RETURNS = "return a tensor, a number, or a tuple or list of them"
 
 
+class BadReturn(UsageError):
+    """The user's function returned something that is not its output (None, a dict, complex values):
+    said as it is, not as an exception the function raised."""
+
+
+def python_number(program: Any, parameter: Any, value: Any, wrt: Sequence[str]) -> Any:
+    """``--at``'s value for a parameter that takes a Python number (``jax.jit``'s static argument, a
+    TorchScript ``float``): one number, an int where it is whole (unless the parameter wants a float)."""
+    if parameter.name in wrt:
+        raise UsageError(
+            f"--wrt {parameter.name}: {program.origin} takes {parameter.name} as a Python number "
+            f"({_number_kind(program, parameter)}), which is not differentiated"
+        )
+    array = np.asarray(getattr(value, "array", value))
+    if array.ndim != 0 or array.dtype.kind not in "biuf":
+        raise UsageError(
+            f"--at {parameter.name}: {program.origin} takes {parameter.name} as a Python number "
+            f"({_number_kind(program, parameter)}): give one real number"
+        )
+    number = array.item()
+    if parameter.number == "bool":
+        return bool(number)
+    whole = float(number).is_integer() and parameter.number != "float" and not isinstance(parameter.default, float)
+    return int(number) if whole or parameter.number == "int" else float(number)
+
+
+def _number_kind(program: Any, parameter: Any) -> str:
+    return (
+        "a static argument of jax.jit"
+        if parameter.number == "number"
+        else f"its TorchScript type is {parameter.number}"
+    )
+
+
+def returned_problem(value: Any, returns: str = RETURNS) -> str | None:
+    """What is wrong with ``value`` as (one of) a function's results, in words (``returned ...``), or
+    None where it is numbers: a tensor or array of any framework, a number, a list of numbers."""
+    if value is None:
+        return "returned None: return the output (did you forget `return`?)"
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or inspect.isgenerator(value):
+        return f"returned a {type(value).__name__}: {returns}"
+    if hasattr(value, "dtype") and hasattr(value, "shape") or isinstance(value, (int, float, complex, np.number)):
+        return None
+    try:
+        kind = np.asarray(value).dtype.kind
+    except Exception:  # an object of the user's own class, a ragged list...
+        kind = "O"
+    return None if kind in "biufc" else f"returned a {type(value).__name__} that is not numbers: {returns}"
+
+
+def checked_return(origin: str, result: Any, inputs: Sequence[Any], returns: str = RETURNS) -> None:
+    """Refuse, as ``BadReturn``, a function's ``result`` that is no output: None, a dict, text, or
+    complex values from real ``inputs`` (complex inputs are check's complex step: complex out is right)."""
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    for value in results:
+        problem = returned_problem(value, returns)
+        if problem is not None:
+            raise BadReturn(f"{origin} {problem}")
+    if any(_is_complex(v) for v in results) and not any(_is_complex(x) for x in inputs):
+        raise BadReturn(f"{origin} {COMPLEX}")
+
+
+COMPLEX = (
+    "returned complex values from real inputs: gradcli differentiates real-valued functions; "
+    "return a real value (its real part, its absolute value, or both as two outputs)"
+)
+
+
+def _is_complex(value: Any) -> bool:
+    """A complex number, tensor or array, of any framework (a torch tensor says so itself)."""
+    if isinstance(value, complex):
+        return True
+    said = getattr(value, "is_complex", None)
+    if callable(said):
+        return bool(said())
+    dtype = getattr(value, "dtype", None)
+    try:
+        return dtype is not None and np.dtype(dtype).kind == "c"
+    except TypeError:  # a dtype NumPy does not know
+        return False
+
+
+def checked_real(program: Any, outputs: Sequence[Any], arguments: Sequence[Any]) -> None:
+    """A gradcli function's complex outputs from real arguments, refused (``checked_return``'s rule)."""
+    if any(o.dtype.kind == "c" for o in outputs) and not any(
+        isinstance(a, gc.Tensor) and a.dtype.kind == "c" for a in arguments
+    ):
+        raise BadReturn(f"{program.origin} {COMPLEX}")
+
+
+def random_difference(program: Any, values: Mapping[str, Any]) -> float | None:
+    """Two runs of ``program`` at ``values`` (no gradient): the largest difference between their
+    outputs, or None where they agree to rounding (a random function: dropout in training mode,
+    ``torch.randn``, ``np.random`` inside, a seed set once outside it)."""
+    with gc.no_grad():
+        runs = [[np.asarray(o.array) for o in program.run(values, ()).outputs] for _ in range(2)]
+    largest = 0.0
+    for a, b in zip(*runs):
+        if a.shape != b.shape:
+            return float("inf")
+        with np.errstate(all="ignore"):
+            gap = np.where(np.isnan(a) & np.isnan(b), 0.0, np.abs(a - b))
+            scale = max(float(np.nanmax(np.abs(a), initial=0.0)), np.finfo(np.float64).tiny)
+        gap = np.where(np.isnan(gap), np.inf, gap)  # nan in one run only
+        worst = float(np.max(gap, initial=0.0))
+        if worst > 64 * np.finfo(np.float64).eps * scale:
+            largest = max(largest, worst)
+    return largest or None
+
+
 def _output(program: Any, result: Any) -> gc.Tensor:
     """One of the function's results as a tensor; anything but numbers is refused, by name."""
     if isinstance(result, gc.Tensor):
         return result
-    what = None
-    if result is None or isinstance(result, (str, bytes, dict, set, frozenset)) or inspect.isgenerator(result):
-        what = "None" if result is None else f"a {type(result).__name__}"
-    else:
+    problem = returned_problem(result)
+    tensor = None
+    if problem is None:
         try:
             tensor = gc.tensor(result)
         except Exception:  # a list of strings, an object of the user's own class...
             tensor = None
         if tensor is None or tensor.dtype.kind not in "biufc":
-            what = f"a {type(result).__name__} that is not numbers"
-    if what is not None:
-        raise UsageError(f"{program.origin} returned {what}: {RETURNS}")
+            problem = f"returned a {type(result).__name__} that is not numbers: {RETURNS}"
+    if problem is not None:
+        raise BadReturn(f"{program.origin} {problem}")
     return tensor
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, raised
 from ..lang.compute import resolve_wrt
 from .model import Graph
 
@@ -14,18 +14,19 @@ from .model import Graph
 def function_graph(program: Any, values: Mapping[str, Any], wrt: Sequence[str], **options: Any) -> Graph:
     """``program`` (a ``FrameworkFunction``) at ``values``, ``wrt`` requiring gradients: its framework's
     graph with values, gradients (``seed``: v of v^T J) and the framework's scopes as boxes."""
+    function, given = program.bound(values)  # its Python numbers (jax.jit's static arguments) bound
     try:
         if program.framework == "torch":
             from .torch_graph import torch_function_graph  # lazy: imports torch
 
-            return torch_function_graph(program.function, values, wrt, **options)
+            return torch_function_graph(function, given, wrt, **options)
         from .jax_graph import jax_function_graph  # lazy: imports jax
 
-        return jax_function_graph(program.function, values, wrt, **options)
+        return jax_function_graph(function, given, wrt, **options)
     except UsageError:
         raise
     except Exception as exc:  # the user's function raised while its graph was recorded
-        raise UsageError(f"{program.origin} raised {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{program.origin} raised {raised(exc)}") from None
 
 
 def mark_blamed(graph: Graph, found: Any) -> Any:

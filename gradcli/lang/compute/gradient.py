@@ -107,6 +107,14 @@ def _quick_gradient(evaluation: Evaluation, grads: Mapping[str, Any], names: Seq
     return Gradient(np.asarray(output.array).reshape(()), gradient, evaluation, unconnected=unconnected)
 
 
+def _numbers(value: Any) -> bool:
+    """An operation's input worth showing: numbers (a custom Function's other arguments are not)."""
+    try:
+        return np.asarray(getattr(value, "_value", value)).dtype.kind in "biufc"
+    except Exception:  # an object that refuses to be an array
+        return False
+
+
 def backward_anomaly(
     program: Program, values: Mapping[str, Any], names: Sequence[str], seed: Any, row: int | None = None
 ) -> str | None:
@@ -128,7 +136,10 @@ def backward_anomaly(
     found = mode.found
     if found is None or found.phase != "backward":
         return None
-    name, detail = found.node.name(), inputs_text(found.inputs)
+    name, detail = found.node.name(), inputs_text([v for v in found.inputs if _numbers(v)])
+    described = getattr(getattr(found.node, "function", None), "described", None)
+    if described is not None:  # a framework's function, one node: named as the user named it
+        return f"the derivative of {described(found.node.ctx)} gave {found.kind}{detail}"
     made = next((node for node, value in evaluation.steps if getattr(value, "_edge", None) is found.node), None)
     if made is None or program.tree is None:
         where = f" (made at {found.where})" if found.where else ""

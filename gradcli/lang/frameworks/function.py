@@ -20,6 +20,7 @@ from ...autograd.function import Function
 from ..evaluate import Evaluation
 from ..kinds import PythonFunction
 from ..library import gc
+from ..python import checked_return, python_number, run_function
 from . import title
 from .adapter import Adapter
 from .jax_adapter import JaxAdapter
@@ -41,29 +42,63 @@ class FrameworkFunction(PythonFunction):
         return f"{title(self.framework)} {self.adapter.version}"
 
     def _run(self, values: Mapping[str, Any], wrt: Sequence[str], record_steps: bool) -> Evaluation:
-        from ..python import run_function  # lazy: as PythonFunction's own run
+        return run_function(self, values, wrt, call=self._call)
 
-        parameters = self.variables
-        call = _Call(self, parameters)
-        return run_function(self, values, wrt, call=lambda **inputs: call.apply(inputs))
+    def _call(self, **arguments: Any) -> Any:
+        """The user's function as one gradcli operation of its tensor arguments (its Python numbers,
+        ``jax.jit``'s static arguments, bound)."""
+        tensors = {n: a for n, a in arguments.items() if isinstance(a, gc.Tensor)}
+        fixed = {n: a for n, a in arguments.items() if n not in tensors}
+        return _Call(self, list(tensors), fixed).apply(tensors)
+
+    def bound(self, values: Mapping[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The function as the framework's own tools call it (the graph recorders, ``--blame``), and the
+        values of its tensor parameters: its Python numbers (``jax.jit``'s static arguments) bound, what it
+        returns then checked as a run does. Without such numbers, the user's function itself (its globals
+        name its modules), whose return a run has checked already."""
+        given = {p.name: p for p in self.parameters if p.name in values}
+        fixed = {n: python_number(self, p, values[n], ()) for n, p in given.items() if p.number is not None}
+        tensors = {n: v for n, v in values.items() if n in given and n not in fixed}
+        if not fixed:
+            return self.function, tensors
+        user = self.function
+
+        def call(**arguments: Any) -> Any:
+            result = user(**arguments, **fixed)
+            checked_return(self.origin, result, list(arguments.values()), self.returns)
+            return result
+
+        call.__name__ = call.__qualname__ = self.name
+        call.__wrapped__ = user  # type: ignore[attr-defined]
+        return call, tensors
+
+    @property
+    def returns(self) -> str:
+        """What the function may return, in its framework's words."""
+        return f"return {'a tensor' if self.framework == 'torch' else 'an array'}, a number, or a tuple or list of them"
 
 
 class _Call:
-    """One call of the user's function as a gradcli operation; ``single``: it returned one value."""
+    """One call of the user's function as a gradcli operation; ``single``: it returned one value.
+    ``fixed``: the arguments passed as they are (Python numbers), not as the framework's tensors."""
 
-    def __init__(self, program: FrameworkFunction, parameters: list[str]) -> None:
+    def __init__(self, program: FrameworkFunction, parameters: list[str], fixed: Mapping[str, Any]) -> None:
         self.program = program
         self.adapter = program.adapter
         self.parameters = parameters
-        user = program.function
+        user, fixed = program.function, dict(fixed)
 
         def positional(*xs: Any) -> tuple[Any, ...]:
-            result = user(**dict(zip(parameters, xs)))
+            result = user(**dict(zip(parameters, xs)), **fixed)
+            checked_return(program.origin, result, xs, program.returns)
             self.single = not isinstance(result, (tuple, list))
             return (result,) if self.single else tuple(result)
 
         self.function = positional
         self.single = True
+
+    def __repr__(self) -> str:
+        return f"<the call of {self.program.origin}>"
 
     def apply(self, inputs: Mapping[str, Any]) -> Any:
         results = FrameworkCall.apply(self, *(inputs[p] for p in self.parameters))
@@ -93,6 +128,11 @@ class FrameworkCall(Function):
                 for k in range(int(np.prod(batch)))]  # fmt: skip
         return (None, *(None if parts[0] is None else gc.stack(parts).reshape((*batch, *parts[0].shape))
                         for parts in zip(*rows)))  # fmt: skip
+
+    @staticmethod
+    def described(ctx: Any) -> str:
+        """The call in messages: the user's function by its name and file, and whose numbers they are."""
+        return f"{ctx.call.program.origin} (by {title(ctx.call.adapter.name)})"
 
     @staticmethod
     def not_analytic(ctx: Any) -> str | None:
