@@ -235,7 +235,7 @@ class _Recorder:
         for eqn in inner.eqns:
             ins = [self.atom(a, env) for a in eqn.invars]
             name = eqn.primitive.name
-            if name in OPENED and _sub_jaxpr(eqn) is not None:
+            if name in OPENED and sub_jaxpr(eqn) is not None:
                 outs = self.opened(eqn, ins, scope, call, block)
             elif name in CUSTOM:
                 outs = self.custom(eqn, ins, scope, call, block)
@@ -272,14 +272,14 @@ class _Recorder:
 
     def opened(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
         kind = OPENED[eqn.primitive.name]
-        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
-        return self.walk(_sub_jaxpr(eqn), ins, scope, call, block)
+        call, scope = self.new_call(kind, call_name(eqn, kind), eqn, scope, call)
+        return self.walk(sub_jaxpr(eqn), ins, scope, call, block)
 
     def custom(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
         """The call evaluated as one (in ``block``); its inner equations in a block of their own, shown
         in its box, each of the call's outputs drawn as the inner equation computing it."""
         kind = CUSTOM[eqn.primitive.name]
-        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
+        call, scope = self.new_call(kind, call_name(eqn, kind), eqn, scope, call)
         outs = self.equation(eqn, ins, scope, call, block, shown=False)
         index = block.steps[-1]
         first = len(self.equations)
@@ -297,16 +297,16 @@ class _Recorder:
         return outs
 
 
-def _sub_jaxpr(eqn: Any) -> Any:
+def sub_jaxpr(eqn: Any) -> Any:
     return eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
 
 
-def _call_name(eqn: Any, kind: str) -> str:
+def call_name(eqn: Any, kind: str) -> str:
     """A call's name: jit's ``name``, else the wrapped function's (``safe_log``), else its kind."""
     name = eqn.params.get("name")
     if isinstance(name, str) and name:
         return name
-    sub = _sub_jaxpr(eqn)
+    sub = sub_jaxpr(eqn)
     info = getattr(getattr(sub, "jaxpr", sub), "debug_info", None)
     found = getattr(info, "func_name", None)
     return found if isinstance(found, str) and found and found != "<unknown>" else kind
