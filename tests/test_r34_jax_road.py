@@ -225,8 +225,9 @@ def test_an_array_in_nondiff_argnums_works_when_it_is_not_differentiated(model):
     np.testing.assert_allclose(document["hessian"], jax.jacrev(jax.jacrev(f["nondiff"]))(x, y), rtol=1e-14)
     document, _ = run(path, "nondiff", "jacobian", *point, "--mode", "reverse")
     assert document["jacobian"] == [[float(g) for g in jax.grad(f["nondiff"])(x, y)]]
-    document, _ = run(path, "nondiff", "check", *point)
-    assert document["ok"] is True
+    document, _ = run(path, "nondiff", "check", *point, "--blame")  # (its rule judged with y a plain array)
+    assert document["ok"] is True and document["blame"] is None
+    assert document["notes"][-1].startswith("--blame checked 1 custom_vjp/custom_jvp call, each rule ")
 
 
 # --- 4, 7. --blame: a rule that closes over an array; rules inside loops, branches and jit ------------
