@@ -51,6 +51,7 @@ def evaluate(given: Given) -> None:
         _points_only(given.points, scale)
         if given.points is not None:
             _evaluate_points(program, given.points, values, read.wrt, given.as_json, given.seed, scale)
+            _framework(program)  # (how a framework made the numbers, said on stderr)
             return
         seed = given.seed
         result = value_and_grad(program, values, read.wrt or None, seed)

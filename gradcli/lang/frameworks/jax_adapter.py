@@ -97,8 +97,10 @@ class JaxAdapter(Adapter):
             self.note(f"JAX cannot differentiate this function in reverse mode ({_first_sentence(failed)}): "
                       "its derivatives are JAX's forward mode (jax.jacfwd)")  # fmt: skip
         jnp = self.module.numpy
-        moving = tuple(range(len(part.moving)))
-        blocks = self.module.jacfwd(lambda *m: part.call(*m), argnums=moving)(*part.moving)
+        if part.blocks is None:  # (once for every cotangent pulled: rows of a Jacobian, --points)
+            moving = tuple(range(len(part.moving)))
+            part.blocks = self.module.jacfwd(lambda *m: part.call(*m), argnums=moving)(*part.moving)
+        blocks = part.blocks
         return tuple(
             sum(jnp.tensordot(c, rows[j], axes=jnp.ndim(c)) for c, rows in zip(cotangents, blocks)).astype(x.dtype)
             for j, x in enumerate(part.moving)
@@ -151,6 +153,7 @@ class _Part:
         self.outputs = adapter.outputs(function)
         self.xs, self.mask = xs, mask
         self.moving = [x for x, m in zip(xs, mask) if m]
+        self.blocks: Any = None  # d outputs / d moving inputs by forward mode, where reverse mode cannot run
 
     def call(self, *moving: Any) -> tuple[Any, ...]:
         given = iter(moving)
