@@ -51,14 +51,16 @@ def framework_finding(found: Any) -> Blame:
 
 
 def checked_note(program: Any, blame: bool, checked: int) -> list[str]:
-    """What ``--blame`` of a framework's function looked at, said once: its custom Functions only."""
+    """What ``--blame`` of a framework's function looked at, said once: its custom Functions only;
+    before it, how the framework made its numbers where not as asked (JAX's forward mode for a while loop)."""
     framework = getattr(program, "framework", None)
+    said = list(program.notes) if framework is not None else []
     if not blame or framework is None:
-        return []
+        return said
     kind, part = (
         ("custom torch.autograd.Function", "backward") if framework == "torch" else ("custom_vjp/custom_jvp", "rule")
     )
-    return [
+    return said + [
         f"--blame checked {checked} {kind} call{'' if checked == 1 else 's'}, each {part} against finite "
         f"differences of its own forward; {title(framework)}'s built-in operations are its own and not checked"
     ]

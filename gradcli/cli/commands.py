@@ -51,6 +51,7 @@ def evaluate(given: Given) -> None:
         _points_only(given.points, scale)
         if given.points is not None:
             _evaluate_points(program, given.points, values, read.wrt, given.as_json, given.seed, scale)
+            _framework(program)  # (how a framework made the numbers, said on stderr)
             return
         seed = given.seed
         result = value_and_grad(program, values, read.wrt or None, seed)
@@ -61,8 +62,9 @@ def evaluate(given: Given) -> None:
             output.warn(f"non-finite value: {result.evaluation.nonfinite}")
         elif result.backward_nonfinite:
             output.warn(f"non-finite gradient: {result.backward_nonfinite}")
+        framework = _framework(program)
         if given.as_json:
-            document = {"value": result.value, "gradient": result.gradient, **_framework(program)}
+            document = {"value": result.value, "gradient": result.gradient, **framework}
             output.print_json({**document, **_unused(program, values, result.gradient)})
             return
         shown = {"value": result.value, **{f"d/d{name}": g for name, g in result.gradient.items()}}
@@ -74,8 +76,14 @@ def evaluate(given: Given) -> None:
 
 
 def _framework(program: Any) -> dict[str, Any]:
-    """JSON's ``framework`` key: whose numbers these are, for a function computing with PyTorch or JAX."""
-    return {"framework": program.framework, "framework_version": program.adapter.version} if program.framework else {}
+    """JSON's ``framework`` key: whose numbers these are, for a function computing with PyTorch or JAX;
+    ``framework_notes`` (also said on stderr) where the framework made them not as asked (another mode)."""
+    if not program.framework:
+        return {}
+    for note in program.notes:
+        warn_later(note)
+    notes = {"framework_notes": list(program.notes)} if program.notes else {}
+    return {"framework": program.framework, "framework_version": program.adapter.version, **notes}
 
 
 def _framework_text(program: Any) -> str:

@@ -213,6 +213,8 @@ def load_function(path: str, name: str) -> Callable[..., Any]:
     import importlib.util  # lazy: start-up, as pathlib: a plain expression does without them
     from pathlib import Path
 
+    from .frameworks import before_import  # lazy: start-up, an expression imports nothing
+
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"{path}: no such file")
@@ -221,6 +223,7 @@ def load_function(path: str, name: str) -> Callable[..., Any]:
         raise UsageError(f"{path}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
     try:
+        before_import(file.read_text(errors="replace"))  # (JAX in float64 before the file makes its arrays)
         with importable(file.resolve().parent):
             spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
-from ..lang.frameworks import framework_of, require
+from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
 from .model import Edge, Graph, GraphNode
 
@@ -150,9 +150,11 @@ def _torch_graph(flat: list[Any], caller: Any, trace: Any, **options: Any) -> Gr
 
 
 def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:
-    from .jax_graph import jax_graph  # lazy: imports JAX, only for a function of JAX's
+    """JAX's graph of ``function(*args)``, computed in float64; the caller's JAX keeps its own setting."""
+    with jax_float64():
+        from .jax_graph import jax_graph  # lazy: imports JAX, only for a function of JAX's
 
-    return jax_graph(function, args, **options)
+        return jax_graph(function, args, **options)
 
 
 def _held(frame: Any) -> list[tuple[str, Any]]:

@@ -44,7 +44,20 @@ def mark_blamed(graph: Graph, found: Any) -> Any:
                 continue
             node.blamed = True
             return node
-    return None
+    return _holding(graph, found)
+
+
+def _holding(graph: Graph, found: Any) -> Any:
+    """A JAX rule called inside a loop's body or a branch, which are not drawn: the loop's node (the
+    innermost drawn whose scope holds the rule's), marked; or None."""
+    scope = found.scope or ""
+    holders = [n for n in graph.nodes if n.kind == "op" and n.scope and scope.startswith(f"{n.scope}/")
+               and n.op in ("scan", "while", "cond")]  # fmt: skip
+    if not holders:
+        return None
+    node = max(holders, key=lambda n: len(n.scope or ""))
+    node.blamed = True
+    return node
 
 
 def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Any:

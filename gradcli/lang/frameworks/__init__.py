@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from ...errors import MissingProgram, UsageError, install_hint
@@ -48,24 +49,52 @@ def missing(module: str) -> None:
         require(framework)
 
 
+def before_import(source: str) -> None:
+    """Called with a user's file's text before it runs: a file that imports JAX (or a package built on
+    it) gets JAX in float64 first, so that the arrays it makes as it is imported (``W = jnp.array([0.1,
+    0.2])``) are float64, as in a process where JAX ran in float64 from the start."""
+    import re  # lazy: start-up, as the rest of this module
+
+    names = "|".join(k for k, v in _FAMILY.items() if v == "jax")
+    if re.search(rf"^[ \t]*(?:import|from)[ \t]+(?:{names})\b", source, re.MULTILINE):
+        with suppress(MissingProgram):  # (the file's own import says so, or it does without JAX)
+            require("jax")
+
+
 def require(framework: str) -> types.ModuleType:
     """The framework's module, imported now; exit 3 with the install line when it is missing. JAX
     computes in float64 (``jax_enable_x64``), as gradcli and its inputs do."""
-    import importlib  # lazy: start-up, as the rest of this module
-
-    try:
-        module = importlib.import_module(framework)
-    except ImportError as missing:
-        hint = _INSTALL[framework].format(hint=install_hint(framework))
-        raise MissingProgram(
-            f"this function computes with {_TITLE[framework]}, which is not installed ({missing}); install it with: {hint}"
-        ) from None
+    module = _imported(framework)
     if framework == "jax":
         module.config.update("jax_enable_x64", True)
     return module
 
 
+def _imported(framework: str) -> types.ModuleType:
+    import importlib  # lazy: start-up, as the rest of this module
+
+    try:
+        return importlib.import_module(framework)
+    except ImportError as missing:
+        hint = _INSTALL[framework].format(hint=install_hint(framework))
+        raise MissingProgram(
+            f"this function computes with {_TITLE[framework]}, which is not installed ({missing}); install it with: {hint}"
+        ) from None
+
+
 _TITLE = {"torch": "PyTorch", "jax": "JAX"}
+
+
+@contextmanager
+def jax_float64() -> Iterator[types.ModuleType]:
+    """JAX in float64 inside the block, the caller's setting after it (``gc.render.graph(f, x)`` in the
+    user's own process, where JAX may run in float32)."""
+    jax = _imported("jax")
+    before = bool(jax.config.jax_enable_x64)
+    try:
+        yield require("jax")
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def title(framework: str) -> str:

@@ -3,7 +3,7 @@ rules both adapters share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,14 +20,23 @@ class Adapter:
     def __init__(self) -> None:
         self.module = require(self.name)
         self.version = getattr(self.module, "__version__", "").split("+")[0]
+        self.notes: list[str] = []  # how the numbers were made where not as asked (another mode), said once
 
-    def forward(self, function: Callable[..., Any], arrays: list[Any], pullback: bool) -> tuple[list[Any], Any]:
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def forward(
+        self, function: Callable[..., Any], arrays: list[Any], pullback: bool | Sequence[bool]
+    ) -> tuple[list[Any], Any]:
+        """The outputs, and with ``pullback`` (True, or which inputs are differentiated) what ``pull`` needs."""
         raise NotImplementedError
 
     def pull(self, pullback: Any, cotangents: list[Any]) -> list[Any]:
         raise NotImplementedError
 
-    def vjp(self, function: Callable[..., Any], count: int) -> Callable[..., Any]:
+    def vjp(self, function: Callable[..., Any], count: int, wanted: Sequence[bool] | None = None) -> Callable[..., Any]:
+        """``wanted``: which of the ``count`` inputs are differentiated (None: all)."""
         raise NotImplementedError
 
     def jvp(self, function: Callable[..., Any], arrays: list[Any], tangents: list[Any]) -> list[Any]:

@@ -41,6 +41,11 @@ class FrameworkFunction(PythonFunction):
         """PyTorch 2.13.0, JAX 0.10.2: whose numbers these are."""
         return f"{title(self.framework)} {self.adapter.version}"
 
+    @property
+    def notes(self) -> list[str]:
+        """How the framework made the numbers where not as asked (JAX's forward mode for a while loop)."""
+        return self.adapter.notes
+
     def _run(self, values: Mapping[str, Any], wrt: Sequence[str], record_steps: bool) -> Evaluation:
         return run_function(self, values, wrt, call=self._call)
 
@@ -112,7 +117,7 @@ class FrameworkCall(Function):
     @staticmethod
     def forward(ctx: Any, call: Any, *inputs: Any) -> Any:
         arrays = [np.asarray(t.array) for t in inputs]
-        wanted = any(ctx.needs_input_grad)
+        wanted = list(ctx.needs_input_grad[1:]) if any(ctx.needs_input_grad) else False  # (the first: the call)
         outputs, pullback = call.adapter.forward(call.function, arrays, wanted)
         ctx.call, ctx.pullback, ctx.inputs = call, pullback, inputs
         ctx.shapes = [np.shape(o) for o in outputs]
@@ -121,10 +126,12 @@ class FrameworkCall(Function):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         cotangents = [gc.zeros(shape) if g is None else g for g, shape in zip(grads, ctx.shapes)]
-        batch = cotangents[0].shape[: len(cotangents[0].shape) - len(ctx.shapes[0])]
+        # a batch of cotangents (rows of a Jacobian); an output given none has unbatched zeros
+        batch = max((c.shape[: len(c.shape) - len(s)] for c, s in zip(cotangents, ctx.shapes)), key=len)
         if not batch:
             return (None, *_pulled(ctx, cotangents))
-        rows = [_pulled(ctx, [c.reshape((-1, *shape))[k] for c, shape in zip(cotangents, ctx.shapes)])
+        rows = [_pulled(ctx, [c.reshape((-1, *shape))[k] if len(c.shape) > len(shape) else c
+                              for c, shape in zip(cotangents, ctx.shapes)])
                 for k in range(int(np.prod(batch)))]  # fmt: skip
         return (None, *(None if parts[0] is None else gc.stack(parts).reshape((*batch, *parts[0].shape))
                         for parts in zip(*rows)))  # fmt: skip
@@ -171,7 +178,7 @@ def _pulled(ctx: Any, cotangents: list[Any]) -> tuple[Any, ...]:
         return tuple(None if g is None else gc.tensor(g) for g in found)
     pulled = _Call.__new__(_Call)
     pulled.program, pulled.adapter, pulled.single = ctx.call.program, ctx.call.adapter, False
-    pulled.function = ctx.call.adapter.vjp(ctx.call.function, len(inputs))
+    pulled.function = ctx.call.adapter.vjp(ctx.call.function, len(inputs), ctx.needs_input_grad[1:])
     found = FrameworkCall.apply(pulled, *inputs, *cotangents)
     return found if isinstance(found, tuple) else (found,)
 

@@ -128,22 +128,26 @@ def trace_jax(
     one; the others are constants); ``cotangents`` False: values alone. An argument may be a pytree
     of arrays: its leaves are inputs named by their path (``params['w']``)."""
     leaves, treedef, names = _flat_arguments(function, args, names)
-
-    def flat(*xs: Any) -> Any:
-        return function(*jax.tree_util.tree_unflatten(treedef, list(xs)))
-
-    closed = jax.make_jaxpr(flat)(*leaves)
-    recorder = _Recorder()
-    inputs = []
-    for leaf, name, var in zip(leaves, names, closed.jaxpr.invars):
-        index = recorder.value("input", var.aval, name=name, value=np.asarray(leaf))
-        recorder.values[index].differentiable = _floating(var.aval.dtype) and _chosen(name, wrt)
-        inputs.append(index)
     unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
     if unknown:
         raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
-    top = _Block(inputs=inputs)
-    top.outputs = recorder.walk(closed, inputs, None, None, top)
+    traced = [_chosen(name, wrt) for name in names]  # (the others are plain arrays: a custom_vjp's nondiff_argnums)
+
+    def flat(*xs: Any) -> Any:
+        given = iter(xs)
+        whole = [next(given) if t else leaf for leaf, t in zip(leaves, traced)]
+        return function(*jax.tree_util.tree_unflatten(treedef, whole))
+
+    closed = jax.make_jaxpr(flat)(*(leaf for leaf, t in zip(leaves, traced) if t))
+    recorder = _Recorder()
+    inputs = []
+    for leaf, name, t in zip(leaves, names, traced):
+        index = recorder.value("input", leaf, name=name, value=np.asarray(leaf))
+        recorder.values[index].differentiable = _floating(leaf.dtype) and t
+        inputs.append(index)
+    recorder.bound = {id(leaf): i for leaf, i, t in zip(leaves, inputs, traced) if not t}  # (closed over: constants)
+    top = _Block(inputs=[i for i, t in zip(inputs, traced) if t])
+    top.outputs = recorder.walk(closed, top.inputs, None, None, top)
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
     _drop_unused(trace)
     seed = _seed_of(trace, seed) if cotangents else None
@@ -218,6 +222,7 @@ class _Recorder:
         self.equations: list[JaxEquation] = []
         self.calls: list[JaxCall] = []
         self.shown_as: dict[int, int] = {}
+        self.bound: dict[int, int] = {}  # an input passed as a plain array (id) -> its value, where closed over
 
     def value(self, kind: str, aval: Any, **fields: Any) -> int:
         self.values.append(JaxValue(kind, tuple(getattr(aval, "shape", ())), getattr(aval, "dtype", None), **fields))
@@ -230,12 +235,13 @@ class _Recorder:
         inner = closed.jaxpr if closed is not None else jaxpr
         env: dict[Any, int] = {}
         for var, const in zip(inner.constvars, closed.consts if closed is not None else ()):
-            env[var] = self.value("constant", var.aval, value=np.asarray(const))
+            known = self.bound.get(id(const))
+            env[var] = known if known is not None else self.value("constant", var.aval, value=np.asarray(const))
         env.update(zip(inner.invars, inputs))
         for eqn in inner.eqns:
             ins = [self.atom(a, env) for a in eqn.invars]
             name = eqn.primitive.name
-            if name in OPENED and _sub_jaxpr(eqn) is not None:
+            if name in OPENED and sub_jaxpr(eqn) is not None:
                 outs = self.opened(eqn, ins, scope, call, block)
             elif name in CUSTOM:
                 outs = self.custom(eqn, ins, scope, call, block)
@@ -272,14 +278,14 @@ class _Recorder:
 
     def opened(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
         kind = OPENED[eqn.primitive.name]
-        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
-        return self.walk(_sub_jaxpr(eqn), ins, scope, call, block)
+        call, scope = self.new_call(kind, call_name(eqn, kind), eqn, scope, call)
+        return self.walk(sub_jaxpr(eqn), ins, scope, call, block)
 
     def custom(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
         """The call evaluated as one (in ``block``); its inner equations in a block of their own, shown
         in its box, each of the call's outputs drawn as the inner equation computing it."""
         kind = CUSTOM[eqn.primitive.name]
-        call, scope = self.new_call(kind, _call_name(eqn, kind), eqn, scope, call)
+        call, scope = self.new_call(kind, call_name(eqn, kind), eqn, scope, call)
         outs = self.equation(eqn, ins, scope, call, block, shown=False)
         index = block.steps[-1]
         first = len(self.equations)
@@ -297,16 +303,16 @@ class _Recorder:
         return outs
 
 
-def _sub_jaxpr(eqn: Any) -> Any:
+def sub_jaxpr(eqn: Any) -> Any:
     return eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
 
 
-def _call_name(eqn: Any, kind: str) -> str:
+def call_name(eqn: Any, kind: str) -> str:
     """A call's name: jit's ``name``, else the wrapped function's (``safe_log``), else its kind."""
     name = eqn.params.get("name")
     if isinstance(name, str) and name:
         return name
-    sub = _sub_jaxpr(eqn)
+    sub = sub_jaxpr(eqn)
     info = getattr(getattr(sub, "jaxpr", sub), "debug_info", None)
     found = getattr(info, "func_name", None)
     return found if isinstance(found, str) and found and found != "<unknown>" else kind

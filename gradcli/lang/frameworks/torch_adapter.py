@@ -3,7 +3,7 @@ JVP by ``torch.autograd`` and ``torch.func``, and the aten operations a run disp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -82,7 +82,7 @@ class TorchAdapter(Adapter):
         return [(lambda g: None if g is None else g.detach().numpy().copy())(next(found)) if x.requires_grad
                 else None for x in xs]  # fmt: skip
 
-    def vjp(self, function: Callable[..., Any], count: int) -> Callable[..., Any]:
+    def vjp(self, function: Callable[..., Any], count: int, wanted: Sequence[bool] | None = None) -> Callable[..., Any]:
         torch = self.module
 
         def pulled(*args: Any) -> tuple[Any, ...]:
