@@ -25,6 +25,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import traceback
 import warnings
 from contextlib import ContextDecorator
 from typing import Any
@@ -74,7 +75,7 @@ class detect_anomaly(ContextDecorator):
         if raise_error:  # the user's debugging mode (the CLI's own use, raise_error=False, says nothing)
             warnings.warn(ENABLED, UserWarning, stacklevel=2)
         self.found: Finding | None = None
-        self.made: dict[int, tuple[Any, tuple[Any, ...], str]] = {}
+        self.made: dict[int, tuple[Any, tuple[Any, ...], str, Any]] = {}
 
     def __enter__(self) -> detect_anomaly:
         # this thread's mode, as grad mode is (grad_mode.state): another thread's operations
@@ -90,8 +91,11 @@ class detect_anomaly(ContextDecorator):
     # --- what the recorder and the engine call while it is on ---------------------------------
 
     def forward(self, node: Any, result: Any, inputs: tuple[Any, ...]) -> None:
-        where = _caller()
-        self.made[id(node)] = (node, inputs, where)
+        frame, _ = _user_frame()
+        where = _where(frame)
+        # the user's debugging mode keeps the forward call's stack, for PyTorch's warning when the node fails
+        stack = _stack(frame) if self.raise_error else None
+        self.made[id(node)] = (node, inputs, where, stack)
         if self.found is None and self.check_nan:
             bad = _nonfinite(result)
             if bad and not any(_nonfinite(v) for v in inputs):
@@ -108,16 +112,38 @@ class detect_anomaly(ContextDecorator):
                 inputs, where = (made[1], made[2]) if made else ((), "")
                 finding = Finding(node, "backward", bad, i, inputs, where)
                 if self.raise_error:
-                    warnings.warn(
-                        f"Error detected in {finding.name()}. Traceback of forward call that caused the error:\n"
-                        f"  {where or '(not recorded: the node was made before anomaly mode was on)'}",
-                        UserWarning,
-                        stacklevel=_user_frame()[1],
-                    )
+                    self.failed(node)
                     raise RuntimeError(finding.message())
                 if self.found is None or self.found.phase == "forward":
                     self.found = finding
                 return
+
+    def failed(self, node: Any) -> None:
+        """PyTorch's warning before an error raised in ``node``'s backward propagates: the forward call
+        that made the node, or that it was made before anomaly mode was on."""
+        if not self.raise_error:
+            return
+        name = node.name() if hasattr(node, "name") else type(node).__name__
+        made = self.made.get(id(node))
+        if made is None or made[3] is None:
+            text = f"Error detected in {name}. {NO_FORWARD_INFO}"
+        else:
+            text = f"Error detected in {name}. Traceback of forward call that caused the error:\n" + "".join(
+                made[3].format()
+            )
+        warnings.warn(text, UserWarning, stacklevel=_user_frame()[1])
+
+
+NO_FORWARD_INFO = (
+    "No forward pass information available. Enable detect anomaly during forward pass for more information."
+)
+
+
+def node_failed(node: Any) -> None:
+    """An error is being raised in ``node``'s backward: PyTorch's warning, in anomaly mode."""
+    current = _state.anomaly
+    if current is not None:
+        current.failed(node)
 
 
 def backward_check(node: Any, incoming: Any, grads: Any) -> None:
@@ -207,9 +233,15 @@ def _user_frame() -> tuple[Any, int]:
     return frame, level
 
 
-def _caller() -> str:
-    """The first frame outside gradcli: ``file.py:12 (line text)``."""
-    frame, _ = _user_frame()
+def _stack(frame: Any) -> traceback.StackSummary:
+    """The calls that led to ``frame``, outermost first (their lines are read when shown)."""
+    summary = traceback.StackSummary.extract(traceback.walk_stack(frame), lookup_lines=False)
+    summary.reverse()
+    return summary
+
+
+def _where(frame: Any) -> str:
+    """``file.py:12 (line text)`` of a frame (empty for none)."""
     if frame is None:
         return ""
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()

@@ -133,6 +133,7 @@ def t(x: Any) -> Tensor:
 
 def expand(x: Any, *sizes: Any) -> Tensor:
     x = as_tensor(x)
+    x._materialize()  # a 0-d NumPy scalar has no memory to share: the expanded view must see x's
     shape = _shape_args(sizes)
     lead = len(shape) - x.ndim
     shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
@@ -184,23 +185,31 @@ def _positions(index: Any, what: str) -> np.ndarray:
 
 def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
     """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (any dim alike): GatherBackward0,
-    the gradient scattered back with repeated positions adding up."""
+    the gradient scattered back with repeated positions adding up. PyTorch's rules: an empty
+    index is never checked (its shape is the result's); otherwise a 0-d tensor counts as 1-D
+    of one element, for the input as for the index."""
     x = as_tensor(input)
-    positions = _positions(index, "gather")
-    ndim = x.ndim
-    if positions.ndim != ndim:
+    d = wrap_dim(dim, x.ndim)
+    value = index._value if isinstance(index, Tensor) else np.asarray(index)
+    if value.size == 0:
+        positions = value.astype(np.int64)
+    else:
+        positions = _positions(index, "gather")
+        _check_gather(x.shape, d, positions)
+    return apply(ops.GATHER, (x.reshape(1) if x.ndim == 0 else x,), (d, positions))
+
+
+def _check_gather(shape: tuple[int, ...], d: int, positions: np.ndarray) -> None:
+    if max(positions.ndim, 1) != max(len(shape), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    d = wrap_dim(dim, ndim)
-    if ndim == 0:
-        return gather(x.reshape(1), 0, positions.reshape(1)).reshape(())
-    for k, (m, n) in enumerate(zip(positions.shape, x.shape)):
-        if k != d and m > n:
-            raise RuntimeError(
-                f"Size does not match at dimension {k} expected index {list(positions.shape)} to be no larger "
-                f"than self {list(x.shape)} apart from dimension {d}"
-            )
-    _check_range(positions, x.shape[d], d, negative=False)
-    return apply(ops.GATHER, (x,), (d, positions))
+    if positions.ndim == len(shape):
+        for k, (m, n) in enumerate(zip(positions.shape, shape)):
+            if k != d and m > n:
+                raise RuntimeError(
+                    f"Size does not match at dimension {k} expected index {list(positions.shape)} to be no larger "
+                    f"than self {list(shape)} apart from dimension {d}"
+                )
+    _check_range(positions, shape[d] if shape else 1, d, negative=False)
 
 
 def _out_of_bounds(i: int, dim: int, size: int) -> Any:

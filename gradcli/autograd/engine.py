@@ -56,7 +56,7 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
     if len(given) != len(outputs):
         raise RuntimeError(f"grad requires one gradient per output: got {len(given)} for {len(outputs)} outputs")
     grads = []
-    for out, g in zip(outputs, given):
+    for i, (out, g) in enumerate(zip(outputs, given)):
         if g is None:
             if np.size(out._value) != 1:
                 raise RuntimeError(SCALAR_ONLY)
@@ -65,10 +65,16 @@ def _root_grads(outputs: list[Tensor], grad_outputs: Any, create_graph: bool) ->
             g = np.ones_like(out._value)
         else:
             gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.asarray(out._value).dtype)
-            if np.shape(gv) != out.shape:
+            if np.shape(gv) != out.shape:  # (PyTorch's words, its shapes printed as torch.Size)
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output has a shape of {list(np.shape(gv))} and output has a shape "
-                    f"of {list(out.shape)}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(np.shape(gv))}) and "
+                    f"output[{i}] has a shape of torch.Size({list(out.shape)})."
+                )
+            if (gv.dtype.kind == "c") != (out.dtype.kind == "c"):
+                raise RuntimeError(
+                    "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
+                    f"in dtype: grad_output[{i}] has a dtype of torch.{gv.dtype} and output[{i}] has a dtype of "
+                    f"torch.{out.dtype}."
                 )
             if create_graph and isinstance(g, Tensor):
                 grads.append(g)
@@ -345,13 +351,18 @@ def _run_node(node, g, hooks, lent, create_graph, anomaly, retain_graph, nbatch)
         return in_grads, taken, True
     if node._retain is not None:
         _retain_grad(node, g, create_graph)
-    if hooks is None:
-        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-    else:
-        multi = getattr(node, "n_outputs", 1) > 1
-        g = _hooks.run_pre_hooks(hooks, g, multi, create_graph)
-        in_grads = node.apply(g, create_graph, nbatch, retain_graph)
-        in_grads = _hooks.run_post_hooks(hooks, in_grads, g, multi, create_graph)
+    try:
+        if hooks is None:
+            in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+        else:
+            multi = getattr(node, "n_outputs", 1) > 1
+            g = _hooks.run_pre_hooks(hooks, g, multi, create_graph)
+            in_grads = node.apply(g, create_graph, nbatch, retain_graph)
+            in_grads = _hooks.run_post_hooks(hooks, in_grads, g, multi, create_graph)
+    except Exception:
+        if anomaly:  # PyTorch warns which node failed, and where it was made, before the error propagates
+            _anomaly.node_failed(node)
+        raise
     if anomaly:
         in_grads = tuple(in_grads)
         _anomaly.backward_check(node, g, in_grads)

@@ -101,8 +101,8 @@ class FunctionNode(Node):
         self.seq = next_seq()
 
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, ...]:
-        if self.ctx._saved is FREED:
-            raise RuntimeError(BACKWARD_TWICE)
+        # A second pass is refused only where backward reads ``ctx.saved_tensors`` (PyTorch frees saved
+        # tensors, nothing else): a Function that saves nothing (Unbind) runs again.
         grads = g if self.n_outputs > 1 else [g]
         grads = [self._as_grad(gi, k) for k, gi in enumerate(grads)]
         with _mode(create):
@@ -195,11 +195,14 @@ class Function:
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any) -> Any:
-        raise NotImplementedError("define forward(ctx, *args) in your Function subclass")
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> Any:
-        raise NotImplementedError("define backward(ctx, *grads) in your Function subclass")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function to use it with "
+            "backward mode AD."
+        )
 
     @staticmethod
     def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> None:
@@ -259,8 +262,7 @@ def _not_recorded(cls: type[Function], outs: list[Any], args: tuple[Any, ...], d
     for o in outs:
         if id(o) in dirty:
             o._bump_version()
-    if _grad_mode.state.enabled:
-        _mark_custom_views(cls, outs, args, dirty)
+    _mark_custom_views(cls, outs, args, dirty)  # in no_grad mode too (PyTorch's IN_CUSTOM_FUNCTION)
     return outs
 
 

@@ -467,16 +467,18 @@ def _check_independent(outs: list[Tensor], ins: list[Tensor], strict: bool) -> N
                     )
 
 
-def _check_jacobian(jac: list[Any], strict: bool) -> None:
-    """Strict mode: the gradient of a Hessian's function must depend on the inputs (PyTorch's "jacobian" check)."""
+def _check_jacobian(jac: list[Any], strict: bool, filled: bool = False) -> None:
+    """Strict mode: the gradient of a Hessian's function must depend on the inputs (PyTorch's "jacobian" check).
+    ``filled``: a missing gradient counts as zeros that do not depend on the input (``hessian``, whose inner
+    jacobian is not strict), not as an input the output is independent of (``hvp``, ``vhp``)."""
     if strict:
         for i, g in enumerate(jac):
-            if g is None:
+            if g is None and not filled:
                 raise RuntimeError(
                     f"The output of the user-provided function is independent of input {i}. "
                     "This is not allowed in strict mode."
                 )
-            if g._edge is None:
+            if g is None or g._edge is None:
                 raise RuntimeError(
                     "While computing the hessian, found that the jacobian of the user-provided function with "
                     f"respect to input {i} is independent of the input. This is not allowed in strict mode. You "
@@ -657,7 +659,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
         out = _single_output(func(*ins), "hessian")
         _check_outputs([out], strict)
         jac = _backward([out], ins, [None], create_graph=True)
-    _check_jacobian(jac, strict)
+    _check_jacobian(jac, strict, filled=True)
     if strict and vectorize:  # PyTorch's outer jacobian refuses them, after the inner one ran
         raise RuntimeError(STRICT_VECTORIZE)
     grads = _materialised(jac, ins)

@@ -19,6 +19,7 @@ from ..ops import Meta, Primitive, unbroadcast
 from . import hooks as _hooks
 from . import tensor as _tensor_mod
 from .donation import rules as rules_with_donation
+from .grad_mode import state as _grad_state
 from .still import quiet
 from .tensor import Tensor, is_complex, storage_root
 
@@ -27,6 +28,11 @@ BACKWARD_TWICE = (
     "have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
 )
 
 
@@ -61,11 +67,17 @@ class Dirty:
 
 
 def inplace_error(shape: tuple[int, ...], dtype: Any, node_name: str, version: int, expected: int) -> RuntimeError:
+    hint = (
+        # in anomaly mode the warning just given names the node and the forward call that made it (PyTorch's words)
+        "the backtrace further above shows the operation that failed to compute its gradient. The variable in "
+        "question was changed in there or anywhere later. Good luck!"
+        if _grad_state.anomaly is not None
+        else "gradcli.detect_anomaly() names the operation that failed to compute its gradient."
+    )
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{dtype} {list(shape)}], which is output 0 of {node_name}, is at version {version}; "
-        f"expected version {expected} instead. Hint: gradcli.detect_anomaly() names the operation "
-        "that failed to compute its gradient."
+        f"expected version {expected} instead. Hint: {hint}"
     )
 
 
@@ -518,7 +530,7 @@ class CopySlices(SingleOutput, Node):
     out in the base's shape: the gradient outside them goes to the old base, inside them to the view.
     """
 
-    __slots__ = ("next", "positions", "_retain", "_hooks", "seq", "__weakref__")
+    __slots__ = ("next", "positions", "repeats", "_retain", "_hooks", "seq", "__weakref__")
     prim = _NodeOp("copy_slices")
 
     def __init__(self, base_edge: Any, view_edge: Any, chain: tuple[Any, ...], base_value: Any) -> None:
@@ -527,6 +539,9 @@ class CopySlices(SingleOutput, Node):
         positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
         for prim, params in chain:
             positions = prim.forward(positions, *params)
+        # a view that repeats positions of its base (expanded, then filled): its gradient cannot be
+        # split, and backward refuses it as PyTorch's CopySlices does
+        self.repeats = any(s == 0 and n > 1 for n, s in zip(np.shape(positions), np.asarray(positions).strides))
         self.positions = np.array(positions, copy=True)
         self._retain = None
         self._hooks = None
@@ -535,6 +550,8 @@ class CopySlices(SingleOutput, Node):
     def apply(self, g: Any, create: bool, nbatch: int, retain: bool = True) -> tuple[Any, Any]:
         if self.positions is None:
             raise RuntimeError(BACKWARD_TWICE)
+        if self.repeats:
+            raise RuntimeError(OVERLAP)
         grads = self._split(g, create, nbatch)
         if not retain:
             self.release()

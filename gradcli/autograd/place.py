@@ -21,6 +21,8 @@ DETACH_VIEW = (
     "function in torch/optim/optimizer.py as the solution."
 )
 
+REQUIRES_GRAD_BOOL = "requires_grad must be a bool"
+
 
 def register_tensor_hook(tensor: Tensor, fn: Any) -> RemovableHandle:
     """``Tensor.register_hook``: a hook of the node the tensor's gradient arrives at, for its output."""
@@ -57,6 +59,8 @@ class TensorPlace:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if flag.__class__ is not bool:
+            raise RuntimeError(REQUIRES_GRAD_BOOL)
         edge = self._edge
         if edge is not None and edge.__class__ is not AccumulateGrad:
             if not flag:
@@ -74,6 +78,10 @@ class TensorPlace:
             if kind == "c":
                 _tensor_mod.complex_seen = True
             self._edge = AccumulateGrad(self)
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError(REQUIRES_GRAD_BOOL)  # (PyTorch's setter, handed no value)
 
     @property
     def grad_fn(self) -> Any:

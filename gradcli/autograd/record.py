@@ -147,26 +147,35 @@ def _read_inputs(prim: Primitive, inputs: Any, edges: tuple[Any, ...]) -> tuple[
 
 def _mark_view(result: Tensor, inputs: Any, prim: Primitive, params: tuple[Any, ...]) -> None:
     value = result._value
-    if value.__class__ is _ndarray and value.base is not None and (value.flags.writeable or 0 in value.strides):
+    source = inputs[0]
+    if value.__class__ is not _ndarray or value.base is None or source.__class__ is not Tensor:
+        return
+    if not (value.flags.writeable or 0 in value.strides or _expanded_view(source)):
         # (a read-only result, NumPy's diagonal, is no view to write through: changed in place, it is
-        # replaced; an expanded one is, and writing through it is refused)
-        source = inputs[0]
-        if source.__class__ is Tensor:
-            root = storage_root(source)
-            if not np.may_share_memory(value, root._value):
-                return  # a view of a copy NumPy made on the way (reshape of a transpose)
-            result._base = root
-            if source._multi_view is not None:  # a view of one of several views (unbind's): refused alike
-                edge = result._edge
-                name = source._multi_view[0] if edge is None else edge_node(edge).name()
-                result._multi_view = (name.removesuffix("Backward0"), 0, *source._multi_view[2:])
-            if source._detached:
-                result._detached = True
-            elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
-                chain = () if source._base is None else source._view_fn
-                if chain is not None:
-                    result._view_fn = chain + ((prim, params),)
-                    _tensor_mod.note_view(root, result)
+        # replaced; an expanded one is, and so is a view of it: it is written through to the base)
+        return
+    root = storage_root(source)
+    if not np.may_share_memory(value, root._value):
+        return  # a view of a copy NumPy made on the way (reshape of a transpose)
+    result._base = root
+    if not _state.enabled or source._no_grad_view:  # (PyTorch's creation_meta NO_GRAD_MODE)
+        result._no_grad_view = True
+    if source._multi_view is not None:  # a view of one of several views (unbind's): refused alike
+        edge = result._edge
+        name = source._multi_view[0] if edge is None else edge_node(edge).name()
+        result._multi_view = (name.removesuffix("Backward0"), 0, *source._multi_view[2:])
+    if source._detached:
+        result._detached = True
+    elif prim.arity == 1:  # how to take the view again from its base (an in-place change rebases it)
+        chain = () if source._base is None else source._view_fn
+        if chain is not None:
+            result._view_fn = chain + ((prim, params),)
+            _tensor_mod.note_view(root, result)
+
+
+def _expanded_view(source: Any) -> bool:
+    """A read-only view taken of a base: an expanded tensor or a view of one."""
+    return source.__class__ is Tensor and source._base is not None and not source._value.flags.writeable
 
 
 def apply(prim: Primitive, inputs: Any, params: tuple[Any, ...] = ()) -> Tensor:

@@ -140,6 +140,38 @@ def note_view(root: Tensor, view: Tensor) -> None:
         views[:] = [r for r in views if r() is not None]
 
 
+#: how PyTorch's message names a dtype: its C++ type (the gradient's), its ScalarType (the tensor's)
+_CPP_NAMES = {
+    "b": ("bool", "Bool"), "u1": ("unsigned char", "Byte"), "i1": ("signed char", "Char"),
+    "i2": ("short int", "Short"), "i4": ("int", "Int"), "i8": ("long int", "Long"), "f2": ("c10::Half", "Half"),
+    "f4": ("float", "Float"), "f8": ("double", "Double"), "c8": ("c10::complex<float>", "ComplexFloat"),
+    "c16": ("c10::complex<double>", "ComplexDouble"), "u2": ("short unsigned int", "UInt16"),
+    "u4": ("unsigned int", "UInt32"), "u8": ("long unsigned int", "UInt64"),
+}  # fmt: skip
+
+
+def _dtype_names(dtype: Any) -> tuple[str, str]:
+    dtype = np.dtype(dtype)
+    return _CPP_NAMES.get("b" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize}", (str(dtype), str(dtype)))
+
+
+def check_assigned_grad(grad: Tensor, tensor: Tensor) -> None:
+    """PyTorch's refusals of ``tensor.grad = grad``: another dtype, then another size."""
+    if grad.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{_dtype_names(grad.dtype)[0]}' to a tensor with grad_dtype "
+            f"'{_dtype_names(tensor.dtype)[1]}'. The gradient must match the tensor's grad_dtype (defaults to the "
+            "tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
+            "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break "
+            "downstream systems that assume they match."
+        )
+    if grad.shape != tensor.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size '{list(tensor.shape)}'. "
+            "Please ensure that the gradient and the tensor are the same size"
+        )
+
+
 def wrap(value: Any, edge: Any = None) -> Tensor:
     """The fast internal constructor: no copy, no checks."""
     t = _new(Tensor)
@@ -176,6 +208,7 @@ class Tensor:
         None  # (name, k[, why]): output k of a function returning several views (unbind), or a custom one's
     )
     _views: Any = None  # weak references to a base's views that have a _view_fn: retaken when it changes
+    _no_grad_view: bool = False  # a view taken in no_grad mode (or of one): changed in place under grad, refused
     _detached: bool = False  # shares a leaf's storage through detach(): changing it in place is allowed
     _detached_in_place: bool = False  # cut from the graph by detach_(): a node that saved it must not use it
     name: str | None = None
@@ -205,6 +238,11 @@ class Tensor:
     # --- place in the graph -------------------------------------------------------------
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad.__class__ is not bool:
+            raise TypeError(
+                "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                f"{type(requires_grad).__name__}"
+            )
         if requires_grad and self._edge is None:
             check_can_require_grad(self._value, REQUIRES_GRAD_DTYPE_METHOD)
         self.requires_grad = requires_grad
@@ -219,13 +257,14 @@ class Tensor:
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if not isinstance(value, (Tensor, np.ndarray)):
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
                 )
             value = value if isinstance(value, Tensor) else Tensor(value)
-            if value.shape != self.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: {value.shape} vs {self.shape}")
+            check_assigned_grad(value, self)
         self._grad = value
 
     @grad.deleter

@@ -174,9 +174,16 @@ def _two_over_dof(x, axis, correction):
     return 2.0 / dof if dof else float("inf")
 
 
+def _reduced_ndim(x, axis, keepdims) -> int:
+    """How many axes the reduction of ``x`` over ``axis`` has (read from ``x``, not the output)."""
+    n = np.ndim(x)
+    return n if keepdims else 0 if axis is None else n - len(axis)
+
+
 def _var_rule(g, out, x, axis, keepdims, correction):
-    # PyTorch's var_backward: (2 / (n - correction)) * grad * (x - mean(x))
-    nb = np.ndim(g) - np.ndim(out)
+    # PyTorch's var_backward: (2 / (n - correction)) * grad * (x - mean(x)); it reads the input alone
+    # (the output is not saved: changing it in place later does not spoil the gradient)
+    nb = np.ndim(g) - _reduced_ndim(x, axis, keepdims)
     with np.errstate(invalid="ignore"):
         return _two_over_dof(x, axis, correction) * _kept(g, x, axis, keepdims, nb) * _centred(x, axis)
 
@@ -215,7 +222,7 @@ VAR = primitive(
     1,
     _var,
     (_var_rule,),
-    saves="both",
+    saves="inputs",
     nparams=3,
     analytic=False,
     group="reductions",

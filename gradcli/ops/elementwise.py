@@ -40,6 +40,20 @@ def unary(name, forward, rule, formula, sympy, **facts):
     )
 
 
+def defined_on(ufunc, low, high):
+    """``ufunc``, NaN (or an infinity at an end) outside ``[low, high]`` without NumPy's warning: PyTorch
+    gives the same values silently. Inputs inside (the usual case) pay one comparison, not an errstate."""
+
+    def forward(x):
+        if np.iscomplexobj(x) or np.all((x >= low) & (x <= high)):
+            return ufunc(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ufunc(x)
+
+    forward.__name__ = ufunc.__name__
+    return forward
+
+
 def binary(name, forward, rules, formulas, sympy, **facts):
     facts.setdefault("numpy", (forward,) if isinstance(forward, np.ufunc) else ())
     facts.setdefault("batch", "elementwise")
@@ -338,21 +352,23 @@ TAN = unary(
 )
 ASIN = unary(
     "asin",
-    np.arcsin,
+    defined_on(np.arcsin, -1.0, 1.0),
     lambda g, out, x: g / np.sqrt(1 - x * x),
     "1/sqrt(1-{0}^2)",
     lambda sp, x: sp.asin(x),
     domain=((-0.9, 0.9),),
     doc="inverse sine",
+    numpy=(np.arcsin,),  # (NumPy's own function dispatches to the row)
 )
 ACOS = unary(
     "acos",
-    np.arccos,
+    defined_on(np.arccos, -1.0, 1.0),
     lambda g, out, x: -g / np.sqrt(1 - x * x),
     "-1/sqrt(1-{0}^2)",
     lambda sp, x: sp.acos(x),
     domain=((-0.9, 0.9),),
     doc="inverse cosine",
+    numpy=(np.arccos,),  # (NumPy's own function dispatches to the row)
 )
 ATAN = unary(
     "atan", np.arctan, lambda g, out, x: g / (1 + x * x), "1/(1+{0}^2)", lambda sp, x: sp.atan(x), doc="inverse tangent"
@@ -382,21 +398,23 @@ ASINH = unary(
 )
 ACOSH = unary(
     "acosh",
-    np.arccosh,
+    defined_on(np.arccosh, 1.0, np.inf),
     lambda g, out, x: g / np.sqrt(x * x - 1),
     "1/sqrt({0}^2-1)",
     lambda sp, x: sp.acosh(x),
     domain=((1.1, 3.0),),
     doc="inverse hyperbolic cosine (x >= 1)",
+    numpy=(np.arccosh,),  # (NumPy's own function dispatches to the row)
 )
 ATANH = unary(
     "atanh",
-    np.arctanh,
+    defined_on(np.arctanh, -1.0, 1.0),
     lambda g, out, x: g / (1 - x * x),
     "1/(1-{0}^2)",
     lambda sp, x: sp.atanh(x),
     domain=((-0.9, 0.9),),
     doc="inverse hyperbolic tangent (-1 < x < 1)",
+    numpy=(np.arctanh,),  # (NumPy's own function dispatches to the row)
 )
 ATAN2 = binary(
     "atan2",
@@ -426,11 +444,19 @@ HYPOT = binary(
 def _logaddexp(a, b):
     if not (np.iscomplexobj(a) or np.iscomplexobj(b)):
         return np.logaddexp(a, b)
-    # NumPy's takes no complex values: shifted by the larger real part, which keeps the result on the
-    # principal branch (imaginary part in (-pi, pi]), as PyTorch's
-    m = np.maximum(np.real(a), np.real(b))
-    m = np.where(np.isfinite(m), m, 0.0)
-    return (np.log(np.exp(a - m) + np.exp(b - m)) + m)[()]
+    # NumPy's takes no complex values. PyTorch's (ATen's complex _log_add_exp_helper): log1p(exp(lo - hi))
+    # + hi, hi the value of larger real part, whose imaginary part stays as it is (never wrapped to
+    # (-pi, pi]); NaN anywhere gives NaN; two equal infinite real parts give lo (-inf) or log(e^lo + e^hi)
+    dtype = np.result_type(a, b)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype), np.asarray(b, dtype))
+    first = a.real >= b.real
+    hi, lo = np.where(first, a, b), np.where(first, b, a)
+    with np.errstate(all="ignore"):  # the infinite and NaN cases are picked out below
+        out = np.log1p(np.exp(lo - hi)) + hi
+        infinite = ~np.isfinite(lo.real) & (lo.real == hi.real)
+        out = np.where(infinite, np.where(lo.real < 0, lo, np.log(np.exp(lo) + np.exp(hi))), out)
+    nan = np.isnan(a.real) | np.isnan(a.imag) | np.isnan(b.real) | np.isnan(b.imag)
+    return np.where(nan, dtype.type(complex(np.nan, np.nan)), out).astype(dtype, copy=False)[()]
 
 
 LOGADDEXP = binary(

@@ -22,8 +22,13 @@ GROUP = "indexing and shape"
 
 def gather_index(ndim: int, dim: int, index) -> tuple:
     """``x[gather_index(x.ndim, dim, index)]`` is ``torch.gather(x, dim, index)``: ``index`` at
-    ``dim``, the position itself along every other axis (``index`` may be smaller there)."""
+    ``dim``, the position itself along every other axis (``index`` may be smaller there). A
+    0-d input is read as one of shape (1,)."""
     index = np.asarray(index)
+    if index.size == 0:  # PyTorch reads nothing and checks nothing: any shape, any values
+        return (np.zeros(index.shape, np.intp),) * ndim
+    if ndim == 1:  # a 0-d index on a vector reads one element, as a 0-d result
+        return (index,)
     shape = index.shape
     items = []
     for d in range(ndim):

@@ -201,9 +201,9 @@ def _getitem_rule(g, out, x, index):
 
 def _getitem(x, index):
     out = x[index]
-    if out.__class__ is not np.ndarray and x.__class__ is np.ndarray and x.flags.writeable:
+    if out.__class__ is not np.ndarray and x.__class__ is np.ndarray and (x.flags.writeable or x.base is not None):
         # one element picked by integers: a 0-d view of x (NumPy gives a copy), as PyTorch's, so that
-        # x[0].add_(1) changes x
+        # x[0].add_(1) changes x (an expanded x too)
         return x[(*index, Ellipsis)]
     return out
 
