@@ -101,16 +101,10 @@ def why_function(function: Any, *args: Any, wrt: list[str] | None = None) -> Dia
     >>> print(gc.why(lambda x: torch.relu(x - 10).sum(), torch.tensor([1.0, 2.0])))  # doctest: +SKIP
     x: gradient zero: relu at <stdin>:1: the ReLU is off for every element (its input is at most -8)
     """
-    import inspect  # lazy: start-up, as the rest of why
+    from ..lang.program import function_program  # lazy: start-up, as the rest of why
 
-    from ..lang.frameworks import framework_of  # lazy: start-up, as the rest of why
-    from ..lang.frameworks.function import FrameworkFunction  # lazy: imports the framework itself
-    from ..lang.kinds import PythonFunction  # lazy: start-up, as the rest of why
-
-    names = [p.name for p in inspect.signature(function).parameters.values()][: len(args)]
-    framework = framework_of(function)
-    origin = getattr(function, "__name__", "function")
-    program = FrameworkFunction(origin, function, framework) if framework else PythonFunction(origin, function)
+    program = function_program(function)
+    names = program.variables[: len(args)]
     return why(program, dict(zip(names, args)), wrt)
 
 

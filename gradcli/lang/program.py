@@ -171,6 +171,13 @@ def _load(expression: str | None, file: str | None, python: str | None) -> Progr
         raise
 
 
+def function_program(function: Callable[..., Any], framework: str | None = None) -> Program:
+    """A Python function of the caller's as a program (the library's ``gc.check(f, ...)``,
+    ``gc.why(f, ...)``): a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
+    origin = getattr(function, "__name__", None) or type(function).__name__
+    return _in_framework(PythonFunction(origin, function), framework)
+
+
 def _in_framework(program: PythonFunction, framework: str | None) -> Program:
     """The function as a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
     from .frameworks import framework_of  # lazy: start-up, an expression has no framework
