@@ -60,26 +60,38 @@ class TensorStats:
 
 
 def tensor_stats(value: Any, keep: bool = False) -> TensorStats:
-    """The statistics of ``value`` (an array or anything NumPy reads), each computed by NumPy in
-    float64 on the whole of it; ``keep``: hold the array itself too (for ``--arrays``)."""
+    """The statistics of ``value`` (an array or anything NumPy reads), each equal to NumPy's on the
+    whole of it in float64 (``np.mean``, ``np.std``, ``np.min``, ``np.max``, ``np.linalg.norm``);
+    ``keep``: hold the array itself too (for ``--arrays``)."""
     original = np.asarray(value)
-    a = np.abs(original) if original.dtype.kind == "c" else original
-    a = np.asarray(a, dtype=np.float64)
+    real = np.abs(original) if original.dtype.kind == "c" else original
     stats = TensorStats(original.shape, str(original.dtype), of_modulus=original.dtype.kind == "c")
     stats.array = original if keep else None
-    if a.size == 0:
+    if real.size == 0:
         stats.norm, stats.zeros, stats.nan, stats.inf = 0.0, 0.0, 0, 0
         return stats
+    # min, max and the zeros in the tensor's own dtype (half the bytes of float64 for float32): rounding
+    # to float64 is monotonic and exact at zero, so these equal NumPy's on the float64 tensor
     with np.errstate(all="ignore"):
-        stats.min, stats.max = float(np.min(a)), float(np.max(a))
-        stats.mean, stats.std = float(np.mean(a)), float(np.std(a))
-        stats.norm = float(np.linalg.norm(a))
-    stats.zeros = np.count_nonzero(a == 0) / a.size
+        stats.min, stats.max = float(np.min(real)), float(np.max(real))
+    stats.zeros = np.count_nonzero(real == 0) / real.size
     if np.isfinite(stats.min) and np.isfinite(stats.max):  # (a NaN or an infinity shows in min or max)
         stats.nan = stats.inf = 0
     else:
-        stats.nan, stats.inf = int(np.count_nonzero(np.isnan(a))), int(np.count_nonzero(np.isinf(a)))
+        stats.nan, stats.inf = int(np.count_nonzero(np.isnan(real))), int(np.count_nonzero(np.isinf(real)))
+    a = np.asarray(real, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        stats.mean, stats.norm = float(np.mean(a)), float(np.linalg.norm(a))
+        stats.std = _std(a, stats.mean, own=a is not real and a is not original)
     return stats
+
+
+def _std(a: np.ndarray, mean: float, own: bool) -> float:
+    """``np.std(a)`` as NumPy computes it (its mean, the squared deviations summed, divided, the root),
+    without computing the mean again, and in ``a`` itself where it is a copy of our own (``own``)."""
+    deviations = np.subtract(a, mean, out=a if own else np.empty_like(a))
+    np.multiply(deviations, deviations, out=deviations)
+    return float(np.sqrt(np.add.reduce(deviations, axis=None) / a.size))
 
 
 def light(value: Any, limit: int = FULL_LIMIT, keep: bool = False) -> Any:
