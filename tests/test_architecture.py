@@ -1,6 +1,6 @@
 """The package's imports flow down its layers (issue 14).
 
-Layers, lowest first: the neutral base (errors, files, text, memory, records), ops, autograd (with the recording tape), lang,
+Layers, lowest first: the neutral base (errors, files, text, memory, records, stats), ops, autograd (with the recording tape), lang,
 check, render, testing, cli. A module may import its own layer and the ones below, never one above, and never the
 package face ``gradcli`` (gradcli/__init__.py, __main__.py and gradcli/functional.py are the face and exempt).
 Lazy imports inside functions count as much as the ones at the top of a file.
@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gradcli"
 
 LAYERS = ["base", "ops", "autograd", "lang", "check", "render", "testing", "cli"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
-BASE_MODULES = {"errors", "files", "text", "memory", "records"}
+BASE_MODULES = {"errors", "files", "text", "memory", "records", "stats"}
 FACE = {"gradcli", "gradcli.__main__", "gradcli.functional"}
 
 

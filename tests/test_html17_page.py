@@ -114,14 +114,19 @@ def test_a_graph_over_the_page_limit_becomes_its_summary():
     assert summarised(view.model, 901) is view.model
 
 
-def test_the_model_json_has_no_nan_and_drops_big_arrays():
+def test_the_model_json_has_no_nan_and_gives_big_arrays_as_statistics():
     x = gc.tensor([1.0] * 100, requires_grad=True, name="x")
     with recording() as trace, np.errstate(all="ignore"):
         y = (gc.log(x - 1) * 0).sum()  # -inf * 0: nan in the values
     data = model_json(graph(y, trace=trace).model)
     json.dumps(data, allow_nan=False)
     x_entry = data["nodes"][0]
-    assert x_entry["value"] is None and x_entry["value_text"] == "[100 values, mean 1]"
+    # (issue 35: a value over 64 elements is its statistics, in the JSON and as text; was None and "[100 values, mean 1]")
+    assert x_entry["value"] == {"shape": [100], "dtype": "float64", "mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0,
+                                "norm": 10.0, "zeros": 0.0, "nonfinite": 0, "nan": 0, "inf": 0}  # fmt: skip
+    assert x_entry["value_text"] == "[(100,) float64: mean 1, std 0, min 1, max 1, norm 10]"
+    log = next(e for e in data["nodes"] if e["op"] == "log")  # -inf everywhere: counted, and NumPy's own mean
+    assert log["value"]["inf"] == 100 and log["value"]["nonfinite"] == 100 and log["value"]["mean"] == "-inf"
     assert data["nodes"][-1]["value_text"] == "nan" and data["nodes"][-1]["value"] == "nan"
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..autograd import Tensor
 from ..errors import GradcliError, UsageError, printable
+from ..files import refuse_same
 from ..lang import ast
 from ..lang.compute import (
     evaluate_text,
@@ -368,49 +369,74 @@ def _show_function(entry: dict[str, Any], as_json: bool) -> None:
 
 
 def draw(given: Given) -> None:
-    """``gradcli graph``: the computation graph (values, gradients, local derivatives) as a view."""
+    """``gradcli graph``: the computation graph (values, gradients, local derivatives) as a view;
+    ``--arrays FILE.npz``: every value and gradient whole beside it."""
     with reported():
-        from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
-        from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
-        from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
+        from ..render.model import keeping_arrays  # lazy: start-up, eval draws nothing
 
-        output.use_digits(given.digits)
-        max_nodes = checked_max_nodes(given.max_nodes)
-        rankdir = checked_rankdir(given.rankdir)
-        program, values = read_program(given, given.out)
-        point = bool(values)
-        if not point:  # the structure alone: any value of the right kind will do
-            values = {name: 1.0 for name in program.free_variables()}  # (a parameter with a default keeps it)
-        names = resolve_wrt(program, values, names_list(given.wrt) or None)
-        path, fmt = _graph_format(given)
-        with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
-            try:
-                evaluation = program.run(values, names, record_steps=True)
-            except UsageError as problem:
-                if not point:
-                    raise UsageError(f"{problem.message} (give the variables values with --at)") from None
-                raise
-        vector = None
-        if point and given.seed is not None:
-            vector = seed_vector(given.seed, single_output(evaluation).shape)
-        if program.framework is not None:  # the framework's own graph, in the one graph model
-            _emit_graph(_framework_graph(program, values, names, vector, point, given, max_nodes, rankdir), path, fmt,
-                        given.layout_timeout)  # fmt: skip
-            return
-        found = (
-            _blamed(trace, fmt) if given.blame else None
-        )  # before build: building with gradients frees what the nodes saved
-        graph = build(
-            evaluation.outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-            highlight=names_list(given.highlight, "--highlight"), max_nodes=max_nodes,
-            blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
-        )  # fmt: skip
-        graph.compact, graph.rankdir = given.compact, rankdir
-        if given.blame:
-            _say_blame(graph, found)
-        if evaluation.nonfinite and point:
-            output.warn(f"non-finite value: {evaluation.nonfinite}")
+        if given.arrays:
+            _separate(given.arrays, given.out)
+            refuse_same(given.arrays, [given.out, given.file], "--arrays")
+        with keeping_arrays(bool(given.arrays)):
+            graph, path, fmt = _drawn(given)
         _emit_graph(graph, path, fmt, given.layout_timeout)
+        if given.arrays:
+            from pathlib import Path  # lazy: start-up, eval writes no file here
+
+            from ..render.output import write_arrays  # lazy: start-up, eval draws nothing
+
+            output.wrote(write_arrays(graph, Path(given.arrays)), "every value and gradient whole")
+
+
+def _separate(arrays: str, out: str | None) -> None:
+    """``--arrays`` and ``-o`` name two files (the second written would replace the first)."""
+    import os  # lazy: start-up, eval writes no file here
+
+    if out is not None and os.path.abspath(out) == os.path.abspath(arrays):
+        raise UsageError(f"--arrays {arrays} is also -o: write the arrays and the view to two files")
+
+
+def _drawn(given: Given) -> tuple[Any, Any, str]:
+    """The graph ``gradcli graph`` shows, with where and in what format."""
+    from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
+    from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
+    from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
+
+    output.use_digits(given.digits)
+    max_nodes = checked_max_nodes(given.max_nodes)
+    rankdir = checked_rankdir(given.rankdir)
+    program, values = read_program(given, given.out)
+    point = bool(values)
+    if not point:  # the structure alone: any value of the right kind will do
+        values = {name: 1.0 for name in program.free_variables()}  # (a parameter with a default keeps it)
+    names = resolve_wrt(program, values, names_list(given.wrt) or None)
+    path, fmt = _graph_format(given)
+    with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
+        try:
+            evaluation = program.run(values, names, record_steps=True)
+        except UsageError as problem:
+            if not point:
+                raise UsageError(f"{problem.message} (give the variables values with --at)") from None
+            raise
+    vector = None
+    if point and given.seed is not None:
+        vector = seed_vector(given.seed, single_output(evaluation).shape)
+    if program.framework is not None:  # the framework's own graph, in the one graph model
+        return _framework_graph(program, values, names, vector, point, given, max_nodes, rankdir), path, fmt
+    found = (
+        _blamed(trace, fmt) if given.blame else None
+    )  # before build: building with gradients frees what the nodes saved
+    graph = build(
+        evaluation.outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
+        highlight=names_list(given.highlight, "--highlight"), max_nodes=max_nodes,
+        blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
+    )  # fmt: skip
+    graph.compact, graph.rankdir = given.compact, rankdir
+    if given.blame:
+        _say_blame(graph, found)
+    if evaluation.nonfinite and point:
+        output.warn(f"non-finite value: {evaluation.nonfinite}")
+    return graph, path, fmt
 
 
 def _framework_graph(program: Any, values: dict[str, Any], names: list[str], seed: Any, point: bool, given: Given,

@@ -130,6 +130,14 @@ GRAPH = (
     *PROGRAM,
     Declared("fmt", ("--format",), str, "tree|text|dot|png|svg|pdf|html|json", "how to show it (stdout without -o)"),
     Declared("out", ("-o", "--output"), str, "FILE", "write to FILE (format from its extension)"),
+    Declared(
+        "arrays",
+        ("--arrays",),
+        str,
+        "FILE.npz",
+        "also write every node's value and gradient whole (keys n3.value, n3.grad): the views show "
+        "tensors over 64 elements as statistics",
+    ),  # fmt: skip
     Declared("highlight", ("--highlight",), list, "NAME", "the paths from the output to NAME"),
     Declared(
         "max_nodes",

@@ -29,7 +29,7 @@ from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
 from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
-from .model import Edge, Graph, GraphNode
+from .model import Edge, Graph, GraphNode, keeping_arrays
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
 
@@ -81,6 +81,13 @@ class View:
         with time_limit(layout_timeout):
             return write(self.model, Path(path), fmt)
 
+    def save_arrays(self, path: str | Path) -> Path:
+        """Write every node's value and gradient whole to one ``.npz`` (keys ``n3.value``, ``n3.grad``);
+        the graph must keep them: ``graph(..., arrays=True)``."""
+        from .output import write_arrays  # lazy: start-up, plot and check --blame write no graph
+
+        return write_arrays(self.model, Path(path))
+
     def _repr_svg_(self) -> str:  # pictures in Jupyter
         from .views import picture  # lazy: start-up, plot and check --blame draw no graph
 
@@ -106,6 +113,7 @@ def graph(
     max_nodes: int | str | None = None,
     compact: bool = False,
     rankdir: str | None = None,
+    arrays: bool = False,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
@@ -118,7 +126,14 @@ def graph(
     (200 when not given, repeated structure drawn as one node over 100); given and covering the
     graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
     without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
-    from the graph's shape."""
+    from the graph's shape. Values and gradients over 64 elements are kept as statistics (shape, dtype,
+    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``."""
+    with keeping_arrays(arrays):
+        return _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+
+
+def _graph(outputs: tuple[Any, ...], caller: Any, trace: Any, seed: Any, point: bool, highlight: Sequence[str],
+           max_nodes: Any, compact: bool, rankdir: str | None) -> View:  # fmt: skip
     from .layout import checked_rankdir  # lazy: start-up, plot and check --blame lay out no graph
 
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
@@ -129,11 +144,9 @@ def graph(
         model.compact, model.rankdir = compact, checked_rankdir(rankdir)
         return View(model)
     if framework == "torch":
-        model = _torch_graph(
-            flat, sys._getframe(1), trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes
-        )
+        model = _torch_graph(flat, caller, trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
     else:
-        held = _held(sys._getframe(1))
+        held = _held(caller)
         model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)
     model.compact, model.rankdir = compact, checked_rankdir(rankdir)
     return View(model)
@@ -145,8 +158,8 @@ def _torch_graph(flat: list[Any], caller: Any, trace: Any, **options: Any) -> Gr
     from . import torch_graph  # lazy: torch is imported only when a torch tensor or function is met
 
     if callable(flat[0]) and not torch_graph.is_torch_tensor(flat[0]):
-        return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options)
-    return torch_graph.torch_tensor_graph(flat, caller, trace, **options)
+        return torch_graph.torch_call_graph(flat[0], flat[1:], caller, **options).lighten()
+    return torch_graph.torch_tensor_graph(flat, caller, trace, **options).lighten()
 
 
 def _jax_model(function: Any, args: Sequence[Any], **options: Any) -> Graph:

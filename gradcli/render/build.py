@@ -92,7 +92,7 @@ def build(
             graph, ids = summary
             graph.as_built = given is not None
             _marks(graph, highlight, blamed, ids)
-            return graph
+            return graph.lighten()
     builder = _Builder(traced, texts, room)
     builder.known = _held_values(kept, outputs, held, traced)
     builder.held_names = {id(t): name for name, t in reversed(held)}  # the first name holding it
@@ -123,7 +123,7 @@ def build(
     if clusters:
         place(graph, builder.autograd, traced, clusters)
     graph.groups = find_groups(graph)
-    return graph
+    return graph.lighten()  # (values over 64 elements as statistics, computed here where they are recorded)
 
 
 def name_outputs(graph: Graph, out_ids: list[str]) -> None:

@@ -19,7 +19,7 @@ def function_graph(program: Any, values: Mapping[str, Any], wrt: Sequence[str], 
         if program.framework == "torch":
             from .torch_graph import torch_function_graph  # lazy: imports torch
 
-            return torch_function_graph(function, given, wrt, **options)
+            return torch_function_graph(function, given, wrt, **options).lighten()
         from .jax_graph import jax_function_graph  # lazy: imports jax
 
         return jax_function_graph(function, given, wrt, **options)

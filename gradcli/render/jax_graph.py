@@ -77,7 +77,7 @@ def jax_model(
     graph.as_built = given is not None
     if highlight:
         highlight_paths(graph, highlight)
-    return graph
+    return graph.lighten()  # (the trace keeps every value whole: blame reads them)
 
 
 def _summary(graph: Graph, limit: int) -> Graph:

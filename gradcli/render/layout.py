@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -123,23 +124,69 @@ MAX_PIXELS = 30_000_000  # and in all
 DPI = 96  # Graphviz's own for bitmaps
 
 
-def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = None) -> bytes:
-    """A PNG no larger than ``MAX_SIDE`` on a side and ``MAX_PIXELS`` in all: dot lays the graph out
-    once (``-Tdot`` adds the positions), the resolution that fits is worked out from the layout's
-    bounding box, and ``neato -n2`` draws the laid-out graph at it (no second layout). A picture
-    drawn smaller than its full size says so in one warning."""
+LAYOUTS_KEPT = 4  # graphs whose layout is kept for the next format drawn of them (a page and its PNG)
+#: dot's path and the DOT source -> (the source laid out, what dot said)
+_laid: OrderedDict[str, tuple[str, list[str]]] = OrderedDict()
+
+
+def laid_out(
+    source: str, timeout: float | None, nodes: int | None = None, wanted: str | None = None
+) -> tuple[str, list[str]]:
+    """``source`` laid out by dot (``-Tdot``: the same graph with every position), computed once for
+    every format drawn of it: the last ``LAYOUTS_KEPT`` layouts are kept, by their source, so a page,
+    its PNG, SVG and PDF cost one layout. With what dot said while laying out, for each use to say."""
+    key = f"{shutil.which('dot')}\n{source}"  # (another dot lays out anew)
+    found = _laid.get(key)
+    if found is None:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            laid = run_dot(source, "dot", timeout, nodes, wanted=wanted).decode("utf-8")
+        found = (laid, [str(message.message) for message in said])
+        _laid[key] = found
+        while len(_laid) > LAYOUTS_KEPT:
+            _laid.popitem(last=False)
+    else:
+        _laid.move_to_end(key)
+    return found
+
+
+def _box(laid: str, said: list[str]) -> tuple[float, float] | None:
+    """The laid-out graph's width and height in inches (its bounding box), and what dot said while
+    laying it out said now; None if it is not a layout we can read (nothing said: dot draws anew)."""
+    box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
+    if box is None:
+        return None
+    for message in said:
+        warnings.warn(message, RenderWarning, stacklevel=3)
+    return (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
+
+
+def drawn(source: str, fmt: str, timeout: float | None, nodes: int | None = None, wanted: str | None = None) -> bytes:
+    """The picture of ``source`` in ``fmt`` (SVG, PDF; PNG: ``bitmap``) from its one layout
+    (``laid_out``): ``neato -n2`` draws the laid-out graph without laying it out again."""
     import time
 
     start = time.monotonic()
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        laid = run_dot(source, "dot", timeout, nodes, wanted=fmt).decode("utf-8")
-    box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
+    laid, said = laid_out(source, timeout, nodes, wanted or fmt)
+    if _box(laid, said) is None:  # not a layout we can read: dot draws the picture itself
+        return run_dot(source, fmt, timeout, nodes, wanted=wanted)
+    left = None if timeout is None else max(timeout - (time.monotonic() - start), 1.0)
+    return run_dot(laid, fmt, left, nodes, options=("-n2",), engine="neato", wanted=wanted)
+
+
+def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = None) -> bytes:
+    """A PNG no larger than ``MAX_SIDE`` on a side and ``MAX_PIXELS`` in all: dot lays the graph out
+    once (``laid_out``, shared with the other formats), the resolution that fits is worked out from
+    the layout's bounding box, and ``neato -n2`` draws the laid-out graph at it (no second layout).
+    A picture drawn smaller than its full size says so in one warning."""
+    import time
+
+    start = time.monotonic()
+    laid, said = laid_out(source, timeout, nodes, wanted=fmt)
+    box = _box(laid, said)
     if box is None:  # not a layout we can read: dot draws the picture itself
         return run_dot(source, fmt, timeout, nodes)
-    for message in said:  # what dot said while laying out (said once, by the picture below otherwise)
-        warnings.warn(message.message, RenderWarning, stacklevel=2)
-    width, height = (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
+    width, height = box
     full = (round(width * DPI), round(height * DPI))
     dpi = float(DPI)
     if width > 0 and height > 0:

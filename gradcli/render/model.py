@@ -9,10 +9,15 @@ and scalar edges their local derivative, with its formula.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..stats import FULL_LIMIT, TensorStats, light, tensor_stats
 
 
 @dataclass
@@ -134,6 +139,23 @@ class Graph:
             self._inputs, self._consumers, self._indexed = by_target, by_source, len(self.edges)
         return self._inputs, self._consumers
 
+    def lighten(self, keep: bool | None = None) -> Graph:
+        """Every value and gradient over ``FULL_LIMIT`` elements replaced by its statistics, the
+        whole tensor dropped (held by the statistics when ``keep``; None: as ``keeping_arrays`` says),
+        with a note saying so and how to get them whole. Returns the graph itself."""
+        keep = arrays_kept() if keep is None else keep
+        summarised = 0
+        for n in self.nodes:
+            for key in ("value", "grad"):
+                before = getattr(n, key)
+                after = light(before, keep=keep)
+                if after is not before:
+                    setattr(n, key, after)
+                summarised += isinstance(after, TensorStats)
+        if summarised and STATS_NOTE not in self.notes:
+            self.notes.append(STATS_NOTE)
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         """SPEC's JSON keys (nodes: id, op, label, grad_fn, is_leaf, value, grad; edges: source,
         target, local_grad), and a few more."""
@@ -185,11 +207,40 @@ class Graph:
 
 
 def _plain(value: Any) -> Any:
+    """A value or gradient in JSON: a list (a number) up to ``FULL_LIMIT`` elements, else its statistics."""
     if value is None:
         return None
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, TensorStats):
+        return value.to_dict()
+    if np.size(value) > FULL_LIMIT:  # (a graph not lightened: a model built by hand)
+        return tensor_stats(value).to_dict()
     return np.asarray(value).tolist()
+
+
+STATS_NOTE = (
+    f"values and gradients over {FULL_LIMIT} elements are shown as statistics (shape, dtype, mean, std, min, "
+    "max, norm, zeros, nonfinite): --arrays FILE.npz (gc.render.graph(..., arrays=True).save_arrays(FILE)) "
+    "writes them whole"
+)
+
+_keep: ContextVar[bool] = ContextVar("keep_arrays", default=False)
+
+
+@contextmanager
+def keeping_arrays(keep: bool = True) -> Iterator[None]:
+    """Graphs built in the block keep their large values and gradients whole beside the statistics
+    (for ``--arrays FILE.npz``); outside, only the statistics are kept."""
+    token = _keep.set(keep)
+    try:
+        yield
+    finally:
+        _keep.reset(token)
+
+
+def arrays_kept() -> bool:
+    return _keep.get()
 
 
 def first_four(items: list[str]) -> str:

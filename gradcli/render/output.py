@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import UsageError
 from ..files import write_atomic
+from ..stats import TensorStats, whole
 from ..text import jsonable
 from . import views
 from .model import Graph
@@ -60,6 +64,26 @@ def render(graph: Graph, fmt: str, digits: int | None | str = KEEP) -> bytes | s
 def write(graph: Graph, path: Path, fmt: str | None = None) -> Path:
     data = render(graph, format_for(path, fmt))
     write_atomic(path, data)  # whole or not at all: a full disk keeps the old file
+    return path
+
+
+def write_arrays(graph: Graph, path: Path) -> Path:
+    """Every node's value and gradient, whole, to one ``.npz`` at ``path`` (keys ``n3.value``,
+    ``n3.grad``; NumPy's own format, so each reads back bit for bit), written whole or not at all."""
+    arrays: dict[str, Any] = {}
+    for node in graph.nodes:
+        for key in ("value", "grad"):
+            value = getattr(node, key)
+            if isinstance(value, TensorStats) and value.array is None:
+                raise UsageError(
+                    f"{path}: node {node.id} kept only the statistics of its {key}: build the graph with "
+                    "--arrays FILE.npz (gc.render.graph(..., arrays=True)) to keep arrays whole"
+                )
+            if value is not None:
+                arrays[f"{node.id}.{key}"] = whole(value)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())  # whole or not at all
     return path
 
 

@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import printable
+from ..stats import FULL_LIMIT
 from .model import Edge, Graph, GraphNode
 from .summary import find_groups, summarised
 from .views import HUMAN, compact_text, grad_text, number, partial, picture, title
 
 PAGE_MAX_NODES = 600  # the most Graphviz lays out in a few seconds, and a browser redraws at once
-RAW_LIMIT = 64  # array elements kept as numbers in the page's JSON; larger values are shown as text
+RAW_LIMIT = FULL_LIMIT  # array elements kept as numbers in the page's JSON; larger values: their statistics
 
 
 def page(graph: Graph) -> str:
@@ -90,15 +91,12 @@ def model_json(graph: Graph) -> dict[str, Any]:
 
 
 def _node_texts(graph: Graph, node: GraphNode, entry: dict[str, Any]) -> None:
-    """A node's entry with its title, value and gradient as text; values too large for the page
-    (over ``RAW_LIMIT`` elements) as text alone."""
+    """A node's entry with its title, value and gradient as text (a value over ``RAW_LIMIT`` elements
+    is already its statistics in the model's JSON)."""
     entry["title"] = printable(title(node)) if node.kind != "hidden" else node.label
     entry["value_text"] = None if node.value is None or not graph.has_point else compact_text(node.value)
     entry["grad_text"] = None if node.grad is None else compact_text(node.grad)
     entry["grad_label"] = None if node.grad is None else printable(grad_text(node))
-    for key in ("value", "grad"):
-        if np.size(getattr(node, key)) > RAW_LIMIT:
-            entry[key] = None
     entry.pop("grad_parts", None)
     if node.grad_parts and len(node.grad_parts) <= RAW_LIMIT:
         entry["grad_parts"] = [float(np.asarray(p)) for p in node.grad_parts]

@@ -25,9 +25,10 @@ import torch
 
 from ..errors import UsageError
 from ..lang.frameworks.torch_record import TorchRecord, input_tensor, module_roots, recording_torch
+from ..stats import light
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
-from .model import Edge, Graph, GraphNode, first_four
+from .model import Edge, Graph, GraphNode, arrays_kept, first_four
 from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
@@ -183,8 +184,9 @@ def _plain(value: Any) -> Any:
     return _array(value) if isinstance(value, torch.Tensor) else value
 
 
-def _array(tensor: Any) -> np.ndarray:
-    return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
+def _array(tensor: Any) -> Any:
+    """A tensor as the graph keeps it: a NumPy copy, or over 64 elements its statistics (``stats.light``)."""
+    return light(tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy(), keep=arrays_kept())
 
 
 class _Builder:

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import printable
+from ..stats import TensorStats
 from ..text import array
-from .layout import bitmap, current_limit, run_dot
+from .layout import bitmap, current_limit, drawn
 from .model import Edge, Graph, GraphNode
 from .summary import SUMMARY_NODES, collapsed, summarised
 
@@ -46,6 +47,8 @@ def grad_text(node: GraphNode, digits: int | None = HUMAN, with_parts: bool = Tr
     """``5 = 2 + 3``; with many contributions ``49.58 = 0.22 + 0.31 + 0.4 + … (27 terms)``: the
     total first (the gradient itself), every term written or the count of all of them, never a
     sum that leaves terms out without saying so."""
+    if isinstance(node.grad, TensorStats):
+        return stats_text(node.grad, digits)
     text = number(node.grad, digits)
     if node.grad_parts and with_parts:
         parts = node.grad_parts
@@ -129,8 +132,31 @@ def _ref(graph: Graph, edge: Edge) -> str:
 
 
 def compact_text(value: Any, digits: int | None = None, most: int = 8) -> str:
+    """A value in a line: its numbers up to ``most`` elements, else their count and mean; a large
+    tensor's statistics (``stats_text``), briefly where ``most`` is 2 or less (a dense picture)."""
+    if isinstance(value, TensorStats):
+        return stats_text(value, digits, brief=most <= 2)
     a = np.asarray(value)
     return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
+
+
+def stats_text(stats: TensorStats, digits: int | None = None, brief: bool = False) -> str:
+    """``[(64, 3, 7, 7) float32: mean 0.0012, std 0.05, min -0.2, max 0.21, norm 3.1, 12% zeros]``; NaN
+    and infinities counted when there are some; ``brief``: mean and std (and those counts) alone."""
+    shape = "(" + ", ".join(map(str, stats.shape)) + ("," if len(stats.shape) == 1 else "") + ")"
+    if stats.mean is None:
+        return f"[{shape} {stats.dtype}: empty]"
+    facts = [f"mean {number(stats.mean, digits)}", f"std {number(stats.std, digits)}"]
+    if not brief:
+        facts += [f"min {number(stats.min, digits)}", f"max {number(stats.max, digits)}"]
+        facts.append(f"norm {number(stats.norm, digits)}")
+        if stats.zeros:
+            facts.append(f"{number(stats.zeros * 100, 3)}% zeros")
+    if stats.nan:
+        facts.append(f"{stats.nan:,} NaN")
+    if stats.inf:
+        facts.append(f"{stats.inf:,} inf")
+    return f"[{shape} {stats.dtype}: {', '.join(facts)}]"
 
 
 PICTURE_VALUES = 4  # array elements written in a picture's node (more: their count and mean)
@@ -534,4 +560,4 @@ def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = 
     source = dot(graph, collapse)
     if fmt == "png":
         return bitmap(source, fmt, current_limit(), nodes=nodes)
-    return run_dot(source, fmt, current_limit(), nodes=nodes, wanted=wanted)
+    return drawn(source, fmt, current_limit(), nodes=nodes, wanted=wanted)  # (one layout for every format)
