@@ -113,6 +113,7 @@ autograd.lazy(
         "einsum": (".autograd.contract", "einsum"),
         "tensordot": (".autograd.contract", "tensordot"),
         "why": (".check.why", "why_function"),
+        "check": (".check", None),
     },
 )
 
@@ -126,6 +127,7 @@ __all__ = [
     "autograd",
     "testing",
     "why",
+    "check",
     *autograd.LIBRARY,
     *_FACTORIES,
     *_FUNCTIONS,

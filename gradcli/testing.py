@@ -65,6 +65,9 @@ def assert_grad_close(
     numerical method's own estimated error).
     """
     _check_options(method, rtol, atol)
+    framework = _framework_of(f, inputs)
+    if framework is not None:  # a torch or JAX function: one gradcli operation, its backward the framework's
+        f, inputs = _as_gradcli(f, inputs, framework)
     leaves, varied = _varied_leaves(inputs)
     ins = [leaves[i] for i in varied]
     if not any(np.size(t.array) for t in ins):
@@ -77,6 +80,38 @@ def assert_grad_close(
     for name, numerical, error in _numerical_jacobians(problem, method):
         _compare(name, problem.analytic, numerical, error, rtol, atol, problem.out_sizes, problem.in_sizes,
                  problem.outs, problem.ins, problem.cut)  # fmt: skip
+
+
+def _framework_of(f: Callable[..., Any], inputs: Any) -> str | None:
+    """ "torch" or "jax" when ``f`` computes with one of them or is given their tensors, else None."""
+    from .lang.frameworks import framework_of  # lazy: start-up, most checks are of gradcli's functions
+
+    _, given = as_tuple(inputs) if not isinstance(inputs, (list, tuple)) else (True, tuple(inputs))
+    for x in given:
+        module = type(x).__module__.partition(".")[0]
+        if module in ("torch", "jax", "jaxlib"):
+            return "jax" if module == "jaxlib" else module
+    return framework_of(f)
+
+
+def _as_gradcli(f: Callable[..., Any], inputs: Any, framework: str) -> tuple[Callable[..., Any], list[Tensor]]:
+    """``f`` as a function of gradcli tensors (the framework's forward and VJP, as ``FILE.py:f`` runs
+    it), and the inputs as gradcli tensors: a torch tensor that does not require grad is held constant
+    when another one does, as ``torch.autograd.gradcheck`` holds it."""
+    from .check.face import as_array  # lazy: as above
+    from .lang.program import function_program  # lazy: as above
+
+    program = function_program(f, framework)
+    names = program.variables
+    given = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    flags = [bool(getattr(x, "requires_grad", True)) for x in given]
+    flags = flags if any(flags) else [True] * len(given)
+    tensors = [wrap(as_array(x)).requires_grad_(flag) for x, flag in zip(given, flags)]
+
+    def call(*xs: Any) -> Any:
+        return program.call(**dict(zip(names, xs)))
+
+    return call, tensors
 
 
 def _check_options(method: str, rtol: float | None, atol: float | None) -> None:

@@ -47,9 +47,9 @@ class FrameworkFunction(PythonFunction):
         return self.adapter.notes
 
     def _run(self, values: Mapping[str, Any], wrt: Sequence[str], record_steps: bool) -> Evaluation:
-        return run_function(self, values, wrt, call=self._call)
+        return run_function(self, values, wrt, call=self.call)
 
-    def _call(self, **arguments: Any) -> Any:
+    def call(self, **arguments: Any) -> Any:
         """The user's function as one gradcli operation of its tensor arguments (its Python numbers,
         ``jax.jit``'s static arguments, bound)."""
         tensors = {n: a for n, a in arguments.items() if isinstance(a, gc.Tensor)}
