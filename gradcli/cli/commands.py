@@ -17,6 +17,7 @@ from ..lang.compute import (
     formatted,
     program_hessian,
     program_jacobian,
+    program_value,
     resolve_wrt,
     single_output,
     unseen_derivative,
@@ -172,6 +173,7 @@ def differentiate(given: Given) -> None:
         form = "latex" if given.latex else "sympy" if given.sympy else "language"
         read = read_program(given)
         explanation, text, found, extra = _symbolic(given, read, form)
+        found = _undefined_where_not_finite(read, explanation, found)
         steps = [row.name for row in explanation.rows if row.step]
         if given.as_json:
             document: dict[str, Any] = {"derivative": {n: t for n, t in text.items() if n not in steps}}
@@ -282,6 +284,29 @@ def _values_at(explanation: Any, point: dict[str, Any], values: dict[str, Any], 
     if text is not None:
         found = {name: _read_back(text[name], values, v) for name, v in found.items()}
     return {name: v for name, v in found.items() if v is not None and values}
+
+
+def _undefined_where_not_finite(read: Read, explanation: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """At a point where the function itself is not finite (as ``eval`` computes it: ``log(abs(x))``
+    at 0 is -inf), it has no derivative: a finite value SymPy's formula gives there (0) is stated as
+    nan, as eval's gradient is, and a warning says why. An infinite value stays (``1/x`` at 0)."""
+    value = program_value(read.program, read.values) if found else None
+    if value is None or np.isfinite(value).all():
+        return found
+    said = []
+    for row in explanation.rows:
+        text, number, _ = found.get(row.name, (None, np.nan, None))
+        numbers = np.asarray(number, dtype=np.float64)
+        if np.isfinite(numbers).any():
+            said.append(f"{explanation.label(row)} is stated as nan, not the formula's {text.split(' ', 1)[1]}")
+            numbers = np.where(np.isfinite(numbers), np.nan, numbers)
+            found[row.name] = f"= {output.shown(numbers)}", numbers.tolist() if numbers.ndim else numbers.item(), None
+    if said:
+        output.warn(
+            f"the function is {output.shown(value)} at {_point_text(read.values)} and has no derivative "
+            f"where it is not finite: {'; '.join(said)}"
+        )
+    return found
 
 
 def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
