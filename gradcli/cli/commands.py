@@ -41,7 +41,7 @@ def _point_text(values: dict[str, Any]) -> str:
 def evaluate(given: Given) -> None:
     """``gradcli eval``: the value and gradient at the ``--at`` point, or at every row of ``--points``."""
     with reported():
-        output.use_digits(given.digits)
+        output.use_digits(given.digits, "json" if given.as_json else None)
         program, values = read = read_program(given)
         scale = {
             "out": given.out,
@@ -399,7 +399,6 @@ def draw(given: Given) -> None:
         from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
         from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
 
-        output.use_digits(given.digits)
         max_nodes = checked_max_nodes(given.max_nodes)
         rankdir = checked_rankdir(given.rankdir)
         program, values = read_program(given, given.out)
@@ -408,6 +407,7 @@ def draw(given: Given) -> None:
             values = {name: 1.0 for name in program.free_variables()}  # (a parameter with a default keeps it)
         names = resolve_wrt(program, values, names_list(given.wrt) or None)
         path, fmt = _graph_format(given)
+        output.use_digits(given.digits, fmt)
         with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
             try:
                 evaluation = program.run(values, names, record_steps=True)
@@ -591,8 +591,8 @@ def hessian(given: Given) -> None:
 def _matrix(given: Given, what: str, compute: Any) -> tuple[Read, str, Any]:
     """A Jacobian's or Hessian's first steps: the format it is written in, the program and point,
     and ``compute(read, whole)`` under a spinner (``whole``: written as one JSON document)."""
-    output.use_digits(given.digits)
     kind = _matrix_format(given.fmt, given.out, given.as_json)
+    output.use_digits(given.digits, kind)
     read = read_program(given, given.out)
     from .progress import working  # lazy: start-up, threads
 
@@ -710,7 +710,7 @@ def check(given: Given) -> None:
     with reported():
         from ..check import check as run_check  # lazy: start-up, eval checks nothing
 
-        output.use_digits(given.digits)
+        output.use_digits(given.digits, "json" if given.as_json else None)
         program, values = read = read_program(given)
         formulas = _expectations(given.expect)
         if given.points is not None:
