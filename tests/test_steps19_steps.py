@@ -48,21 +48,21 @@ def assert_every_step_checks(derivation: steps.Derivation, seed: int = 0) -> Non
 # --- the example of the issue, exactly ----------------------------------------------------------------
 
 EXAMPLE = """\
-d/dx(x^2 * sin(3 * x))
-1. product rule: x^2 * sin(3 * x)
-   = d/dx(x^2) * sin(3 * x) + x^2 * d/dx(sin(3 * x))
+d/dx(x^2*sin(3*x))
+1. product rule: x^2*sin(3*x)
+   = d/dx(x^2)*sin(3*x) + x^2*d/dx(sin(3*x))
 2. power rule: x^2
-   = 2 * x * sin(3 * x) + x^2 * d/dx(sin(3 * x))
-3. chain rule, derivative of sin: sin(3 * x)
-   = 2 * x * sin(3 * x) + x^2 * cos(3 * x) * d/dx(3 * x)
-4. constant multiple: 3 * x
-   = 2 * x * sin(3 * x) + x^2 * cos(3 * x) * 3 * d/dx(x)
+   = 2*x*sin(3*x) + x^2*d/dx(sin(3*x))
+3. chain rule, derivative of sin: sin(3*x)
+   = 2*x*sin(3*x) + x^2*cos(3*x)*d/dx(3*x)
+4. constant multiple: 3*x
+   = 2*x*sin(3*x) + x^2*cos(3*x)*3*d/dx(x)
 5. identity rule: x
-   = 2 * x * sin(3 * x) + x^2 * cos(3 * x) * 3 * 1
-6. simplify: factors 1 and terms 0 dropped, numbers worked out: 2 * x * sin(3 * x) + x^2 * cos(3 * x) * 3 * 1
-   = 2 * x * sin(3 * x) + x^2 * cos(3 * x) * 3
-7. simplify: 2 * x * sin(3 * x) + x^2 * cos(3 * x) * 3
-   = x * (3 * x * cos(3 * x) + 2 * sin(3 * x))
+   = 2*x*sin(3*x) + x^2*cos(3*x)*3*1
+6. simplify: factors 1 and terms 0 dropped, numbers worked out: 2*x*sin(3*x) + x^2*cos(3*x)*3*1
+   = 2*x*sin(3*x) + x^2*cos(3*x)*3
+7. simplify: 2*x*sin(3*x) + x^2*cos(3*x)*3
+   = x*(3*x*cos(3*x) + 2*sin(3*x))
 """
 
 
@@ -103,10 +103,10 @@ def test_rule_names_live_in_the_primitive_rows():
 
 
 def test_known_derivatives_at_the_end():
-    assert derivation_of("x^2 * sin(3*x)").result == "x * (3 * x * cos(3 * x) + 2 * sin(3 * x))"
-    assert derivation_of("exp(x) / x").result == "(x - 1) * exp(x) / x^2"
-    assert derivation_of("x * y + y^2", "y").result == "x + 2 * y"
-    assert derivation_of("sigmoid(x)").result == "sigmoid(x) * (1 - sigmoid(x))"
+    assert derivation_of("x^2 * sin(3*x)").result == "x*(3*x*cos(3*x) + 2*sin(3*x))"
+    assert derivation_of("exp(x) / x").result == "(x - 1)*exp(x)/x^2"
+    assert derivation_of("x * y + y^2", "y").result == "x + 2*y"
+    assert derivation_of("sigmoid(x)").result == "sigmoid(x)*(1 - sigmoid(x))"
 
 
 # --- every function of the table -----------------------------------------------------------------------
@@ -209,7 +209,7 @@ def test_a_program_is_explained_last_statement_first():
         "∂y/∂x = b",
         "∂y/∂x = w + 1",
         "∂y/∂w = b + a",
-        "∂y/∂w = 2 * w + x + 1",
+        "∂y/∂w = 2*w + x + 1",
     ]
     assert derivation.steps[5].rule == "chain rule through 2 uses, summed"
     assert_every_step_checks(derivation)
@@ -249,8 +249,8 @@ def test_json_is_a_list_of_steps():
     assert [set(s) for s in document["steps"]] == [{"rule", "applies_to", "result", "wrt"}] * len(document["steps"])
     assert document["steps"][0] == {
         "rule": "sum rule",
-        "applies_to": "x * y + sin(x)",
-        "result": "d/dx(x * y) + d/dx(sin(x))",
+        "applies_to": "x*y + sin(x)",
+        "result": "d/dx(x*y) + d/dx(sin(x))",
         "wrt": "x",
     }
     assert document["derivative"] == {"x": "y + cos(x)"}
@@ -327,4 +327,4 @@ def test_a_point_where_the_derivative_is_not_finite_is_said():
 def test_at_gives_the_point_of_the_check():
     result = run("x^3", "--steps", "--at", "x=2")
     assert result.stdout.splitlines()[-1] == "(every step checked at x=2)"
-    assert result.stdout.splitlines()[-2] == "   = 3 * x^2"
+    assert result.stdout.splitlines()[-2] == "   = 3*x^2"

@@ -24,7 +24,7 @@ from ..lang.data import read_points
 from ..lang.evaluate import suggest
 from ..lang.parser import parse
 from ..lang.program import TreeProgram, load
-from ..lang.values import assignments, constant, read_text
+from ..lang.values import NOT_FINITE, assignments, constant, read_text
 from ..text import number
 from .result import METHOD_NAMES, check_table
 from .run import check
@@ -377,7 +377,7 @@ def case_values(case: Case) -> dict[str, Any]:
         except (ValueError, TypeError):
             raise UsageError(f"at {name} = {value!r}: not a number or a rectangular list of numbers") from None
         if not np.isfinite(values[name]).all():
-            raise UsageError(f"at {name}: {value!r} is not a finite float64 number (too large, or 1/0)")
+            raise UsageError(f"at {name}: {value!r} {NOT_FINITE}")
     return values
 
 

@@ -12,7 +12,6 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import GradcliError, UsageError
-from ..lang.evaluate import suggest
 from ..lang.functions import FUNCTIONS
 from . import commands
 from .inputs import COMMANDS, JSON, Declared, Given, dash_expression, json_requested
@@ -53,6 +52,28 @@ class GradcliGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code if isinstance(code, int) else 0)
         return code
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command's summary whole (its help's first sentence), wrapped at the help's width as
+        ``git`` and ``gh`` show theirs: click cuts it to the width left on the line, with "..."."""
+        rows = []
+        for name in self.list_commands(ctx):
+            found = self.get_command(ctx, name)
+            if found is not None and not found.hidden:
+                rows.append((name, found.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Click's, with an unknown command's nearest name (``digg`` -> ``diff``, see ``nearest_command``)."""
+        click = _click()
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError as exc:
+            if args and self.get_command(ctx, args[0]) is None and exc.message.startswith("No such command"):
+                exc.message = f"No such command '{args[0]}'{nearest_command(args[0], list(self.commands))}"
+            raise
 
     def _completions(self) -> None:
         """Shell completion (``--install-completion``) of what the commands take: function names in
@@ -107,6 +128,33 @@ class GradcliGroup(TyperGroup):
         if len(found) != 1 or positional:
             return args
         return [*args[: found[0]], *args[found[0] + 1 :], "--", args[found[0]]]
+
+
+def nearest_command(word: str, names: list[str]) -> str:
+    """``; did you mean 'diff'?`` for ``digg``: the command the fewest edits away (a letter added,
+    dropped, changed or two neighbours swapped), two at most (one for a word of three letters), or
+    the one command ``word`` begins (``jac``); "" when none is that near (``gradcli x^2``, ``gradcli
+    cos``: an expression given without its command)."""
+    starting = [name for name in names if len(word) >= 2 and name.startswith(word)]
+    if len(starting) == 1:
+        return f"; did you mean '{starting[0]}'?"
+    near = sorted((_edits(word, name), name) for name in names)
+    if near and near[0][0] <= (1 if len(word) <= 3 else 2):
+        return f"; did you mean '{near[0][1]}'?"
+    return ""
+
+
+def _edits(a: str, b: str) -> int:
+    """The optimal string alignment distance: insertions, deletions, substitutions, swaps of neighbours."""
+    before, row = None, list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (x != y))
+            if before is not None and i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return row[-1]
 
 
 def _takes_value(command: Any) -> dict[str, bool]:
@@ -192,7 +240,8 @@ app = typer.Typer(
     invoke_without_command=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # up to 120 columns where the terminal has them (click stops at 80), each command summary on its line
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 
 
@@ -378,6 +427,6 @@ def help_command(
     if found is None:
         with reported():
             names = list(group.commands)  # type: ignore[attr-defined]
-            raise UsageError(f"no such command '{command}'{suggest(command, names)}")
+            raise UsageError(f"no such command '{command}'{nearest_command(command, names)}")
     with found.make_context(command, ["--help"], parent=ctx.parent, resilient_parsing=True) as inner:
         typer.echo(found.get_help(inner))

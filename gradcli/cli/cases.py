@@ -47,7 +47,7 @@ def check_cases(given: Given) -> None:
                 f"--cases takes each case's program and options from the file, not {', '.join(conflicting)} "
                 "(a [defaults] table gives options to every case)"
             )
-        output.use_digits(digits)
+        output.use_digits(digits, "json" if given.as_json else None)
         cases, text = read_cases(path)
         refuse_same(junit, [path], "--junit")
         chosen = cases

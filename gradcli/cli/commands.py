@@ -18,6 +18,7 @@ from ..lang.compute import (
     formatted,
     program_hessian,
     program_jacobian,
+    program_value,
     resolve_wrt,
     single_output,
     unseen_derivative,
@@ -41,7 +42,7 @@ def _point_text(values: dict[str, Any]) -> str:
 def evaluate(given: Given) -> None:
     """``gradcli eval``: the value and gradient at the ``--at`` point, or at every row of ``--points``."""
     with reported():
-        output.use_digits(given.digits)
+        output.use_digits(given.digits, "json" if given.as_json else None)
         program, values = read = read_program(given)
         scale = {
             "out": given.out,
@@ -173,6 +174,7 @@ def differentiate(given: Given) -> None:
         form = "latex" if given.latex else "sympy" if given.sympy else "language"
         read = read_program(given)
         explanation, text, found, extra = _symbolic(given, read, form)
+        found = _undefined_where_not_finite(read, explanation, found)
         steps = [row.name for row in explanation.rows if row.step]
         if given.as_json:
             document: dict[str, Any] = {"derivative": {n: t for n, t in text.items() if n not in steps}}
@@ -283,6 +285,29 @@ def _values_at(explanation: Any, point: dict[str, Any], values: dict[str, Any], 
     if text is not None:
         found = {name: _read_back(text[name], values, v) for name, v in found.items()}
     return {name: v for name, v in found.items() if v is not None and values}
+
+
+def _undefined_where_not_finite(read: Read, explanation: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """At a point where the function itself is not finite (as ``eval`` computes it: ``log(abs(x))``
+    at 0 is -inf), it has no derivative: a finite value SymPy's formula gives there (0) is stated as
+    nan, as eval's gradient is, and a warning says why. An infinite value stays (``1/x`` at 0)."""
+    value = program_value(read.program, read.values) if found else None
+    if value is None or np.isfinite(value).all():
+        return found
+    said = []
+    for row in explanation.rows:
+        text, number, _ = found.get(row.name, (None, np.nan, None))
+        numbers = np.asarray(number, dtype=np.float64)
+        if np.isfinite(numbers).any():
+            said.append(f"{explanation.label(row)} is stated as nan, not the formula's {text.split(' ', 1)[1]}")
+            numbers = np.where(np.isfinite(numbers), np.nan, numbers)
+            found[row.name] = f"= {output.shown(numbers)}", numbers.tolist() if numbers.ndim else numbers.item(), None
+    if said:
+        output.warn(
+            f"the function is {output.shown(value)} at {_point_text(read.values)} and has no derivative "
+            f"where it is not finite: {'; '.join(said)}"
+        )
+    return found
 
 
 def _read_back(text: str, values: dict[str, Any], found: Any) -> Any:
@@ -402,7 +427,6 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
     from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
     from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
 
-    output.use_digits(given.digits)
     max_nodes = checked_max_nodes(given.max_nodes)
     rankdir = checked_rankdir(given.rankdir)
     program, values = read_program(given, given.out)
@@ -411,6 +435,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
         values = {name: 1.0 for name in program.free_variables()}  # (a parameter with a default keeps it)
     names = resolve_wrt(program, values, names_list(given.wrt) or None)
     path, fmt = _graph_format(given)
+    output.use_digits(given.digits, fmt)
     with recording() as trace, python_calls(trace, enabled=not program.replayable) as calls:
         try:
             evaluation = program.run(values, names, record_steps=True)
@@ -592,8 +617,8 @@ def hessian(given: Given) -> None:
 def _matrix(given: Given, what: str, compute: Any) -> tuple[Read, str, Any]:
     """A Jacobian's or Hessian's first steps: the format it is written in, the program and point,
     and ``compute(read, whole)`` under a spinner (``whole``: written as one JSON document)."""
-    output.use_digits(given.digits)
     kind = _matrix_format(given.fmt, given.out, given.as_json)
+    output.use_digits(given.digits, kind)
     read = read_program(given, given.out)
     from .progress import working  # lazy: start-up, threads
 
@@ -711,7 +736,7 @@ def check(given: Given) -> None:
     with reported():
         from ..check import check as run_check  # lazy: start-up, eval checks nothing
 
-        output.use_digits(given.digits)
+        output.use_digits(given.digits, "json" if given.as_json else None)
         program, values = read = read_program(given)
         formulas = _expectations(given.expect)
         if given.points is not None:

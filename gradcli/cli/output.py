@@ -24,10 +24,18 @@ from .report import ReaderLeft, StreamProblem, one_line
 _digits: int | None = None  # the running command's --digits N
 
 
-def use_digits(digits: int | None) -> None:
-    """The ``--digits N`` of the command being run (None: the default of where the output goes)."""
+#: the formats that keep every digit of a float64 whatever ``--digits`` says (it shapes what people read)
+WHOLE_NUMBERS = {"json": "JSON", "npy": "NumPy's .npy"}
+
+
+def use_digits(digits: int | None, fmt: str | None = None) -> None:
+    """The ``--digits N`` of the command being run (None: the default of where the output goes);
+    ``fmt``: the format written, which may keep full precision whatever N is (``--json``): said once."""
     global _digits
     _digits = digits  # in range: --digits' callback (cli/options.py) checked it
+    kept = WHOLE_NUMBERS.get(fmt or "")
+    if digits is not None and kept is not None:
+        warn(f"--digits {digits} is ignored: {kept} keeps full float64 precision")
 
 
 def terminal() -> bool:

@@ -384,11 +384,12 @@ class Run:
     def vector(self, node: ast.Vector, items: Any) -> Any:
         if all(isinstance(v, _NUMBERS) for v in items):
             return gc.tensor(items)
-        shapes = {np.shape(v.array if isinstance(v, gc.Tensor) else v) for v in items}
+        # each shape once, in the order of the items: [[1, 2], [3]] has (2,), (1,)
+        shapes = dict.fromkeys(np.shape(v.array if isinstance(v, gc.Tensor) else v) for v in items)
         if len(shapes) > 1:
             raise self.fail(
                 f"the items of a vector must have the same shape (at {self.source.where(node.start)}): "
-                + ", ".join(str(s) for s in sorted(shapes)),
+                + ", ".join(str(s) for s in shapes),
                 node,
             )
         return gc.stack([gc.as_tensor(v) for v in items])

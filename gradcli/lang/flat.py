@@ -254,7 +254,10 @@ def _read(tokens: list[str], t: dict[str, Any]) -> Any:
                 append(entry)
                 operand = False
             elif first in _DIGITS:
-                entry = operands[token] = (_NUMBER, float(token))
+                number = float(token)
+                if number == _INF:  # 1e999: the full parser refuses it, with a caret
+                    return None
+                entry = operands[token] = (_NUMBER, number)
                 append(entry)
                 operand = False
             else:  # a sign, a bracket or a function's name and bracket

@@ -38,6 +38,26 @@ _SPLIT = _pattern()
 _GAP = re.compile(r"[ \t\r\f\v]*")
 
 
+class NumberTooLarge(SyntaxProblem):
+    """A literal too large for a float64 number (``1e999``): refused where it is written, as an
+    ``--at`` value that large is, rather than read as inf (every command reads it through here)."""
+
+    def __init__(self, literal: str, source: Source, offset: int) -> None:
+        super().__init__(
+            f"{literal!r} at {source.where(offset)} is not a finite float64 number (too large: the largest is "
+            "about 1.8e308)",
+            source,
+            offset,
+        )
+        self.literal = literal
+
+
+def too_large(literal: str) -> bool:
+    """Whether a number literal of the language overflows float64 (only one with an exponent or over
+    300 characters can: the test costs nothing on the common ones)."""
+    return ("e" in literal or "E" in literal or len(literal) > 300) and float(literal) == float("inf")
+
+
 def _shown(ch: str) -> str:
     """``character '$'``, or ``character U+00A0 (NO-BREAK SPACE)`` for one that does not show."""
     import unicodedata
@@ -130,6 +150,8 @@ def tokenize(source: Source) -> list[Token]:
             if not brackets and tokens and tokens[-1][0] != "newline":
                 append(_new_token(Token, ("newline", "\n", offset)))
         elif first.isdecimal() or (first == "." and len(piece) > 1):
+            if too_large(piece):
+                raise NumberTooLarge(piece, source, offset)
             append(_new_token(Token, ("number", piece, offset)))
         elif first.isalpha() or first == "_":
             append(_new_token(Token, ("keyword" if piece in KEYWORDS else "name", piece, offset)))

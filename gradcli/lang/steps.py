@@ -28,14 +28,14 @@ import numpy as np
 import sympy as sp
 from sympy.functions.elementary.hyperbolic import HyperbolicFunction
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
-from sympy.printing.str import StrPrinter
 
 from ..errors import GradcliError, UsageError
 from ..ops.operators import CONDITIONAL_POWER, INFIX, PREFIX, PREFIX_POWER
 from . import ast, symbolic
 from .functions import FUNCTIONS
 from .parser import parse_expression
-from .unparse import ATOM, POWERS, unparse
+from .printer import LanguagePrinter
+from .unparse import ATOM, POWERS, TIGHT, unparse
 
 #: The most nodes an expression (or statement) may have to be explained step by step.
 MAX_NODES = 300
@@ -84,6 +84,12 @@ class Derivation:
     @property
     def result(self) -> str:
         return self.steps[-1].result if self.steps else ""
+
+
+def formula_text(node: ast.SyntaxNode) -> str:
+    """A tree written as ``diff`` writes a derivative (``2*x + 1``): one form of a formula, in the
+    derivation and in diff's own lines and JSON alike."""
+    return unparse(node, TIGHT)
 
 
 # --- building trees ----------------------------------------------------------------------------------
@@ -256,7 +262,7 @@ def _substituted(template: str, args: list[ast.SyntaxNode], out: str = "") -> as
     the formula is not written in the language (``[lo <= {0} <= hi]``)."""
     text = template.replace("{out}", f"({out})")
     for i, arg in enumerate(args):
-        text = text.replace("{" + str(i) + "}", f"({unparse(arg)})")
+        text = text.replace("{" + str(i) + "}", f"({formula_text(arg)})")
     try:
         return parse_expression(text, "formula")
     except GradcliError:
@@ -275,7 +281,7 @@ def _sympy_local(name: str, args: list[ast.SyntaxNode], i: int) -> ast.SyntaxNod
         raise UsageError(f"--steps explains scalar expressions: {name}() of numbers has no rule ({exc})") from None
     if not isinstance(local, sp.Basic):
         raise UsageError(f"--steps explains scalar expressions: {name}() gives an array")
-    names = {h.name: f"({unparse(arg)})" for h, arg in zip(holders, args)}
+    names = {h.name: f"({formula_text(arg)})" for h, arg in zip(holders, args)}
     return parse_expression(language_text(local, names), "formula")
 
 
@@ -322,15 +328,15 @@ def rewrite(node: ast.SyntaxNode, variable: str) -> tuple[str, ast.SyntaxNode]:
         return _sum_rule(node, variable)
     if isinstance(node, ast.Binary):
         row = INFIX[node.op]
-        return _combine(row.primitive, row.primitive.name, [node.left, node.right], variable, unparse(node))
+        return _combine(row.primitive, row.primitive.name, [node.left, node.right], variable, formula_text(node))
     if isinstance(node, ast.Call):
         if node.function == "detach":
             return "detach (no gradient flows through it)", _number(ZERO)
         if node.function not in FUNCTIONS:
             raise UsageError(f"--steps: unknown function {node.function}()")
-        return _combine(_row_of_call(node), node.function, list(node.args), variable, unparse(node))
+        return _combine(_row_of_call(node), node.function, list(node.args), variable, formula_text(node))
     raise UsageError(
-        f"--steps explains scalar expressions: {unparse(node)} has no step rule (use diff without --steps)"
+        f"--steps explains scalar expressions: {formula_text(node)} has no step rule (use diff without --steps)"
     )
 
 
@@ -487,7 +493,7 @@ class _Sympy:
             raise
         except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
             said = " ".join(str(exc).split())
-            raise UsageError(f"--steps explains scalar expressions: {unparse(root)}: {said}") from None
+            raise UsageError(f"--steps explains scalar expressions: {formula_text(root)}: {said}") from None
 
     def _convert(self, root: ast.SyntaxNode, unevaluated: bool) -> Any:
         results: dict[int, Any] = {}
@@ -497,7 +503,7 @@ class _Sympy:
                 x = self.symbol(node.variable)
                 results[id(node)] = sp.Derivative(args[0], x) if unevaluated else sp.diff(args[0], x)
             else:
-                results[id(node)] = _scalar(symbolic.node_value(node, args, self._lookup), unparse(node))
+                results[id(node)] = _scalar(symbolic.node_value(node, args, self._lookup), formula_text(node))
         return results[id(root)]
 
 
@@ -518,7 +524,7 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
     start = Pending(variable, expression)
     derivation = Derivation(
         variable,
-        unparse(start),
+        formula_text(start),
         latex(start),
         symbols=convert.symbols,
     )
@@ -529,11 +535,17 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
             raise UsageError("--steps: the derivation is too long to show")
         rule, replacement = rewrite(target.args[0], variable)
         current = _swap(current, target, replacement)
-        steps.append(_step(rule, unparse(target.args[0]), current, truth, convert))
+        steps.append(_step(rule, formula_text(target.args[0]), current, truth, convert))
     tidy = _tidy(current)
-    if unparse(tidy) != unparse(current):
+    if formula_text(tidy) != formula_text(current):
         steps.append(
-            _step("simplify: factors 1 and terms 0 dropped, numbers worked out", unparse(current), tidy, truth, convert)
+            _step(
+                "simplify: factors 1 and terms 0 dropped, numbers worked out",
+                formula_text(current),
+                tidy,
+                truth,
+                convert,
+            )
         )
         current = tidy
     final = _simplified(convert(current))
@@ -543,7 +555,7 @@ def derive(expression: ast.SyntaxNode, variable: str, convert: _Sympy | None = N
     except GradcliError:
         final_tree = None
     if final_tree is not None and _simpler(final_tree, current):
-        steps.append(_step("simplify", unparse(current), final_tree, truth, convert))
+        steps.append(_step("simplify", formula_text(current), final_tree, truth, convert))
     if not steps:  # (never: there is always the first rule)
         raise UsageError("--steps: nothing to explain")
     return derivation
@@ -578,7 +590,7 @@ def _step(rule: str, applies_to: str, tree: ast.SyntaxNode, truth: Any, convert:
     return Step(
         rule,
         applies_to,
-        unparse(tree),
+        formula_text(tree),
         latex(tree),
         claim=convert(tree),
         truth=truth,
@@ -642,7 +654,7 @@ def _backward_step(
             continue
         local = _local_result(value, name, convert)
         terms.append(_tidy(_times(adjoint[later], local)))
-        uses.append(f"{later} = {unparse(value)}")
+        uses.append(f"{later} = {formula_text(value)}")
     total = terms[0] if terms else _number(ZERO)
     for term in terms[1:]:
         total = _tidy(_binary("+", total, term))
@@ -655,7 +667,7 @@ def _backward_step(
         inlined = inlined.subs(symbol, value)
     truth = sp.diff(inlined, convert.symbol(name))
     rule = "chain rule" + (f" through {len(uses)} uses, summed" if len(uses) > 1 else "")
-    text = f"∂{y}/∂{name} = {unparse(total)}"
+    text = f"∂{y}/∂{name} = {formula_text(total)}"
     shown = rf"\frac{{\partial {_latex_name(y)}}}{{\partial {_latex_name(name)}}} &= {latex(total)}"
     return Step(rule, "; ".join(uses) if uses else f"{name} (not used)", text, shown, claim, truth)
 
@@ -682,7 +694,7 @@ def _expanded(step: Step, x: str, y: str, convert: _Sympy) -> Step | None:
         tree = parse_expression(text, "result")
     except GradcliError:
         return None
-    result = f"∂{y}/∂{x} = {unparse(tree)}"
+    result = f"∂{y}/∂{x} = {formula_text(tree)}"
     if result == step.result:
         return None
     shown = rf"\frac{{\partial {_latex_name(y)}}}{{\partial {_latex_name(x)}}} &= {latex(tree)}"
@@ -745,85 +757,15 @@ def _at(expr: Any, point: dict[Any, Any]) -> complex | None:
     return value
 
 
-# --- SymPy -> the language (a small printer; `diff`'s own will replace it) ------------------------------
-
-
-class _LanguagePrinter(StrPrinter):
-    """SymPy's text printer with the language's spellings: abs, max, min, ceil, conditionals."""
-
-    def __init__(self, names: dict[str, str] | None = None) -> None:
-        super().__init__({"order": None})
-        self.names = names or {}
-
-    def _print_Symbol(self, expr: Any) -> str:
-        return self.names.get(expr.name, expr.name)
-
-    def _print_Abs(self, expr: Any) -> str:
-        return f"abs({self._print(expr.args[0])})"
-
-    def _print_Max(self, expr: Any) -> str:
-        return self._pairwise("max", expr.args)
-
-    def _print_Min(self, expr: Any) -> str:
-        return self._pairwise("min", expr.args)
-
-    def _pairwise(self, name: str, args: Any) -> str:
-        text = self._print(args[-1])
-        for arg in reversed(args[:-1]):
-            text = f"{name}({self._print(arg)}, {text})"
-        return text
-
-    def _print_ceiling(self, expr: Any) -> str:
-        return f"ceil({self._print(expr.args[0])})"
-
-    def _print_Exp1(self, expr: Any) -> str:
-        return "exp(1)"
-
-    def _print_Mod(self, expr: Any) -> str:
-        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
-
-    def _print_Heaviside(self, expr: Any) -> str:
-        """With its value at 0, as ``printer.LanguagePrinter`` writes it (1/2 by default: max's tie)."""
-        inner = self._print(expr.args[0])
-        at_zero = expr.args[1] if len(expr.args) > 1 else sp.S.Half
-        if at_zero in (0, 1):
-            return f"({inner} {'>' if at_zero == 0 else '>='} 0)"
-        return f"(({inner} > 0) + ({inner} == 0)*{self._print(at_zero)})"
-
-    def _print_And(self, expr: Any) -> str:  # a condition: 1 where every part holds
-        return "(" + " * ".join(self._print(c) for c in expr.args) + ")"
-
-    def _print_Or(self, expr: Any) -> str:
-        return "((" + " + ".join(self._print(c) for c in expr.args) + ") > 0)"
-
-    def _print_Relational(self, expr: Any) -> str:
-        op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}.get(expr.rel_op)
-        if op is None:
-            raise ValueError(f"no language form for {expr.rel_op}")
-        return f"({self._print(expr.lhs)} {op} {self._print(expr.rhs)})"
-
-    def _print_Piecewise(self, expr: Any) -> str:
-        *pieces, (last, condition) = expr.args
-        if condition is not sp.true:
-            raise ValueError("a piecewise expression without an 'otherwise'")
-        text = f"({self._print(last)})"
-        for value, cond in reversed(pieces):
-            text = f"({self._print(value)} if {self._print(cond)} else {text})"
-        return text
-
-    def _print_Function(self, expr: Any) -> str:
-        name = {"stop_gradient": "detach"}.get(type(expr).__name__, type(expr).__name__)
-        return f"{name}({', '.join(self._print(a) for a in expr.args)})"
-
-    def _print_ImaginaryUnit(self, expr: Any) -> str:
-        raise ValueError("an imaginary unit has no language form")
+# --- SymPy -> the language: diff's own printer --------------------------------------------------------
 
 
 def language_text(expr: Any, names: dict[str, str] | None = None) -> str:
-    """``expr`` written in gradcli's language (``^``, ``abs``, ``a if c else b``), canonical spacing."""
-    text = _LanguagePrinter(names).doprint(expr).replace("**", "^")
+    """``expr`` written in gradcli's language by the printer ``diff`` writes its derivatives with
+    (``printer.LanguagePrinter``), in diff's form (``formula_text``); ``names``: a symbol's text."""
+    text = LanguagePrinter(names).doprint(expr)
     try:
-        return unparse(parse_expression(text, "result"))
+        return formula_text(parse_expression(text, "result"))
     except GradcliError:
         return text
 
@@ -893,7 +835,7 @@ def _latex_form(node: ast.SyntaxNode, kids: list[tuple[str, int]], powers: Any, 
         if name in _LATEX_FUNCTIONS:
             return rf"\{_LATEX_FUNCTIONS[name]}\left({args}\right)", atom
         return rf"\operatorname{{{_latex_text_name(name)}}}\left({args}\right)", atom
-    return _latex_text_name(unparse(node)), atom
+    return _latex_text_name(formula_text(node)), atom
 
 
 def _latex_text_name(name: str) -> str:

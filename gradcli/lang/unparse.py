@@ -16,14 +16,18 @@ _COMPARE = COMPARE_POWER
 _CONDITIONAL = CONDITIONAL_POWER
 _UNARY = PREFIX_POWER
 ATOM = 100
+#: the operators ``diff`` writes without spaces (SymPy's ``str`` form, which its printer keeps):
+#: ``2*x*sin(x) + x^2/2``; the derivation of ``diff --steps`` is written in the same form
+TIGHT = frozenset({"*", "/"})
 
 
-def unparse(root: ast.SyntaxNode | ast.SyntaxTree) -> str:
-    """The text of a node (or a whole program, statements joined by '; ')."""
+def unparse(root: ast.SyntaxNode | ast.SyntaxTree, tight: frozenset[str] = frozenset()) -> str:
+    """The text of a node (or a whole program, statements joined by '; '); the operators in ``tight``
+    written without spaces around them (``TIGHT``: diff's form of a formula)."""
     if isinstance(root, ast.SyntaxTree):
-        parts = [f"{s.name} = {unparse(s.value)}" for s in root.statements]
+        parts = [f"{s.name} = {unparse(s.value, tight)}" for s in root.statements]
         outputs = root.outputs.items
-        last = ", ".join(unparse(item) for item in outputs)
+        last = ", ".join(unparse(item, tight) for item in outputs)
         named_last = root.statements and len(outputs) == 1 and isinstance(outputs[0], ast.Name)
         if named_last and outputs[0].id == root.statements[-1].name:
             return "; ".join(parts)
@@ -31,7 +35,7 @@ def unparse(root: ast.SyntaxNode | ast.SyntaxTree) -> str:
     done: dict[int, tuple[str, int]] = {}
     for node in ast.postorder(root):
         kids = [done.pop(id(child)) for child in node.children()]
-        done[id(node)] = _form(node, kids)
+        done[id(node)] = _form(node, kids, tight)
     return done[id(root)][0]
 
 
@@ -40,7 +44,7 @@ def _wrap(part: tuple[str, int], need: int) -> str:
     return f"({text})" if power < need else text
 
 
-def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]]) -> tuple[str, int]:
+def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]], tight: frozenset[str] = frozenset()) -> tuple[str, int]:
     if isinstance(node, ast.Number):
         return node.text, ATOM
     if isinstance(node, ast.Name):
@@ -53,7 +57,7 @@ def _form(node: ast.SyntaxNode, kids: list[tuple[str, int]]) -> tuple[str, int]:
         if node.op in _RIGHT:  # "^": right-associative; its left side is an atom or a call; written tight: x^2
             return f"{_wrap(kids[0], ATOM)}{node.op}{_wrap(kids[1], _UNARY)}", power
         left, right = _wrap(kids[0], power), _wrap(kids[1], power + 1)
-        return f"{left} {node.op} {right}", power
+        return (f"{left}{node.op}{right}" if node.op in tight else f"{left} {node.op} {right}"), power
     if isinstance(node, ast.Compare):
         return f"{_wrap(kids[0], _COMPARE + 1)} {node.op} {_wrap(kids[1], _COMPARE + 1)}", _COMPARE
     if isinstance(node, ast.Conditional):

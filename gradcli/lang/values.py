@@ -15,12 +15,15 @@ import numpy as np
 from ..errors import Source, SyntaxProblem, UsageError
 from . import ast
 from .evaluate import evaluate
+from .lexer import NumberTooLarge
 from .parser import MAX_CHARACTERS, parse
 
 #: A value longer than a program can be is a list of numbers that belongs in a file.
 MANY_POINTS = "for one large input, read it from a file with NAME=@FILE.npy (or .csv, .txt, .pt); for many points, use --points FILE.csv"
 
 NAME_CHARS = str.isidentifier
+#: what a value given on the command line that is not finite is told (``--at x=1e400``, ``1/0``)
+NOT_FINITE = "is not a finite float64 number (too large, or 1/0)"
 
 
 def split_top_level(text: str, sep: str = ",") -> list[tuple[int, str]]:
@@ -39,8 +42,12 @@ def split_top_level(text: str, sep: str = ",") -> list[tuple[int, str]]:
 
 
 def constant(text: str, origin: str = "value") -> np.ndarray:
-    """The value of a constant expression: ``2``, ``-1.5e3``, ``pi/2``, ``[[1, 2], [3, 4]]``."""
-    program = parse(text, origin)
+    """The value of a constant expression: ``2``, ``-1.5e3``, ``pi/2``, ``[[1, 2], [3, 4]]``; a value
+    that overflows (``1e400``) is refused in the words a computed one (``1/0``) is."""
+    try:
+        program = parse(text, origin)
+    except NumberTooLarge:
+        raise UsageError(f"{origin}: {text.strip()!r} {NOT_FINITE}") from None
     names = [n for n in program.nodes() if isinstance(n, ast.Name) and n.id not in ("pi", "e")]
     if names or program.statements or len(program.outputs.items) != 1:
         offset = names[0].start if names else 0
@@ -85,7 +92,7 @@ def assignments(items: Iterable[str]) -> dict[str, np.ndarray]:
             if values[name].ndim > MAX_DIMENSIONS:
                 raise UsageError(f"--at {name}: {values[name].ndim} dimensions; at most {MAX_DIMENSIONS} are supported")
             if not np.isfinite(values[name]).all():
-                raise UsageError(f"--at {name}: {value.strip()!r} is not a finite float64 number (too large, or 1/0)")
+                raise UsageError(f"--at {name}: {value.strip()!r} {NOT_FINITE}")
     return values
 
 
@@ -140,7 +147,7 @@ def checked_seed(text: str) -> np.ndarray | None:
         return None
     seed = constant(text, "--seed")
     if not np.isfinite(seed).all():  # an inf or nan seed makes every gradient inf or nan
-        raise UsageError(f"--seed: {text.strip()!r} is not a finite float64 number (too large, or 1/0)")
+        raise UsageError(f"--seed: {text.strip()!r} {NOT_FINITE}")
     return seed
 
 

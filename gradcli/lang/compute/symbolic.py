@@ -22,9 +22,18 @@ def evaluate_text(text: str, values: Mapping[str, Any]) -> np.ndarray | None:
     ``eval`` computes it; None when it does not run there."""
     try:
         program = load(text)
+    except Exception:  # noqa: BLE001 - a text that does not run has no value to state
+        return None
+    return program_value(program, values)
+
+
+def program_value(program: Program, values: Mapping[str, Any]) -> np.ndarray | None:
+    """The single output of ``program`` at ``values`` as ``eval`` computes it (IEEE: ``log(0)`` is
+    -inf, quietly), as float64; None when it does not run there or has several outputs."""
+    try:
         with np.errstate(all="ignore"):
             outputs = program.run({n: v for n, v in values.items() if n in program.variables}, []).outputs
-    except Exception:  # noqa: BLE001 - a text that does not run has no value to state
+    except Exception:  # noqa: BLE001 - a program that does not run has no value to state
         return None
     return np.asarray(outputs[0].array, dtype=np.float64) if len(outputs) == 1 else None
 
