@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UsageError
+from ..text import in_message
 from .numeric import (
     Estimate,
     atol_scales,
@@ -30,6 +31,7 @@ from .numeric import (
 
 NONE, MISMATCH, AGREE = -1, 0, 1  # a method's verdict at a point: did not judge, disagrees, agrees
 LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
+STAGGER = 0.6180339887498949  # a second schedule's steps, in no power-of-2 ratio to the first's
 INSTEAD = "central differences (with their kink search) check the gradient instead"
 EXACT = ("sympy", "complex_step")  # exact to rounding: where one agrees, finite differences' doubt is theirs
 NUMERIC = ("finite_difference", "complex_step", "sympy")  # not compared at a kink (expected values are)
@@ -173,6 +175,9 @@ def decide(
         if name in NUMERIC:
             ref.skip = ref.skip | kinked
     checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}
+    if "finite_difference" in checks and (checks["finite_difference"].ok == MISMATCH).any():
+        _staircase(road, references["finite_difference"], checks["finite_difference"].ok == MISMATCH)
+        checks["finite_difference"] = compare(road, references["finite_difference"], rtol, atol, noise)
     doubt = [
         (c.ok == MISMATCH) | c.loose.any(axis=1) for c in checks.values()
     ]  # a method disagreed, or could not judge
@@ -213,6 +218,35 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
                     spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
 
 
+def _staircase(road: Road, ref: Reference, where: np.ndarray) -> None:
+    """Where finite differences disagree with autograd, the same differences at steps ``STAGGER`` as
+    long: an estimate is no better than it moves with the steps. Where it moves by a sizeable part of
+    itself it is no derivative but an average over what the steps straddle (``round(x, 3)`` at 0.5
+    gives 1.024 at steps 2^-6 to 2^-9, each a whole number of its treads, and 1 at the others): it
+    cannot judge (inconclusive), and says why."""
+    chosen = np.flatnonzero(where)
+    again = finite_differences_at(
+        lambda rows, owner: road.evaluate(rows, chosen[owner]), road.x0[chosen], road.f0[chosen], road.dtype, STAGGER
+    )
+    before = ref.reference[chosen]
+    error = np.zeros_like(before) if ref.estimated is None else np.array(ref.estimated[chosen])
+    with np.errstate(all="ignore"):
+        moved = np.abs(again.value[0] - before)
+        moved = np.where(np.isfinite(moved) | ~np.isfinite(before), moved, np.inf)
+        ref.estimated = np.zeros_like(ref.reference) if ref.estimated is None else np.array(ref.estimated)
+        ref.estimated[chosen] = np.fmax(error, moved)
+        apart = ~(moved <= LOOSE * np.abs(before)) & ~ref.skip[chosen] & np.isfinite(before)
+    ref.note = list(ref.note) if ref.note else [None] * len(road.x0)
+    for k, p in enumerate(chosen):
+        if apart[k].any():
+            j = int(np.flatnonzero(apart[k])[0])
+            ref.note[p] = (
+                f"inconclusive at d/d{road.labels[j]}: the differences change with the step "
+                f"({in_message(before[k, j])}, then {in_message(again.value[0][k, j])} at steps {STAGGER:.3g} as long): "
+                "no derivative at the steps' scale (a staircase, or noise), so they cannot judge it"
+            )
+
+
 def _fd_reference(
     road: Road, fd: Estimate | None, finite: np.ndarray, wanted: np.ndarray, kinked: np.ndarray
 ) -> Reference:
@@ -226,7 +260,7 @@ def _fd_reference(
     if fd is None:
         return Reference("finite_difference", np.full((points, n), np.nan), None, np.ones((points, n), bool),
                          "finite differences", reasons)  # fmt: skip
-    skip = kinked | np.array([r is not None for r in reasons])[:, None]
+    skip = kinked | np.array([r is not None for r in reasons])[:, None] | ~np.isfinite(road.x0)  # (no step at inf)
     return Reference("finite_difference", fd.value[0], fd.error[0], skip, "finite differences", reasons)
 
 
@@ -252,7 +286,7 @@ def _complex_reference(road: Road, finite: np.ndarray, kinked: np.ndarray, rtol:
     chosen, value, error = chosen[real], estimate.value[0][real], estimate.error[0][real]
     ref.reference[chosen], ref.estimated = value, np.zeros((points, n))
     ref.estimated[chosen] = error
-    ref.skip[chosen] = kinked[chosen]
+    ref.skip[chosen] = kinked[chosen] | ~np.isfinite(road.x0[chosen])  # (no step at an infinite input)
     first = compare(road, ref, rtol, atol, np.zeros((points, n)))
     doubtful = chosen[first.ok[chosen] == MISMATCH]
     if doubtful.size:

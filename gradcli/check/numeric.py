@@ -139,13 +139,17 @@ def finite_differences(
 
 
 def finite_differences_at(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype = FLOAT64
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    f0: np.ndarray,
+    dtype: np.dtype = FLOAT64,
+    stagger: float = 1.0,
 ) -> Estimate:
     """``finite_differences`` at P points at once: ``x0`` (P, N), ``f0`` (P, M); ``f(rows, owner)`` takes
     rows of points and the point each row was moved from. Every element of every point is its own
     column: its rounds, steps and verdicts are exactly those it would get alone. Fields (M, P, N)."""
     with np.errstate(all="ignore"):
-        return _finite_differences(f, x0, f0, dtype)
+        return _finite_differences(f, x0, f0, dtype, stagger)
 
 
 def _relative(r: _Round) -> np.ndarray:
@@ -166,13 +170,13 @@ def _schedule(x0: np.ndarray) -> np.ndarray:
 
 
 def _finite_differences(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype, stagger: float
 ) -> Estimate:
     x0 = np.asarray(x0, dtype=np.float64)
     points, n = x0.shape
     f0 = np.asarray(f0, dtype=np.float64).reshape(points, -1).T  # (M, P)
     columns = _Columns(x0)
-    schedule = _schedule(x0.reshape(-1))
+    schedule = _schedule(x0.reshape(-1)) * stagger
     best: _Round | None = None
     steps = schedule[:, 0].copy()
     open_ = np.arange(points * n)
@@ -184,7 +188,7 @@ def _finite_differences(
         plus, minus = _samples(f, columns, h, open_)
         found = _estimates(plus, minus, f0[:, columns.owner[open_]], h, dtype)
         if best is None:
-            best = found
+            best = found.spread(open_, points * n)  # (an element at an infinite input has no step: nan)
         else:
             worse = best.part(open_)
             # the smaller error relative to the estimate (at a pole a big step gives a small value
@@ -245,6 +249,18 @@ class _Round:
 
     def part(self, columns: np.ndarray) -> _Round:
         return _Round(*(getattr(self, k)[:, columns] for k in (*self.FIELDS, "converged", "truncation", "rounding")))
+
+    def spread(self, columns: np.ndarray, total: int) -> _Round:
+        """This round's estimates of ``columns`` among ``total``: nan (not converged) at the others."""
+        if columns.size == total:
+            return self
+
+        def full(values: np.ndarray) -> np.ndarray:
+            out = np.full((values.shape[0], total), False if values.dtype == bool else np.nan, dtype=values.dtype)
+            out[:, columns] = values
+            return out
+
+        return _Round(*(full(getattr(self, k)) for k in (*self.FIELDS, "converged", "truncation", "rounding")))
 
     def merge(self, columns: np.ndarray, other: _Round, take: np.ndarray) -> None:
         for k in self.FIELDS:
