@@ -54,15 +54,33 @@ def sample_function(op: Any) -> tuple[Any, dict[str, np.ndarray]] | None:
     import torch
 
     try:
-        samples = op.sample_inputs("cpu", torch.float64, requires_grad=False)
-        for sample in samples:
-            for only_input in (False, True):  # (running statistics, targets: no gradient there)
-                found = _wrapped(op, sample, only_input)
-                if found is not None:
-                    return found
+        samples = list(op.sample_inputs("cpu", torch.float64, requires_grad=False))
     except Exception:  # a sample generator that needs what this machine has not
         return None
+    for size in (None, 3, 2):  # each sample as it is, then the first few cut to 3 (or 2) along every axis
+        for sample in samples if size is None else samples[:3]:
+            for only_input in (False, True):  # (running statistics, targets: no gradient there)
+                found = _wrapped(op, sample if size is None else _cut(sample, size), only_input)
+                if found is not None:
+                    return found
     return None
+
+
+def _cut(sample: Any, size: int) -> Any:
+    """``sample`` with each floating tensor's axes longer than ``size`` cut to ``size`` (the same cut on
+    every tensor, so that shapes that matched still match; where they do not, the op refuses it)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    def cut(leaf: Any) -> Any:
+        if not (isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float64):
+            return leaf
+        for axis, length in enumerate(leaf.shape):
+            leaf = leaf.narrow(axis, 0, min(length, size))
+        return leaf.clone()
+
+    return type(sample)(tree_map(cut, sample.input), args=tree_map(cut, sample.args),
+                        kwargs=tree_map(cut, sample.kwargs))  # fmt: skip
 
 
 def _wrapped(op: Any, sample: Any, only_input: bool) -> tuple[Any, dict[str, np.ndarray]] | None:
@@ -73,8 +91,14 @@ def _wrapped(op: Any, sample: Any, only_input: bool) -> tuple[Any, dict[str, np.
 
     leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
     varied = len(tree_flatten(sample.input)[0]) if only_input else len(leaves)
-    floating = [i for i, leaf in enumerate(leaves[:varied]) if isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float64]
-    if not floating or sum(leaves[i].numel() for i in floating) > SMALL or any(leaves[i].numel() == 0 for i in floating):
+    floating = [
+        i for i, leaf in enumerate(leaves[:varied]) if isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float64
+    ]
+    if (
+        not floating
+        or sum(leaves[i].numel() for i in floating) > SMALL
+        or any(leaves[i].numel() == 0 for i in floating)
+    ):
         return None
     try:
         given = [leaf.detach().requires_grad_(True) if i in floating else leaf for i, leaf in enumerate(leaves)]
@@ -105,8 +129,9 @@ def _wrapped(op: Any, sample: Any, only_input: bool) -> tuple[Any, dict[str, np.
     return function, {n: leaves[i].numpy().copy() for n, i in zip(names, floating)}
 
 
-def sweep_one(op: Any) -> Swept | None:
-    """check and gradcheck on ``op``'s first small sample; None where it has none."""
+def sweep_one(op: Any, gradcheck: bool = True) -> Swept | None:
+    """check and gradcheck on ``op``'s first small sample; None where it has none. ``gradcheck=False``:
+    gradcheck only where check does not say OK or INCONCLUSIVE (where it matters)."""
     import torch
 
     from gradcli.check.run import check
@@ -127,6 +152,8 @@ def sweep_one(op: Any) -> Swept | None:
     except Exception as exc:  # gradcli's own failure: counted, so that the sweep shows it
         line, verdict = f"{type(exc).__name__}: {exc}", "CRASH"
     seconds = time.perf_counter() - started
+    if not gradcheck and verdict in ("OK", "INCONCLUSIVE"):
+        return Swept(op.name, verdict, None, line, seconds)
     inputs = [torch.tensor(v, requires_grad=True) for v in values.values()]
     try:
         passed: bool | None = bool(

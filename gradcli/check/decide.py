@@ -21,17 +21,19 @@ import numpy as np
 from ..errors import UsageError
 from ..text import in_message
 from .numeric import (
+    LEVELS,
     Estimate,
     atol_scales,
     complex_step_at,
     default_tolerances,
     finite_differences_at,
+    machine_epsilon,
     within_sides,
 )
 
 NONE, MISMATCH, AGREE = -1, 0, 1  # a method's verdict at a point: did not judge, disagrees, agrees
 LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
-STAGGER = 0.6180339887498949  # a second schedule's steps, in no power-of-2 ratio to the first's
+PROBES = (2.0**-10, 2.0**-16)  # steps, as parts of those finite differences settled on, that test them
 INSTEAD = "central differences (with their kink search) check the gradient instead"
 EXACT = ("sympy", "complex_step")  # exact to rounding: where one agrees, finite differences' doubt is theirs
 NUMERIC = ("finite_difference", "complex_step", "sympy")  # not compared at a kink (expected values are)
@@ -176,7 +178,7 @@ def decide(
             ref.skip = ref.skip | kinked
     checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}
     if "finite_difference" in checks and (checks["finite_difference"].ok == MISMATCH).any():
-        _staircase(road, references["finite_difference"], checks["finite_difference"].ok == MISMATCH)
+        _staircase(road, references["finite_difference"], fd, checks["finite_difference"].ok == MISMATCH)
         checks["finite_difference"] = compare(road, references["finite_difference"], rtol, atol, noise)
     doubt = [
         (c.ok == MISMATCH) | c.loose.any(axis=1) for c in checks.values()
@@ -218,32 +220,46 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
                     spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
 
 
-def _staircase(road: Road, ref: Reference, where: np.ndarray) -> None:
-    """Where finite differences disagree with autograd, the same differences at steps ``STAGGER`` as
-    long: an estimate is no better than it moves with the steps. Where it moves by a sizeable part of
-    itself it is no derivative but an average over what the steps straddle (``round(x, 3)`` at 0.5
-    gives 1.024 at steps 2^-6 to 2^-9, each a whole number of its treads, and 1 at the others): it
-    cannot judge (inconclusive), and says why."""
+def _staircase(road: Road, ref: Reference, fd: Estimate, where: np.ndarray) -> None:
+    """Where finite differences disagree with autograd, plain central differences at steps ``PROBES``
+    times those they settled on: where the function is smooth these agree with the estimate (their
+    truncation is a millionth of its, their rounding allowed for); where they do not, the estimate was
+    no derivative but an average over what its steps straddled (``round(x, 3)`` at 0.5 gives 1.024 at
+    steps 2^-6 to 2^-9, each a whole number of its treads, and 0 at shorter ones). Its error is then
+    at least the difference: it cannot judge (inconclusive), and says why."""
     chosen = np.flatnonzero(where)
-    again = finite_differences_at(
-        lambda rows, owner: road.evaluate(rows, chosen[owner]), road.x0[chosen], road.f0[chosen], road.dtype, STAGGER
-    )
+    x0, (points, n) = road.x0[chosen], road.x0[chosen].shape
+    h = np.asarray(fd.steps)[chosen][None, :, :] * np.array(PROBES)[:, None, None]  # (probes, P', N)
+    rows = np.repeat(x0[None, :, None, :], len(PROBES), axis=0) * np.ones((1, 1, n, 1))  # (probes, P', N, N)
+    diagonal = np.arange(n)
+    sides = []
+    for sign in (1.0, -1.0):
+        moved = rows.copy()
+        moved[:, :, diagonal, diagonal] += sign * h
+        owner = np.broadcast_to(chosen[None, :, None], (len(PROBES), points, n)).reshape(-1)
+        sides.append(np.asarray(road.evaluate(moved.reshape(-1, n), owner), dtype=np.float64).reshape(h.shape))
     before = ref.reference[chosen]
     error = np.zeros_like(before) if ref.estimated is None else np.array(ref.estimated[chosen])
     with np.errstate(all="ignore"):
-        moved = np.abs(again.value[0] - before)
-        moved = np.where(np.isfinite(moved) | ~np.isfinite(before), moved, np.inf)
-        ref.estimated = np.zeros_like(ref.reference) if ref.estimated is None else np.array(ref.estimated)
-        ref.estimated[chosen] = np.fmax(error, moved)
-        apart = ~(moved <= LOOSE * np.abs(before)) & ~ref.skip[chosen] & np.isfinite(before)
+        quotient = (sides[0] - sides[1]) / (2.0 * h)
+        rounding = 8.0 * machine_epsilon(road.dtype) * np.fmax(np.abs(sides[0]), np.abs(sides[1])) / h
+        off = np.abs(quotient - before)
+        contradicted = off > 3.0 * error + 1e-6 * np.abs(before) + 4.0 * rounding + 1e-300  # (nan: not)
+        moved_by = np.max(np.where(contradicted, off, 0.0), axis=0)
+    if not contradicted.any():
+        return
+    ref.estimated = np.zeros_like(ref.reference) if ref.estimated is None else np.array(ref.estimated)
+    ref.estimated[chosen] = np.fmax(error, moved_by)
     ref.note = list(ref.note) if ref.note else [None] * len(road.x0)
     for k, p in enumerate(chosen):
-        if apart[k].any():
-            j = int(np.flatnonzero(apart[k])[0])
+        if contradicted[:, k].any():
+            j = int(np.flatnonzero(contradicted[:, k].any(axis=0))[0])
+            t = int(np.flatnonzero(contradicted[:, k, j])[0])
             ref.note[p] = (
                 f"inconclusive at d/d{road.labels[j]}: the differences change with the step "
-                f"({in_message(before[k, j])}, then {in_message(again.value[0][k, j])} at steps {STAGGER:.3g} as long): "
-                "no derivative at the steps' scale (a staircase, or noise), so they cannot judge it"
+                f"({in_message(before[k, j])} at steps down to {fd.steps[p, j] / 2 ** (LEVELS - 1):.3g}, "
+                f"{in_message(quotient[t, k, j])} at {h[t, k, j]:.3g}): no derivative at the steps' scale "
+                "(a staircase, or noise), so they cannot judge it"
             )
 
 

@@ -143,13 +143,12 @@ def finite_differences_at(
     x0: np.ndarray,
     f0: np.ndarray,
     dtype: np.dtype = FLOAT64,
-    stagger: float = 1.0,
 ) -> Estimate:
     """``finite_differences`` at P points at once: ``x0`` (P, N), ``f0`` (P, M); ``f(rows, owner)`` takes
     rows of points and the point each row was moved from. Every element of every point is its own
     column: its rounds, steps and verdicts are exactly those it would get alone. Fields (M, P, N)."""
     with np.errstate(all="ignore"):
-        return _finite_differences(f, x0, f0, dtype, stagger)
+        return _finite_differences(f, x0, f0, dtype)
 
 
 def _relative(r: _Round) -> np.ndarray:
@@ -170,13 +169,13 @@ def _schedule(x0: np.ndarray) -> np.ndarray:
 
 
 def _finite_differences(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype, stagger: float
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype
 ) -> Estimate:
     x0 = np.asarray(x0, dtype=np.float64)
     points, n = x0.shape
     f0 = np.asarray(f0, dtype=np.float64).reshape(points, -1).T  # (M, P)
     columns = _Columns(x0)
-    schedule = _schedule(x0.reshape(-1)) * stagger
+    schedule = _schedule(x0.reshape(-1))
     best: _Round | None = None
     steps = schedule[:, 0].copy()
     open_ = np.arange(points * n)
@@ -407,7 +406,8 @@ def complex_step_at(
     for start in range(0, points * n, per):
         cols = np.arange(start, min(points * n, start + per))
         moved = x0[columns.owner[cols]].astype(np.complex128)
-        moved[np.arange(cols.size), columns.element[cols]] += 1j * h[cols]
+        with np.errstate(invalid="ignore"):  # (an infinite input: no step there, nan)
+            moved[np.arange(cols.size), columns.element[cols]] += 1j * h[cols]
         parts.append(np.asarray(f(moved, columns.owner[cols]), dtype=np.complex128).reshape(cols.size, -1))
     values = np.concatenate(parts) if parts else np.zeros((0, 1), dtype=np.complex128)  # (P N, M)
     real = np.ones(points, dtype=bool)

@@ -399,7 +399,11 @@ def _method_check(c: Compared, recorded: Recorded, decision: Decision) -> Method
     if ref.only is not None:
         check.values = {n: v for n, v in check.values.items() if n in ref.only}
     if ref.skip[0].all():
-        check.ok, check.reason = None, "skipped: every input is at a kink (see the one-sided derivatives)"
+        steps = decision.fd is not None and bool(np.isfinite(decision.fd.jump[0][0][decision.kinked[0]]).all())
+        check.ok, check.reason = None, (
+            "skipped: the function steps at every input (see below)" if steps and decision.kinked[0].all()
+            else "skipped: every input is at a kink (see the one-sided derivatives)"
+        )  # fmt: skip
     else:
         check.reason = _inconclusive(c, recorded, decision.noise[0])
         if c.mask[0].any():
