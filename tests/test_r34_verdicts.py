@@ -410,17 +410,22 @@ def test_cases_name_a_blamed_node_as_the_cli_does(torch_files):
 
 #: a fixed subset, covering casts, conj/real, rounding, reductions, linalg and the rest (benchmarks/opinfo_sweep.py
 #: or GRADCLI_OPINFO_SWEEP=full runs every op)
-OPINFO_SUBSET = """
-abs acos acosh add addcdiv addcmul addmm addmv addr amax amin angle asin asinh atan atan2 atanh baddbmm bmm
-broadcast_to cat ceil clamp clone conj conj_physical copysign cos cosh cross cummax cumprod cumsum deg2rad diag
-diag_embed diagonal digamma div dot double erf erfc erfinv exp exp2 expm1 flip float floor fmax fmin frac gather
-hypot i0 index_select inner kron lerp lgamma linalg.det linalg.inv linalg.norm linalg.slogdet linalg.solve
-linalg.svdvals log log10 log1p log2 logaddexp logcumsumexp logdet logit logsumexp masked_fill matmul max maximum
-mean min minimum mm mul mv nan_to_num nansum neg nn.functional.celu nn.functional.elu nn.functional.gelu
-nn.functional.hardtanh nn.functional.leaky_relu nn.functional.linear nn.functional.relu nn.functional.softplus
-norm outer permute polar pow prod rad2deg real reciprocal remainder repeat resolve_conj round rsqrt sgn sigmoid
-sign sin sinc sinh softmax sort sqrt square std sub sum t tan tanh trace trapezoid tril triu trunc var where xlogy
-""".split()
+OPINFO_SUBSET = [
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "addmv", "addr", "amax", "amin", "angle", "asin",
+    "asinh", "atan", "atan2", "atanh", "baddbmm", "bmm", "broadcast_to", "cat", "ceil", "clamp", "clone", "conj",
+    "conj_physical", "copysign", "cos", "cosh", "cross", "cummax", "cumprod", "cumsum", "deg2rad", "diag",
+    "diag_embed", "diagonal", "digamma", "div", "dot", "double", "erf", "erfc", "erfinv", "exp", "exp2", "expm1",
+    "flip", "float", "floor", "fmax", "fmin", "frac", "gather", "hypot", "i0", "index_select", "inner", "kron",
+    "lerp", "lgamma", "linalg.det", "linalg.inv", "linalg.norm", "linalg.slogdet", "linalg.solve", "linalg.svdvals",
+    "log", "log10", "log1p", "log2", "logaddexp", "logcumsumexp", "logdet", "logit", "logsumexp", "masked_fill",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "mul", "mv", "nan_to_num", "nansum", "neg",
+    "nn.functional.celu", "nn.functional.elu", "nn.functional.gelu", "nn.functional.hardtanh",
+    "nn.functional.leaky_relu", "nn.functional.linear", "nn.functional.relu", "nn.functional.softplus", "norm",
+    "outer", "permute", "polar", "pow", "prod", "rad2deg", "real", "reciprocal", "remainder", "repeat",
+    "resolve_conj", "round", "rsqrt", "sgn", "sigmoid", "sign", "sin", "sinc", "sinh", "softmax", "sort", "sqrt",
+    "square", "std", "sub", "sum", "t", "tan", "tanh", "trace", "trapezoid", "tril", "triu", "trunc", "var", "where",
+    "xlogy",
+]  # fmt: skip
 
 
 def _sweep(names: set[str] | None) -> list:
