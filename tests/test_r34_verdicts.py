@@ -236,6 +236,13 @@ def test_a_float32_function_inside_float64_is_not_blamed(torch_files):
     np.testing.assert_array_equal(found["gradient"]["x"], torch_gradient(TORCH_CASTS, "exp32", [2.0, 1.0]))
 
 
+def test_check_points_judges_a_float32_function_at_float32s_tolerance(torch_files):
+    (torch_files / "p.csv").write_text("x\n2.0\n1.0\n")
+    (torch_files / "one.py").write_text(TORCH_CASTS + "\n\ndef one(x):\n    return Exp32.apply(x)\n")
+    found = cli_json("check", "one.py:one", "--points", "p.csv")
+    assert found["ok"] is True, found
+
+
 def test_a_wrong_float32_function_is_still_blamed(torch_files):
     found = cli_json("check", "casts.py:exp32_wrong", "--at", "x=[2.0,1.0]", "--blame", code=1)
     assert found["blame"]["op"] == "Exp32Wrong"
