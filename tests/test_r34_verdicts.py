@@ -358,6 +358,17 @@ def test_floor_at_a_step_has_one_verdict():
     assert "finite differences: skipped: the function steps at every input (see below)" in out
 
 
+def test_a_step_inside_a_staircase_has_its_own_size():
+    """Before: "steps by -0.001", the extrapolation of differences that straddled several treads."""
+    result = check(load("floor(1000*x)/1000"), {"x": np.asarray(0.5)})
+    (kink,) = result.kinks
+    assert kink.jump == pytest.approx(0.001, rel=1e-9)
+    assert (
+        kink.text()
+        == "x: not differentiable here: the function steps by 0.001; autograd gives 0 (as PyTorch does at a step), not judged"
+    )
+
+
 def test_a_kink_verdict_points_at_the_one_sided_derivatives_it_shows():
     out = cli("check", "abs(x)", "--at", "x=0")
     lines = out.splitlines()

@@ -163,6 +163,8 @@ def decide(
     run_fd = finite & bool(n) & (wanted | ~smooth)
     fd = _finite_differences(road, run_fd)
     kinked = np.zeros((points, n), dtype=bool) if fd is None else (fd.kink[0] & ~smooth[:, None])
+    if fd is not None and kinked.any():
+        _step_sizes(road, fd)
     noise = np.zeros((points, n))
     references: dict[str, Reference] = {}
     for method in methods:
@@ -228,16 +230,8 @@ def _staircase(road: Road, ref: Reference, fd: Estimate, where: np.ndarray) -> N
     steps 2^-6 to 2^-9, each a whole number of its treads, and 0 at shorter ones). Its error is then
     at least the difference: it cannot judge (inconclusive), and says why."""
     chosen = np.flatnonzero(where)
-    x0, (points, n) = road.x0[chosen], road.x0[chosen].shape
     h = np.asarray(fd.steps)[chosen][None, :, :] * np.array(PROBES)[:, None, None]  # (probes, P', N)
-    rows = np.repeat(x0[None, :, None, :], len(PROBES), axis=0) * np.ones((1, 1, n, 1))  # (probes, P', N, N)
-    diagonal = np.arange(n)
-    sides = []
-    for sign in (1.0, -1.0):
-        moved = rows.copy()
-        moved[:, :, diagonal, diagonal] += sign * h
-        owner = np.broadcast_to(chosen[None, :, None], (len(PROBES), points, n)).reshape(-1)
-        sides.append(np.asarray(road.evaluate(moved.reshape(-1, n), owner), dtype=np.float64).reshape(h.shape))
+    sides = _probed(road, chosen, h)
     before = ref.reference[chosen]
     error = np.zeros_like(before) if ref.estimated is None else np.array(ref.estimated[chosen])
     with np.errstate(all="ignore"):
@@ -261,6 +255,38 @@ def _staircase(road: Road, ref: Reference, fd: Estimate, where: np.ndarray) -> N
                 f"{in_message(quotient[t, k, j])} at {h[t, k, j]:.3g}): no derivative at the steps' scale "
                 "(a staircase, or noise), so they cannot judge it"
             )
+
+
+def _probed(road: Road, chosen: np.ndarray, h: np.ndarray) -> list[np.ndarray]:
+    """f at x0 + h e_j and x0 - h e_j for each element j of the points ``chosen``, at each step of
+    ``h`` (K, P', N): two arrays of that shape (nan where h is)."""
+    x0, n = road.x0[chosen], road.x0.shape[1]
+    rows = np.repeat(x0[None, :, None, :], len(h), axis=0) * np.ones((1, 1, n, 1))  # (K, P', N, N)
+    diagonal = np.arange(n)
+    owner = np.broadcast_to(chosen[None, :, None], h.shape).reshape(-1)
+    sides = []
+    for sign in (1.0, -1.0):
+        moved = rows.copy()
+        moved[:, :, diagonal, diagonal] += sign * h
+        sides.append(np.asarray(road.evaluate(moved.reshape(-1, n), owner), dtype=np.float64).reshape(h.shape))
+    return sides
+
+
+def _step_sizes(road: Road, fd: Estimate) -> None:
+    """A step's size again at steps a 2^-16 part of the differences' (t and 2t: 2 d(t) - d(2t) takes out
+    f' t): a staircase straddled by the differences' own steps extrapolates to a wrong size, or sign
+    (floor(1000 x)/1000 at 0.5 gave -0.001 where it steps by 0.001)."""
+    stepped = np.isfinite(fd.jump[0])
+    chosen = np.flatnonzero(stepped.any(axis=1))
+    if not chosen.size:
+        return
+    t = np.asarray(fd.steps)[chosen] * 2.0**-16
+    with np.errstate(all="ignore"):
+        plus, minus = _probed(road, chosen, np.stack([t, 2.0 * t]))
+        size = 2.0 * (plus[0] - minus[0]) - (plus[1] - minus[1])
+        before = fd.jump[0][chosen]
+        wrong = stepped[chosen] & np.isfinite(size) & (size != 0) & ~(np.abs(size - before) <= 1e-3 * np.abs(size))
+    fd.jump[0][chosen] = np.where(wrong, size, before)  # (where they agree, the first is the more precise)
 
 
 def _fd_reference(
