@@ -162,9 +162,7 @@ def decide(
     wanted = np.full(points, "finite_difference" in chosen) | (stand_in & ("complex_step" in chosen))
     run_fd = finite & bool(n) & (wanted | ~smooth)
     fd = _finite_differences(road, run_fd)
-    kinked = np.zeros((points, n), dtype=bool) if fd is None else (fd.kink[0] & ~smooth[:, None])
-    if fd is not None and kinked.any():
-        _step_sizes(road, fd)
+    kinked = _kinked(road, fd, smooth)
     noise = np.zeros((points, n))
     references: dict[str, Reference] = {}
     for method in methods:
@@ -220,6 +218,17 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
     return Estimate(spread(found.value, np.nan), spread(found.error, np.nan), spread(found.left, np.nan),
                     spread(found.right, np.nan), spread(found.kink, False), steps,
                     spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
+
+
+def _kinked(road: Road, fd: Estimate | None, smooth: np.ndarray) -> np.ndarray:
+    """(P, N) where finite differences found a kink or a step (only where the path is not smooth), the
+    steps' sizes measured again."""
+    if fd is None:
+        return np.zeros(road.x0.shape, dtype=bool)
+    kinked = fd.kink[0] & ~smooth[:, None]
+    if kinked.any():
+        _step_sizes(road, fd)
+    return kinked
 
 
 def _staircase(road: Road, ref: Reference, fd: Estimate, where: np.ndarray) -> None:
