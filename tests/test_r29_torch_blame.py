@@ -336,7 +336,8 @@ def test_cases_blame_names_the_function_in_the_junit_report(tmp_path):
     lines = _cli("check", "--cases", str(cases), "--junit", str(report), code=1).stdout.splitlines()
     line = _line(path, "the line of Square")
     blamed = [text.strip() for text in lines if text.strip().startswith("blame: ")]
-    assert len(blamed) == 1 and blamed[0].startswith("blame: node call 4: SquareBackward (Square(h)) computes a wrong")
+    # the node as check --blame and the graph name it (issue 34: "call 4" before)
+    assert len(blamed) == 1 and blamed[0].startswith("blame: node n5: SquareBackward (s = Square(n4)) computes a wrong")
     assert blamed[0].endswith(f"; called in model.head at {line}")
     assert report.read_text().count(f"called in model.head at {line}") == 1
     document = json.loads(_cli("check", "--cases", str(cases), "--json", code=1).stdout)

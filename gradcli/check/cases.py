@@ -34,6 +34,7 @@ CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt"
              "blame")  # fmt: skip
 DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods", "blame")
 PROGRAM_KEYS = ("expr", "file", "function")
+Locator = Callable[[Any, Mapping[str, Any], Any], Any] | None  # (program, values, wrt) -> check's locate hook
 STATUSES = ("ok", "MISMATCH", "FAILED", "INCONCLUSIVE", "ERROR")  # FAILED: a non-finite value or gradient
 
 
@@ -240,9 +241,10 @@ def selector(pattern: str) -> Callable[[str], bool]:
 # --- running a case ------------------------------------------------------------------------------------------------
 
 
-def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -> CaseResult:
+def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10, locator: Locator = None) -> CaseResult:
     """Check one case; any problem with it (syntax, unknown name, missing file) is its ERROR. ``digits``:
-    the significant digits of its table (``--digits N``)."""
+    the significant digits of its table (``--digits N``); ``locator(program, values, wrt)``, the hook
+    that names a blamed node as ``gradcli graph`` draws it (render's, passed down by the CLI)."""
     import warnings
 
     started = time.perf_counter()
@@ -250,7 +252,7 @@ def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            status, message, detail, document, said = _check_case_program(case, sympy_timeout, digits)
+            status, message, detail, document, said = _check_case_program(case, sympy_timeout, digits, locator)
     except GradcliError as exc:
         status, message, detail, document, said = "ERROR", exc.render().removeprefix("error: "), "", None, []
     except RecursionError:
@@ -267,7 +269,7 @@ def run_case(case: Case, sympy_timeout: float | None = None, digits: int = 10) -
 
 
 def _check_case_program(
-    case: Case, sympy_timeout: float | None, digits: int = 10
+    case: Case, sympy_timeout: float | None, digits: int = 10, locator: Locator = None
 ) -> tuple[str, str, str, dict | None, list[str]]:
 
     f = case.fields
@@ -279,7 +281,7 @@ def _check_case_program(
     said = [unused_values(program, values)] if unused_values(program, values) else []
     run = lambda point: check(  # noqa: E731
         program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), bool(f.get("blame")),
-        sympy_timeout,
+        sympy_timeout, None if locator is None or not f.get("blame") else locator(program, point, wrt),
     )  # fmt: skip
     if "points" in f:
         return _check_points(case, run, values, said, digits)
@@ -424,14 +426,19 @@ def result_text(result: Any, digits: int = 10) -> str:
 
 
 def run_cases(
-    cases: Sequence[Case], jobs: int = 1, fail_fast: bool = False, sympy_timeout: float | None = None, digits: int = 10
+    cases: Sequence[Case],
+    jobs: int = 1,
+    fail_fast: bool = False,
+    sympy_timeout: float | None = None,
+    digits: int = 10,
+    locator: Locator = None,
 ) -> Iterator[CaseResult]:
     """Each case's result, in file order, as soon as it is known; ``jobs`` > 1 runs them in that many
     processes. With ``fail_fast`` nothing follows the first case that does not pass."""
     _import_sympy(cases)
     if jobs <= 1 or len(cases) <= 1:
         for case in cases:
-            done = run_case(case, sympy_timeout, digits)
+            done = run_case(case, sympy_timeout, digits, locator)
             yield done
             if fail_fast and not done.passed:
                 return
@@ -441,7 +448,7 @@ def run_cases(
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(cases)))
     try:
-        for done in pool.imap(_run_one, [(case, sympy_timeout, digits) for case in cases]):
+        for done in pool.imap(_run_one, [(case, sympy_timeout, digits, locator) for case in cases]):
             yield done
             if fail_fast and not done.passed:
                 return
@@ -462,7 +469,7 @@ def _import_sympy(cases: Sequence[Case]) -> None:
             return
 
 
-def _run_one(job: tuple[Case, float | None, int]) -> CaseResult:
+def _run_one(job: tuple[Case, float | None, int, Locator]) -> CaseResult:
     return run_case(*job)
 
 

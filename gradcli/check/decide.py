@@ -19,17 +19,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UsageError
+from ..text import in_message
 from .numeric import (
+    LEVELS,
     Estimate,
     atol_scales,
     complex_step_at,
     default_tolerances,
     finite_differences_at,
+    machine_epsilon,
     within_sides,
 )
 
 NONE, MISMATCH, AGREE = -1, 0, 1  # a method's verdict at a point: did not judge, disagrees, agrees
 LOOSE = 1e-2  # an estimate whose error exceeds this part of its value cannot judge autograd
+PROBES = (2.0**-10, 2.0**-16)  # steps, as parts of those finite differences settled on, that test them
 INSTEAD = "central differences (with their kink search) check the gradient instead"
 EXACT = ("sympy", "complex_step")  # exact to rounding: where one agrees, finite differences' doubt is theirs
 NUMERIC = ("finite_difference", "complex_step", "sympy")  # not compared at a kink (expected values are)
@@ -158,7 +162,7 @@ def decide(
     wanted = np.full(points, "finite_difference" in chosen) | (stand_in & ("complex_step" in chosen))
     run_fd = finite & bool(n) & (wanted | ~smooth)
     fd = _finite_differences(road, run_fd)
-    kinked = np.zeros((points, n), dtype=bool) if fd is None else (fd.kink[0] & ~smooth[:, None])
+    kinked = _kinked(road, fd, smooth)
     noise = np.zeros((points, n))
     references: dict[str, Reference] = {}
     for method in methods:
@@ -173,6 +177,9 @@ def decide(
         if name in NUMERIC:
             ref.skip = ref.skip | kinked
     checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}
+    if "finite_difference" in checks and (checks["finite_difference"].ok == MISMATCH).any():
+        _staircase(road, references["finite_difference"], fd, checks["finite_difference"].ok == MISMATCH)
+        checks["finite_difference"] = compare(road, references["finite_difference"], rtol, atol, noise)
     doubt = [
         (c.ok == MISMATCH) | c.loose.any(axis=1) for c in checks.values()
     ]  # a method disagreed, or could not judge
@@ -213,6 +220,84 @@ def _finite_differences(road: Road, where: np.ndarray) -> Estimate | None:
                     spread(found.one_sided, False), spread(found.jump, np.nan))  # fmt: skip
 
 
+def _kinked(road: Road, fd: Estimate | None, smooth: np.ndarray) -> np.ndarray:
+    """(P, N) where finite differences found a kink or a step (only where the path is not smooth), the
+    steps' sizes measured again."""
+    if fd is None:
+        return np.zeros(road.x0.shape, dtype=bool)
+    kinked = fd.kink[0] & ~smooth[:, None]
+    if kinked.any():
+        _step_sizes(road, fd)
+    return kinked
+
+
+def _staircase(road: Road, ref: Reference, fd: Estimate, where: np.ndarray) -> None:
+    """Where finite differences disagree with autograd, plain central differences at steps ``PROBES``
+    times those they settled on: where the function is smooth these agree with the estimate (their
+    truncation is a millionth of its, their rounding allowed for); where they do not, the estimate was
+    no derivative but an average over what its steps straddled (``round(x, 3)`` at 0.5 gives 1.024 at
+    steps 2^-6 to 2^-9, each a whole number of its treads, and 0 at shorter ones). Its error is then
+    at least the difference: it cannot judge (inconclusive), and says why."""
+    chosen = np.flatnonzero(where)
+    h = np.asarray(fd.steps)[chosen][None, :, :] * np.array(PROBES)[:, None, None]  # (probes, P', N)
+    sides = _probed(road, chosen, h)
+    before = ref.reference[chosen]
+    error = np.zeros_like(before) if ref.estimated is None else np.array(ref.estimated[chosen])
+    with np.errstate(all="ignore"):
+        quotient = (sides[0] - sides[1]) / (2.0 * h)
+        rounding = 8.0 * machine_epsilon(road.dtype) * np.fmax(np.abs(sides[0]), np.abs(sides[1])) / h
+        off = np.abs(quotient - before)
+        contradicted = off > 3.0 * error + 1e-6 * np.abs(before) + 4.0 * rounding + 1e-300  # (nan: not)
+        moved_by = np.max(np.where(contradicted, off, 0.0), axis=0)
+    if not contradicted.any():
+        return
+    ref.estimated = np.zeros_like(ref.reference) if ref.estimated is None else np.array(ref.estimated)
+    ref.estimated[chosen] = np.fmax(error, moved_by)
+    ref.note = list(ref.note) if ref.note else [None] * len(road.x0)
+    for k, p in enumerate(chosen):
+        if contradicted[:, k].any():
+            j = int(np.flatnonzero(contradicted[:, k].any(axis=0))[0])
+            t = int(np.flatnonzero(contradicted[:, k, j])[0])
+            ref.note[p] = (
+                f"inconclusive at d/d{road.labels[j]}: the differences change with the step "
+                f"({in_message(before[k, j])} at steps down to {fd.steps[p, j] / 2 ** (LEVELS - 1):.3g}, "
+                f"{in_message(quotient[t, k, j])} at {h[t, k, j]:.3g}): no derivative at the steps' scale "
+                "(a staircase, or noise), so they cannot judge it"
+            )
+
+
+def _probed(road: Road, chosen: np.ndarray, h: np.ndarray) -> list[np.ndarray]:
+    """f at x0 + h e_j and x0 - h e_j for each element j of the points ``chosen``, at each step of
+    ``h`` (K, P', N): two arrays of that shape (nan where h is)."""
+    x0, n = road.x0[chosen], road.x0.shape[1]
+    rows = np.repeat(x0[None, :, None, :], len(h), axis=0) * np.ones((1, 1, n, 1))  # (K, P', N, N)
+    diagonal = np.arange(n)
+    owner = np.broadcast_to(chosen[None, :, None], h.shape).reshape(-1)
+    sides = []
+    for sign in (1.0, -1.0):
+        moved = rows.copy()
+        moved[:, :, diagonal, diagonal] += sign * h
+        sides.append(np.asarray(road.evaluate(moved.reshape(-1, n), owner), dtype=np.float64).reshape(h.shape))
+    return sides
+
+
+def _step_sizes(road: Road, fd: Estimate) -> None:
+    """A step's size again at steps a 2^-16 part of the differences' (t and 2t: 2 d(t) - d(2t) takes out
+    f' t): a staircase straddled by the differences' own steps extrapolates to a wrong size, or sign
+    (floor(1000 x)/1000 at 0.5 gave -0.001 where it steps by 0.001)."""
+    stepped = np.isfinite(fd.jump[0])
+    chosen = np.flatnonzero(stepped.any(axis=1))
+    if not chosen.size:
+        return
+    t = np.asarray(fd.steps)[chosen] * 2.0**-16
+    with np.errstate(all="ignore"):
+        plus, minus = _probed(road, chosen, np.stack([t, 2.0 * t]))
+        size = 2.0 * (plus[0] - minus[0]) - (plus[1] - minus[1])
+        before = fd.jump[0][chosen]
+        wrong = stepped[chosen] & np.isfinite(size) & (size != 0) & ~(np.abs(size - before) <= 1e-3 * np.abs(size))
+    fd.jump[0][chosen] = np.where(wrong, size, before)  # (where they agree, the first is the more precise)
+
+
 def _fd_reference(
     road: Road, fd: Estimate | None, finite: np.ndarray, wanted: np.ndarray, kinked: np.ndarray
 ) -> Reference:
@@ -226,7 +311,7 @@ def _fd_reference(
     if fd is None:
         return Reference("finite_difference", np.full((points, n), np.nan), None, np.ones((points, n), bool),
                          "finite differences", reasons)  # fmt: skip
-    skip = kinked | np.array([r is not None for r in reasons])[:, None]
+    skip = kinked | np.array([r is not None for r in reasons])[:, None] | ~np.isfinite(road.x0)  # (no step at inf)
     return Reference("finite_difference", fd.value[0], fd.error[0], skip, "finite differences", reasons)
 
 
@@ -252,7 +337,7 @@ def _complex_reference(road: Road, finite: np.ndarray, kinked: np.ndarray, rtol:
     chosen, value, error = chosen[real], estimate.value[0][real], estimate.error[0][real]
     ref.reference[chosen], ref.estimated = value, np.zeros((points, n))
     ref.estimated[chosen] = error
-    ref.skip[chosen] = kinked[chosen]
+    ref.skip[chosen] = kinked[chosen] | ~np.isfinite(road.x0[chosen])  # (no step at an infinite input)
     first = compare(road, ref, rtol, atol, np.zeros((points, n)))
     doubtful = chosen[first.ok[chosen] == MISMATCH]
     if doubtful.size:

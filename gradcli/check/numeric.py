@@ -139,7 +139,10 @@ def finite_differences(
 
 
 def finite_differences_at(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], x0: np.ndarray, f0: np.ndarray, dtype: np.dtype = FLOAT64
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    f0: np.ndarray,
+    dtype: np.dtype = FLOAT64,
 ) -> Estimate:
     """``finite_differences`` at P points at once: ``x0`` (P, N), ``f0`` (P, M); ``f(rows, owner)`` takes
     rows of points and the point each row was moved from. Every element of every point is its own
@@ -184,7 +187,7 @@ def _finite_differences(
         plus, minus = _samples(f, columns, h, open_)
         found = _estimates(plus, minus, f0[:, columns.owner[open_]], h, dtype)
         if best is None:
-            best = found
+            best = found.spread(open_, points * n)  # (an element at an infinite input has no step: nan)
         else:
             worse = best.part(open_)
             # the smaller error relative to the estimate (at a pole a big step gives a small value
@@ -245,6 +248,18 @@ class _Round:
 
     def part(self, columns: np.ndarray) -> _Round:
         return _Round(*(getattr(self, k)[:, columns] for k in (*self.FIELDS, "converged", "truncation", "rounding")))
+
+    def spread(self, columns: np.ndarray, total: int) -> _Round:
+        """This round's estimates of ``columns`` among ``total``: nan (not converged) at the others."""
+        if columns.size == total:
+            return self
+
+        def full(values: np.ndarray) -> np.ndarray:
+            out = np.full((values.shape[0], total), False if values.dtype == bool else np.nan, dtype=values.dtype)
+            out[:, columns] = values
+            return out
+
+        return _Round(*(full(getattr(self, k)) for k in (*self.FIELDS, "converged", "truncation", "rounding")))
 
     def merge(self, columns: np.ndarray, other: _Round, take: np.ndarray) -> None:
         for k in self.FIELDS:
@@ -391,7 +406,8 @@ def complex_step_at(
     for start in range(0, points * n, per):
         cols = np.arange(start, min(points * n, start + per))
         moved = x0[columns.owner[cols]].astype(np.complex128)
-        moved[np.arange(cols.size), columns.element[cols]] += 1j * h[cols]
+        with np.errstate(invalid="ignore"):  # (an infinite input: no step there, nan)
+            moved[np.arange(cols.size), columns.element[cols]] += 1j * h[cols]
         parts.append(np.asarray(f(moved, columns.owner[cols]), dtype=np.complex128).reshape(cols.size, -1))
     values = np.concatenate(parts) if parts else np.zeros((0, 1), dtype=np.complex128)  # (P N, M)
     real = np.ones(points, dtype=bool)

@@ -15,6 +15,7 @@ from ..lang.frameworks import title
 from ..text import in_message
 from .numeric import within_sides
 
+REFERENCES = ("sympy", "finite_difference", "complex_step")  # the ways check computes the gradient itself
 METHOD_NAMES = {
     "sympy": "sympy",
     "finite_difference": "finite differences",
@@ -110,6 +111,24 @@ class Blame:
             + (f" (at input{'s' if ',' in self.inputs else ''} {self.inputs})" if self.inputs else "")
             + (f"; called{where}" if where else "")
         )
+
+
+def _kinked(kinks: list[Kink]) -> list[str]:
+    """What the verdict says of the elements where the function is not differentiable: at a kink,
+    autograd's value lies between the one-sided derivatives shown above; at a step there is none to
+    lie between, and autograd's value is not judged (as each element's own line says)."""
+    slopes = [k.element for k in kinks if k.jump is None]
+    steps = [k.element for k in kinks if k.jump is not None]
+    parts = []
+    if slopes:
+        many = len(slopes) > 1
+        parts.append(
+            f"autograd's value{'s' if many else ''} at {', '.join(slopes)} "
+            f"{'are valid subgradients' if many else 'is a valid subgradient'} (one-sided derivatives above)"
+        )
+    if steps:
+        parts.append(f"the function steps at {', '.join(steps)}, where autograd's value is not judged")
+    return parts
 
 
 CHECK_ROWS = 12  # elements listed one by one; beyond, the worst element of each variable
@@ -236,6 +255,9 @@ class CheckResult:
         if self.nonfinite:
             return f"FAILED: {self.nonfinite}"
         bad = [c for c in self.checks.values() if c.ok is False]
+        disputed = self._disputed(bad)
+        if disputed:
+            return disputed
         if bad:
             c = bad[0]
             more = f" (and {len(bad) - 1} more method{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
@@ -247,12 +269,31 @@ class CheckResult:
             return f"MISMATCH: {self.blame.text()}"
         return None
 
+    def _disputed(self, bad: list[MethodCheck]) -> str | None:
+        """Where the methods that disagree with the gradient are references that disagree with another
+        reference that agrees (complex step -1, finite differences 1, PyTorch 1), the references are at
+        odds, not the gradient: said so, not judged (None otherwise; an expected formula's own mismatch
+        is the user's claim, not a reference)."""
+        agreeing = [c for c in self.checks.values() if c.ok is True and c.name in REFERENCES]
+        if not bad or not agreeing or any(c.name not in REFERENCES for c in bad) or bad[0].worst not in self.labels:
+            return None
+        k = self.labels.index(bad[0].worst)
+        values = [(c, _flat_values(c, self.gradient, len(self.labels))[k]) for c in (bad[0], *agreeing)]
+        values = [(METHOD_NAMES[c.name], v) for c, v in values if np.isfinite(v)]
+        if len(values) < 2:
+            return None
+        autograd = _flat_values(MethodCheck("", None, self.gradient), self.gradient, len(self.labels))[k]
+        said = ", ".join(f"{name} {in_message(v)}" for name, v in values)
+        return (
+            f"INCONCLUSIVE: the references disagree at d/d{bad[0].worst}: {said} ({self.by} gives "
+            f"{in_message(autograd)}); not judged"
+        )
+
     def _agreement(self) -> str:
         """What agreed, when nothing disagreed (or why nothing could judge)."""
         ran = self.ran()
         if not ran and self.kinks:
-            many = len(self.kinks) > 1
-            return f"OK: not differentiable here; autograd's value{'s are valid subgradients' if many else ' is a valid subgradient'} (one-sided derivatives above)"
+            return "OK: not differentiable here; " + "; ".join(_kinked(self.kinks))
         if not ran and any((c.reason or "").startswith("inconclusive") for c in self.checks.values()):
             return "INCONCLUSIVE: no method could judge autograd's gradient at this point (see above)"
         if not ran:

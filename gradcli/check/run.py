@@ -81,6 +81,19 @@ def not_analytic(tape: Sequence[Any], program: Program | None = None) -> str | N
     return None if name is None else f"{name}() is not complex-analytic"
 
 
+def computed_in(tape: Sequence[Any], dtype: Any) -> np.dtype:
+    """The precision the recording computed in: its inputs' ``dtype``, or less where a framework's
+    function computed in less (float32 inside a float64 function: differences and tolerances are
+    float32's, or its rounding reads as a wrong gradient)."""
+    precision = np.dtype(dtype)
+    for node, _, _ in tape:
+        said = getattr(getattr(node, "function", None), "precision", None) if isinstance(node, FunctionNode) else None
+        inner = np.dtype(precision if said is None else said(node.ctx))
+        if np.finfo(inner).eps > np.finfo(precision).eps:
+            precision = inner
+    return precision
+
+
 def method_names(text: Sequence[str] | None) -> list[str]:
     if not text:
         return list(METHODS)
@@ -117,7 +130,7 @@ class Recorded:
         )
         self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
         self.f0 = np.asarray(scalar.array, dtype=np.float64).reshape(1)
-        self.dtype = np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.dtype(np.float64)
+        self.dtype = computed_in(tape, np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.float64)
 
     def _run(self, values: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
         """Run the program at ``values``: its evaluation, scalar output and gradient."""
@@ -386,7 +399,11 @@ def _method_check(c: Compared, recorded: Recorded, decision: Decision) -> Method
     if ref.only is not None:
         check.values = {n: v for n, v in check.values.items() if n in ref.only}
     if ref.skip[0].all():
-        check.ok, check.reason = None, "skipped: every input is at a kink (see the one-sided derivatives)"
+        steps = decision.fd is not None and bool(np.isfinite(decision.fd.jump[0][0][decision.kinked[0]]).all())
+        check.ok, check.reason = None, (
+            "skipped: the function steps at every input (see below)" if steps and decision.kinked[0].all()
+            else "skipped: every input is at a kink (see the one-sided derivatives)"
+        )  # fmt: skip
     else:
         check.reason = _inconclusive(c, recorded, decision.noise[0])
         if c.mask[0].any():

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..lang.compute import element_labels
+from ..lang.frameworks.torch_adapter import dispatched
 from ..lang.frameworks.torch_record import CustomCall, input_tensor, module_roots, recording_torch
 from .blame import input_scale, inputs_text
 from .decide import MISMATCH, Decision, Road, decide, tolerances
@@ -70,6 +71,7 @@ class _Checked:
     positions: list[int]
     outputs: list[int] = field(default_factory=list)  # indices of the differentiable outputs
     cotangents: list[Any] = field(default_factory=list)
+    precision: np.dtype = field(default_factory=lambda: np.dtype(np.float64))  # the least its forward used
 
     @property
     def shapes(self) -> list[tuple[int, ...]]:
@@ -80,9 +82,12 @@ class _Checked:
 
     @property
     def dtype(self) -> np.dtype:
-        """The precision the Function computes in, as check's tolerances read it."""
+        """The precision the Function computes in, as check's tolerances read it: its least precise
+        argument's, or less where its forward computed in less (float32 between float64 input and
+        output: its differences are float32's, and judged at float64's tolerance they blame it)."""
         exact = all(self.args[i].dtype == torch.float64 for i in self.positions)
-        return np.dtype(np.float64 if exact else np.float32)
+        given = np.dtype(np.float64 if exact else np.float32)
+        return given if np.finfo(given).eps >= np.finfo(self.precision).eps else self.precision
 
     def moved(self, row: np.ndarray, leaves: list[Any] | None = None) -> list[Any]:
         """Fresh arguments, the varied ones taken from the flat ``row``. With ``leaves``, each varied one
@@ -187,9 +192,12 @@ def _runnable(call: CustomCall, given: Sequence[Any], positions: list[int]) -> t
     buffer of its own), and its outputs at its arguments."""
 
     def run(args: list[Any]) -> tuple[_Checked, list[Any]]:
-        prepared = _Checked(call, args, positions)
+        prepared, outs = _Checked(call, args, positions), []
         with torch.enable_grad():
-            return prepared, prepared.forward(prepared.moved(prepared.x0(), []))
+            prepared.precision = dispatched(
+                lambda: outs.extend(prepared.forward(prepared.moved(prepared.x0(), [])))
+            ).precision
+        return prepared, outs
 
     try:
         return run([a.detach().to(torch.float64) if _floating(a) else a for a in given])

@@ -61,8 +61,10 @@ def check_cases(given: Given) -> None:
         started = time.perf_counter()
         width = min(40, max(len(c.name) for c in chosen))
         results = []
+        from ..render.frameworks import blame_locator  # lazy: start-up, the graphs a blame is named on
+
         for result in run_cases(
-            chosen, given.jobs, given.fail_fast, given.sympy_timeout, 10 if digits is None else digits
+            chosen, given.jobs, given.fail_fast, given.sympy_timeout, 10 if digits is None else digits, blame_locator
         ):
             results.append(result)
             if not given.as_json:

@@ -744,10 +744,9 @@ def check(given: Given) -> None:
             _check_points(program, given.points, values, read.wrt, *options)
         locate = None
         if given.blame:
-            from ..render.build import locate_blamed as locate  # lazy: start-up, eval draws nothing
-            from ..render.frameworks import framework_locate  # lazy: start-up, eval draws nothing
+            from ..render.frameworks import blame_locator  # lazy: start-up, eval draws nothing
 
-            locate = framework_locate(program, values, read.wrt or None) if program.framework else locate
+            locate = blame_locator(program, values, read.wrt or None)
         from .progress import working  # lazy: start-up, threads
 
         what = "checking the gradient and every node's derivative (--blame)" if given.blame else "checking the gradient"

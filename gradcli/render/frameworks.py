@@ -72,3 +72,13 @@ def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str]
             found.label = node.titled_label  # (a JAX rule's node: its first equation, named after the rule)
 
     return locate
+
+
+def blame_locator(program: Any, values: Mapping[str, Any], wrt: Sequence[str] | None) -> Any:
+    """``check --blame``'s hook that names the blamed node as ``gradcli graph`` draws it ("n4"), for
+    gradcli's programs and the frameworks' alike: the one name whichever command reports it."""
+    if program.framework:
+        return framework_locate(program, values, wrt)
+    from .build import locate_blamed  # lazy: as the graph it builds, only where a blame is found
+
+    return locate_blamed

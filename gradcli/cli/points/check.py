@@ -126,7 +126,7 @@ class PointsCheck:
         expected_names(list(self.expect), names)
         self.names = names
         road = _ChunkRoad(self, chunk, names, result).road()
-        rtol, atol = tolerances(np.dtype(np.float64), self.rtol, self.atol, road)
+        rtol, atol = tolerances(road.dtype, self.rtol, self.atol, road)  # (float32 inside a function: float32's)
         given = {"expect": self._expected(chunk, road, names, result, extra or {})} if self.expect else {}
         return road, decide(road, self.methods, rtol, atol, given)
 
@@ -225,7 +225,8 @@ class _ChunkRoad:
         roads = self.roads = [recorded.road() for recorded in self.each]
         return Road(self.x0, self.f0, self.gradient, labels, self.evaluate, self.gradient_at,
                     [r.not_analytic[0] for r in roads], roads[0].escapes,
-                    [None if r.continuation is None else r.continuation[0] for r in roads])  # fmt: skip
+                    [None if r.continuation is None else r.continuation[0] for r in roads],
+                    max((r.dtype for r in roads), key=lambda d: np.finfo(d).eps))  # fmt: skip
 
     def _flat(self, per_name: dict[str, np.ndarray]) -> np.ndarray:
         n = self.chunk.n

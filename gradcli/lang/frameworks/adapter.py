@@ -3,7 +3,8 @@ rules both adapters share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,29 @@ class Adapter:
 
     def jvp(self, function: Callable[..., Any], arrays: list[Any], tangents: list[Any]) -> list[Any]:
         raise NotImplementedError
+
+
+#: floating and complex dtypes by their names in PyTorch and JAX, as the precision NumPy can hold:
+#: the component dtype of a complex one, float16 for bfloat16 (which NumPy lacks; the nearer of its kind)
+PRECISIONS = {"float64": np.float64, "complex128": np.float64, "float32": np.float32, "complex64": np.float32,
+              "float16": np.float16, "complex32": np.float16, "bfloat16": np.float16}  # fmt: skip
+
+
+@dataclass
+class Operations:
+    """What one run of a framework's function did: its operations' names (a cast of a complex value
+    to a real dtype named as "convert_element_type to float32") and the least precise floating dtype
+    it computed in (float32 inside a float64 function: check judges it at float32's tolerance)."""
+
+    names: set[str]
+    precision: np.dtype
+
+    def lower(self, dtypes: Iterable[str]) -> None:
+        """Lowered to the least precise of ``dtypes`` (names as "float32", "complex64", "bfloat16")."""
+        for name in dtypes:
+            kind = PRECISIONS.get(name)
+            if kind is not None and np.finfo(kind).eps > np.finfo(self.precision).eps:
+                self.precision = np.dtype(kind)
 
 
 def words(text: str) -> frozenset[str]:

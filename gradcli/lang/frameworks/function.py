@@ -22,7 +22,7 @@ from ..kinds import PythonFunction
 from ..library import gc
 from ..python import checked_return, python_number, run_function
 from . import title
-from .adapter import Adapter
+from .adapter import Adapter, Operations
 from .jax_adapter import JaxAdapter
 from .torch_adapter import TorchAdapter
 
@@ -144,17 +144,24 @@ class FrameworkCall(Function):
     @staticmethod
     def not_analytic(ctx: Any) -> str | None:
         """Why check's complex step cannot be trusted through this call (None: every operation the
-        framework ran is complex-analytic)."""
+        framework ran, with the complex inputs the step gives it, is complex-analytic)."""
         adapter = ctx.call.adapter
-        operations = adapter.operations(ctx.call.function, [np.asarray(t.array) for t in ctx.inputs])  # (run again)
+        operations = _operations(ctx)
         if operations is None:
             return f"{title(adapter.name)} did not say which operations it ran"
-        odd = sorted(op for op in operations if op not in adapter.analytic)
+        odd = sorted(op.lstrip("_") for op in operations.names if op not in adapter.analytic)  # (_conj: conj)
         if odd:
             return (
                 f"{title(adapter.name)}'s {', '.join(odd[:3])} {'is' if len(odd) == 1 else 'are'} not complex-analytic"
             )
         return None
+
+    @staticmethod
+    def precision(ctx: Any) -> np.dtype:
+        """The least precise floating dtype the call computed in (float32 inside a float64 function):
+        check's differences and tolerances are that dtype's."""
+        operations = _operations(ctx)
+        return np.dtype(np.float64) if operations is None else operations.precision
 
     @staticmethod
     def jvp(ctx: Any, *tangents: Any) -> Any:
@@ -165,6 +172,13 @@ class FrameworkCall(Function):
         found = ctx.call.adapter.jvp(ctx.call.function, [np.asarray(t.array) for t in ctx.inputs], given)
         outputs = tuple(gc.tensor(t) for t in found)
         return outputs if len(outputs) > 1 else outputs[0]
+
+
+def _operations(ctx: Any) -> Operations | None:
+    """What the call's function does, asked of the framework once (it runs the function again)."""
+    if not hasattr(ctx, "operations"):
+        ctx.operations = ctx.call.adapter.operations(ctx.call.function, [np.asarray(t.array) for t in ctx.inputs])
+    return ctx.operations
 
 
 def _pulled(ctx: Any, cotangents: list[Any]) -> tuple[Any, ...]:

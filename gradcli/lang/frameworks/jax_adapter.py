@@ -19,7 +19,7 @@ import numpy as np
 
 from ...autograd.forward import NoForwardRule
 from ...errors import UsageError
-from .adapter import Adapter, dtype_of, words
+from .adapter import Adapter, Operations, dtype_of, words
 
 #: JAX's words where reverse mode cannot run (a while loop; a primitive without a transpose rule)
 _NO_REVERSE = re.compile(r"reverse-mode", re.IGNORECASE)
@@ -33,29 +33,23 @@ class JaxAdapter(Adapter):
         "add sub mul div neg exp exp2 expm1 log log1p sin cos tan sinh cosh tanh asin acos atan asinh acosh atanh "
         "logistic sqrt rsqrt integer_pow pow square dot_general reduce_sum reduce_prod cumsum broadcast_in_dim "
         "reshape transpose squeeze expand_dims slice dynamic_slice gather concatenate copy copy_p pjit closed_call "
-        "custom_jvp_call custom_vjp_call custom_vjp_call_jaxpr rev pad select_and_gather_add"
+        "convert_element_type custom_jvp_call custom_vjp_call custom_vjp_call_jaxpr rev pad select_and_gather_add"
     )
 
-    def operations(self, function: Callable[..., Any], arrays: list[Any]) -> set[str] | None:
-        """The primitives of ``function``'s jaxpr at these arrays, its calls' inner ones included."""
-        try:
-            closed = self.module.make_jaxpr(lambda *a: tuple(self.output(o) for o in function(*a)))(
-                *(self.array(a) for a in arrays)
-            )
-        except Exception:  # (it ran once already)
-            return None
-        seen: set[str] = set()
-        stack = [closed.jaxpr]
-        while stack:
-            jaxpr = stack.pop()
-            for eqn in jaxpr.eqns:
-                seen.add(eqn.primitive.name)
-                for param in eqn.params.values():
-                    for inner in param if isinstance(param, tuple) else (param,):  # (cond's branches)
-                        inner = getattr(inner, "jaxpr", inner)
-                        if hasattr(inner, "eqns"):
-                            stack.append(inner)
-        return seen
+    def operations(self, function: Callable[..., Any], arrays: list[Any]) -> Operations | None:
+        """The primitives of ``function``'s jaxpr, its calls' inner ones included, traced with complex
+        inputs as the complex step runs it (``jnp.real`` or ``jnp.conj`` of a real array is no primitive
+        at all), a cast of a complex value to a real dtype named as such, and the least precise dtype
+        it computes in. Where it cannot take complex values, those of a real trace."""
+        for kind in (np.complex128, np.float64):
+            try:
+                closed = self.module.make_jaxpr(lambda *a: tuple(self.output(o) for o in function(*a)))(
+                    *(self.module.numpy.asarray(np.asarray(a, dtype=kind)) for a in arrays)
+                )
+            except Exception:  # (it ran once already)
+                continue
+            return _primitives(closed.jaxpr)
+        return None
 
     def array(self, value: Any) -> Any:
         return self.module.numpy.asarray(np.asarray(value, dtype=dtype_of(value)))
@@ -172,3 +166,26 @@ def _mask(wanted: bool | Sequence[bool], count: int) -> list[bool]:
 def _first_sentence(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return (text[0] if text else type(error).__name__).split(". ")[0].rstrip(".")
+
+
+def _primitives(jaxpr: Any) -> Operations:
+    """``operations`` of one jaxpr, its inner jaxprs walked too."""
+    found = Operations(set(), np.dtype(np.float64))
+    stack = [jaxpr]
+    while stack:
+        jaxpr = stack.pop()
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            given = [np.dtype(getattr(v.aval, "dtype", np.float64)) for v in eqn.invars if hasattr(v, "aval")]
+            made = [np.dtype(getattr(v.aval, "dtype", np.float64)) for v in eqn.outvars if hasattr(v, "aval")]
+            params = [
+                q for p in eqn.params.values() for q in (p if isinstance(p, tuple) else (p,))
+            ]  # (cond's branches)
+            inner = [j for j in (getattr(q, "jaxpr", q) for q in params) if hasattr(j, "eqns")]
+            cast = any(d.kind == "c" for d in given) and any(d.kind == "f" for d in made)
+            if cast and name in JaxAdapter.analytic and not inner:  # (a call's own equations say which cast)
+                name = f"cast to {next(d for d in made if d.kind == 'f')} ({name})"  # the imaginary part dropped
+            found.names.add(name)
+            found.lower(str(d) for d in made)
+            stack.extend(inner)
+    return found

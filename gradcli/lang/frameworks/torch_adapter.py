@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UsageError
-from .adapter import Adapter, differentiable, dtype_of, words
+from .adapter import Adapter, Operations, differentiable, dtype_of, words
 
 
 class TorchAdapter(Adapter):
@@ -24,27 +24,23 @@ class TorchAdapter(Adapter):
         "contiguous as_strided unfold movedim"
     )
 
-    def operations(self, function: Callable[..., Any], arrays: list[Any]) -> set[str] | None:
-        """The aten operations one run of ``function`` performs."""
-        from torch.utils._python_dispatch import TorchDispatchMode
+    def operations(self, function: Callable[..., Any], arrays: list[Any]) -> Operations | None:
+        """The aten operations one run of ``function`` performs with complex inputs, as the complex step
+        runs it (``x.conj()``, ``torch.real(x)`` or ``x.double()`` do nothing to a real tensor, and drop or
+        flip the imaginary part of a complex one), and the least precise dtype it computed in. Where it
+        cannot take complex values, those of a real run."""
+        for kind in (np.complex128, np.float64):
+            found = self._dispatched(function, [np.asarray(a, dtype=kind) for a in arrays])
+            if found is not None:
+                return found
+        return None
 
-        seen: set[str] = set()
-
-        class Seen(TorchDispatchMode):
-            @classmethod
-            def _should_skip_dynamo(cls) -> bool:  # no compiler guard (it imports torch's compiler: a second)
-                return False
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-                seen.add(func.overloadpacket.__name__.rstrip("_"))
-                return func(*args, **(kwargs or {}))
-
+    def _dispatched(self, function: Callable[..., Any], arrays: list[Any]) -> Operations | None:
+        """``dispatched`` at ``arrays``; None where the function fails there."""
         try:
-            with Seen():
-                function(*(self.tensor(a) for a in arrays))
+            return dispatched(lambda: function(*(self.tensor(a) for a in arrays)))
         except Exception:  # (it ran once already: what it did is known from the forward)
             return None
-        return seen
 
     def tensor(self, array: Any) -> Any:
         torch = self.module
@@ -116,3 +112,38 @@ class TorchAdapter(Adapter):
             said = str(failed).split(". ")[0].splitlines()[0]
             raise NoForwardRule(f"PyTorch's forward mode cannot run this function ({said})") from None
         return [t.detach().numpy().copy() for t in found]
+
+
+def dispatched(run: Callable[[], Any]) -> Operations:
+    """What ``run()`` dispatched: each aten operation's name (a cast of a complex value to a real
+    dtype named "cast to float32 (_to_copy)"), and the least precise floating dtype it produced."""
+    import warnings
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    found = Operations(set(), np.dtype(np.float64))
+
+    class Seen(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:  # no compiler guard (it imports torch's compiler: a second)
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            result = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__.rstrip("_")
+            given = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            made = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+            made += given[:1] if func.overloadpacket.__name__.endswith("_") else []  # in place: into self
+            real = [t.dtype for t in made if t.is_floating_point()]
+            if any(a.is_complex() for a in given) and real and name in TorchAdapter.analytic:
+                name = f"cast to {str(real[0]).rpartition('.')[2]} ({name})"  # the imaginary part dropped
+            found.names.add(name)
+            found.lower(str(t.dtype).rpartition(".")[2] for t in made if t.is_floating_point() or t.is_complex())
+            return result
+
+    with Seen(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Casting complex values to real discards the imaginary part"
+        run()
+    return found
