@@ -82,3 +82,15 @@ def test_assert_grad_close_takes_torch_tensors_and_finds_a_wrong_backward():
         gc.testing.assert_grad_close(lambda x: Twice.apply(x), x)
     w = torch.tensor([1.0, 2.0], dtype=torch.float64)  # no requires_grad: held constant
     gc.testing.assert_grad_close(lambda x, w: (x[:2] * w).sum(), (x, w))
+
+
+def test_the_result_prints_as_the_command_does_in_a_pipe():
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+
+    shown = CliRunner().invoke(app, ["check", "x^2 * y", "--at", "x=2,y=3"]).stdout
+    assert str(gc.check("x^2 * y", x=2, y=3)) + "\n" == shown
+    assert shown.splitlines()[-1] == (
+        "OK: autograd agrees with sympy, finite differences, complex step (largest relative error 0)"
+    )

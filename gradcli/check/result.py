@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..lang.frameworks import title
-from ..text import in_message
+from ..text import in_message, number
 from .numeric import within_sides
 
 REFERENCES = ("sympy", "finite_difference", "complex_step")  # the ways check computes the gradient itself
@@ -246,6 +246,27 @@ class CheckResult:
     def ran(self) -> list[MethodCheck]:
         return [c for c in self.checks.values() if c.ok is not None]
 
+    def report(self, places: int | None = None) -> tuple[list[str], list[list[str]], list[str], str | None]:
+        """What ``gradcli check`` prints: the table's header and rows (numbers with ``places``
+        significant digits, all of them by default), the lines under it, and the table's note."""
+        table = self.table or check_table(self.gradient, self.checks, self.kinks, self.labels)
+        header = ["", self.by, *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
+        body = [_cells(row, places) for row in table.rows]
+        lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in self.checks.values() if c.reason]
+        lines += [k.text() for k in self.kinks]
+        lines += self.notes
+        if self.blame is not None:
+            lines.append(f"blame: node {self.blame.node}: {self.blame.text()}")
+        elif self.blame_checked:
+            lines.append(f"blame: the derivatives of all {self.blame_checked} nodes agree with finite differences")
+        return header, body, lines, table.note
+
+    def __str__(self) -> str:
+        """The report ``gradcli check`` prints in a pipe: ``print(gc.check(...))``."""
+        header, body, lines, note = self.report()
+        header[-1] = "ok"
+        return "\n".join(plain_table(header, body) + ([f"({note})"] if note else []) + [*lines, self.verdict()])
+
     def verdict(self) -> str:
         """One line: what agreed, or the first thing that did not."""
         return self._mismatch() or self._agreement()
@@ -339,3 +360,18 @@ class CheckResult:
             if self.blame is not None and self.blame.framework is not None:
                 document["blame"].update(framework=self.blame.framework, scope=self.blame.scope, line=self.blame.line)
         return document
+
+
+def _cells(row: Any, places: int | None) -> list[str]:
+    cells = [f"d/d{row.label}", number(row.autograd, places)]
+    cells += ["" if np.isnan(v) else number(v, places) for v in row.values]
+    cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
+    cells.append(row.status)
+    return cells
+
+
+def plain_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell: labels and the last column to the left, numbers to the right."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    return ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in [header, *body]]  # fmt: skip

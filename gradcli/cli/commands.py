@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
+from ..check.result import plain_table
 from ..errors import GradcliError, UsageError, printable
 from ..files import refuse_same
 from ..lang import ast
@@ -814,28 +815,8 @@ def _expectations(items: list[str]) -> dict[str, str]:
 
 def _print_check(result: Any, heading: str, point: str) -> None:
     """The table (element | autograd | each method | abs err | rel err | ok), the notes, the verdict."""
-    from ..check.result import METHOD_NAMES, check_table  # lazy: start-up, eval checks nothing
-
-    table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
-    header = ["", result.by, *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
-    body = [_check_cells(row) for row in table.rows]
-    lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
-    lines += [k.text() for k in result.kinks]
-    lines += result.notes
-    if result.blame is not None:
-        lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
-    elif result.blame_checked:
-        lines.append(f"blame: the derivatives of all {result.blame_checked} nodes agree with finite differences")
-    _write_check(result, heading, point, header, body, lines, table.note)
-
-
-def _check_cells(row: Any) -> list[str]:
-    places = output.digits()
-    cells = [f"d/d{row.label}", output.number(row.autograd, places)]
-    cells += ["" if np.isnan(v) else output.number(v, places) for v in row.values]
-    cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
-    cells.append(row.status)
-    return cells
+    header, body, lines, note = result.report(output.digits())
+    _write_check(result, heading, point, header, body, lines, note)
 
 
 def _write_check(
@@ -846,9 +827,7 @@ def _write_check(
         _show_check(result.ok, heading, point, header, body, [*lines, verdict], note)
         return
     header[-1] = "ok"
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
-    text = ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in [header, *body]]  # fmt: skip
+    text = plain_table(header, body)
     if output.too_wide(text):  # a terminal too narrow for the columns: a record per element
         text = output.expanded(header, body)
     if note:
