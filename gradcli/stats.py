@@ -74,7 +74,7 @@ def tensor_stats(value: Any, keep: bool = False) -> TensorStats:
     # to float64 is monotonic and exact at zero, so these equal NumPy's on the float64 tensor
     with np.errstate(all="ignore"):
         stats.min, stats.max = float(np.min(real)), float(np.max(real))
-    stats.zeros = np.count_nonzero(real == 0) / real.size
+    stats.zeros = int(np.count_nonzero(real == 0)) / real.size
     if np.isfinite(stats.min) and np.isfinite(stats.max):  # (a NaN or an infinity shows in min or max)
         stats.nan = stats.inf = 0
     else:

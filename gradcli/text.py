@@ -104,3 +104,10 @@ def jsonable(value: Any) -> Any:
 def in_message(value: Any) -> str:
     """A number inside a sentence of a message (a check's notes and verdicts): 10 significant digits."""
     return number(value, 10)
+
+
+def plain_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell: labels and the last column to the left, numbers to the right."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    return ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in [header, *body]]  # fmt: skip

@@ -130,5 +130,6 @@ def test_the_points_hint_goes_with_a_long_list_of_numbers_only(monkeypatch):
     result = runner.invoke(app, ["eval", "x", "--at", f"x={value}"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "error: --at x is 1,201 characters long, more than the limit of 1,000 (for many points, use --points FILE.csv)\n"
+        "error: --at x is 1,201 characters long, more than the limit of 1,000 (for one large input, read it from a "
+        "file with NAME=@FILE.npy (or .csv, .txt, .pt); for many points, use --points FILE.csv)\n"
     )

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..lang.frameworks import title
-from ..text import in_message, number
+from ..text import in_message, number, plain_table
 from .numeric import within_sides
 
 REFERENCES = ("sympy", "finite_difference", "complex_step")  # the ways check computes the gradient itself
@@ -368,10 +368,3 @@ def _cells(row: Any, places: int | None) -> list[str]:
     cells += ["", ""] if row.abs_error is None else [f"{row.abs_error:.2g}", f"{row.rel_error:.2g}"]
     cells.append(row.status)
     return cells
-
-
-def plain_table(header: list[str], body: list[list[str]]) -> list[str]:
-    """Columns padded to their widest cell: labels and the last column to the left, numbers to the right."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
-    return ["  ".join(str(c).rjust(w) if 0 < i < len(widths) - 1 else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in [header, *body]]  # fmt: skip

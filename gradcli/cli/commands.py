@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
-from ..check.result import plain_table
 from ..errors import GradcliError, UsageError, printable
 from ..files import refuse_same
 from ..lang import ast
@@ -29,7 +28,7 @@ from ..lang.compute import (
 from ..lang.functions import FUNCTIONS
 from ..lang.values import NAME_CHARS, names_list, seed_vector
 from ..ops.operators import COMPARISONS, INFIX
-from ..text import shown_count, summarized
+from ..text import plain_table, shown_count, summarized
 from . import output
 from .inputs import CASES, Given, given_value
 from .reading import Read, read_program
