@@ -248,3 +248,38 @@ def test_the_hessian_through_once_differentiable_is_pytorchs_refusal(kinds):
         "error: Cube's backward is @once_differentiable: PyTorch cannot differentiate it twice (trying to "
         "differentiate twice a function that was marked with @once_differentiable)\n"
     )
+
+
+# --- 7. the road matrix: every kind through every command where it applies, against PyTorch -------
+
+SCALAR_KINDS = [
+    ("gradient_penalty", X2),
+    ("backward_inside", X2),
+    ("batchnorm_sum", X6),
+    ("custom_sum", X2),
+    ("sign", X2),
+    ("absolute", X2),
+    ("bfloat16", [1.1, 2.3]),
+    ("compiled", X2),
+]
+
+
+@pytest.mark.parametrize("name, x", SCALAR_KINDS, ids=[k for k, _ in SCALAR_KINDS])
+def test_road_matrix_of_a_scalar_kind_is_pytorchs_gradient_on_every_command(kinds, name, x):
+    """eval, jacobian in each mode and check give PyTorch's gradient (float64's, or the low-precision
+    value cast up); hessian torch.autograd.functional.hessian's."""
+    torch = need("torch")
+    value, gradient = torch_gradient(getattr(kinds, name), x)
+    found, _ = cli_json("eval", f"{KINDS}:{name}", "--at", at("x", x))
+    assert found["value"] == value and found["gradient"]["x"] == gradient.tolist()
+    for mode in ("auto", "forward", "reverse"):
+        jac, _ = cli_json("jacobian", f"{KINDS}:{name}", "--at", at("x", x), "--mode", mode)
+        np.testing.assert_allclose(jac["jacobian"], [gradient], rtol=1e-15, atol=0, err_msg=mode)
+    if name != "bfloat16":  # (bfloat16's differences are judged by check's verdicts, not here)
+        checked, _ = cli_json("check", f"{KINDS}:{name}", "--at", at("x", x))
+        assert checked["ok"] is True and checked["gradient"]["x"] == gradient.tolist()
+    if name in ("compiled", "backward_inside"):  # (their Hessians: the tests above)
+        return
+    hessian, _ = cli_json("hessian", f"{KINDS}:{name}", "--at", at("x", x))
+    expected = torch.autograd.functional.hessian(lambda t: getattr(kinds, name)(t).to(torch.float64), tensor(x))
+    np.testing.assert_allclose(hessian["hessian"], expected, rtol=1e-12, atol=1e-12)
