@@ -238,7 +238,7 @@ def check(
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
     recorded = Recorded(program, values, names, seed)
-    random = program.random_difference(recorded.values)  # two more calls: does the value change by itself?
+    random = program.random_difference(recorded.values, names)  # two more calls: does the value change by itself?
     road = recorded.road()
     rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)
