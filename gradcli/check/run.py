@@ -219,13 +219,15 @@ class Recorded:
         return np.array(rows).reshape(-1, 1)
 
     def _call_each(self, points: np.ndarray) -> np.ndarray:
-        """The Python function itself at every point (complex points for the complex step)."""
+        """The Python function itself at every point (complex points for the complex step), given the
+        inputs it is given at the first (those checked requiring grad: a PyTorch function may call
+        ``torch.autograd.grad`` on them), with nothing recorded."""
         rows = []
         with gc.no_grad():
             for row in zip(*self.split(points)):
                 values = {**self.values, **{n: np.asarray(v) for n, v in zip(self.names, row)}}
                 with detach_fixed(replay=self.detached):
-                    out = single_output(self.program.run(values, ()))
+                    out = single_output(self.program.run(values, self.names))
                 scalar = gc.sum(out * gc.tensor(self.seed)) if self.seed is not None else out
                 rows.append(np.asarray(scalar.array).reshape(-1)[0])
         return np.array(rows).reshape(-1, 1)
@@ -249,7 +251,7 @@ def check(
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
     recorded = Recorded(program, values, names, seed)
-    random = program.random_difference(recorded.values)  # two more calls: does the value change by itself?
+    random = program.random_difference(recorded.values, names)  # two more calls: does the value change by itself?
     road = recorded.road()
     rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)

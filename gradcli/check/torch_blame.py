@@ -13,7 +13,9 @@ are PyTorch's own and trusted: only custom Functions are checked, and the result
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,9 +167,18 @@ def recorded_calls(
     """The custom Function calls of one run of ``function`` on float64 tensors (``wrt``, all when
     None, requiring grad), module paths named from the ``nn.Module`` objects its globals hold."""
     tensors = {name: input_tensor(getattr(v, "array", v), wrt is None or name in wrt) for name, v in values.items()}
-    with torch.enable_grad(), recording_torch(module_roots(function)) as record:
+    with torch.enable_grad(), _eager(), recording_torch(module_roots(function)) as record:
         function(**tensors)
     return record.calls
+
+
+def _eager() -> Any:
+    """``torch.compile``'d code run as written (its custom Functions called one by one, as the recorder
+    sees them; the compiler cannot trace the recorder); nothing where nothing was compiled (the
+    compiler's import alone takes a second)."""
+    if "torch._dynamo" not in sys.modules:
+        return contextlib.nullcontext()
+    return torch.compiler.set_stance("force_eager")
 
 
 def _prepared(call: CustomCall, rng: np.random.Generator) -> _Checked | None:

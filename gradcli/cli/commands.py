@@ -590,9 +590,11 @@ def jacobian(given: Given) -> None:
             output.warn(unseen)
         if result.nonfinite:  # said after the matrix, or not at all beside an error
             warn_later(result.nonfinite)
+        if result.note:  # (reverse mode's numbers where forward mode was asked for and cannot run)
+            warn_later(result.note)
         document = {"outputs": result.rows, "inputs": result.columns, "jacobian": result.matrix,
-                    "value": result.value, "mode": result.plan.mode, **_unused(program, values, result.names),
-                    **_framework(program)}  # fmt: skip
+                    "value": result.value, "mode": result.plan.mode, **({"note": result.note} if result.note else {}),
+                    **_unused(program, values, result.names), **_framework(program)}  # fmt: skip
         title = f"Jacobian of {_source_text(program, given.expression)}{_framework_text(program)}"
         _print_matrix_result(result, document, title, kind, given.explain, given.out)
 

@@ -96,7 +96,7 @@ class Program:
         """The scalar output at every point (``values``' arrays), by a faster road than a replay, or None."""
         return None
 
-    def random_difference(self, values: Mapping[str, Any]) -> float | None:
+    def random_difference(self, values: Mapping[str, Any], wrt: Sequence[str] = ()) -> float | None:
         """Whether the program is random at ``values``: the largest difference between the outputs of two
         runs there, or None where they agree (a program of the language always does)."""
         return None
@@ -210,7 +210,7 @@ class PythonFunction(Program, made_by="function"):
 
         return run_function(self, values, wrt)
 
-    def random_difference(self, values: Mapping[str, Any]) -> float | None:
+    def random_difference(self, values: Mapping[str, Any], wrt: Sequence[str] = ()) -> float | None:
         from .python import random_difference  # lazy: start-up, as run
 
-        return random_difference(self, values)
+        return random_difference(self, values, wrt)

@@ -149,12 +149,13 @@ def checked_real(program: Any, outputs: Sequence[Any], arguments: Sequence[Any])
         raise BadReturn(f"{program.origin} {COMPLEX}")
 
 
-def random_difference(program: Any, values: Mapping[str, Any]) -> float | None:
-    """Two runs of ``program`` at ``values`` (no gradient): the largest difference between their
-    outputs, or None where they agree to rounding (a random function: dropout in training mode,
-    ``torch.randn``, ``np.random`` inside, a seed set once outside it)."""
+def random_difference(program: Any, values: Mapping[str, Any], wrt: Sequence[str] = ()) -> float | None:
+    """Two runs of ``program`` at ``values`` (no gradient; those in ``wrt`` given as the gradient's
+    run gives them: a PyTorch function may call ``torch.autograd.grad`` on them): the largest
+    difference between their outputs, or None where they agree to rounding (a random function:
+    dropout in training mode, ``torch.randn``, ``np.random`` inside, a seed set once outside it)."""
     with gc.no_grad():
-        runs = [[np.asarray(o.array) for o in program.run(values, ()).outputs] for _ in range(2)]
+        runs = [[np.asarray(o.array) for o in program.run(values, wrt).outputs] for _ in range(2)]
     largest = 0.0
     for a, b in zip(*runs):
         if a.shape != b.shape:

@@ -66,7 +66,11 @@ def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str]
 
     def locate(found: Any, *_: Any) -> None:
         names = resolve_wrt(program, values, wrt)
-        node = mark_blamed(function_graph(program, values, names, point=False), found)
+        try:
+            graph = function_graph(program, values, names, point=False)
+        except UsageError:  # no graph to name it on (a torch.compile'd function): named by its call alone
+            return
+        node = mark_blamed(graph, found)
         if node is not None:
             found.node = node.id
             found.label = node.titled_label  # (a JAX rule's node: its first equation, named after the rule)

@@ -44,7 +44,7 @@ def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
 class Matrix(Record):
     """A labelled matrix: ``rows`` x ``columns`` (Jacobian or Hessian) and how it was computed."""
 
-    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names", "nonfinite")
+    _fields = ("rows", "columns", "matrix", "plan", "value", "gradient", "names", "nonfinite", "note")
 
     def __init__(
         self,
@@ -56,6 +56,7 @@ class Matrix(Record):
         gradient: np.ndarray | None = None,
         names: list[str] | None = None,  # the variables of the columns
         nonfinite: str | None = None,  # eval's warning of where the first non-finite number came from
+        note: str | None = None,  # how the numbers were made where not as asked (reverse for --mode forward)
     ) -> None:
         fill(self, locals())
 
@@ -84,8 +85,6 @@ def program_jacobian(
 ) -> Matrix:
     """d outputs / d variables, one row per output element, one column per input element
     (``as_json``: it will be printed whole, which the memory estimate counts)."""
-    from ...autograd.functional import jacobian_blocks  # lazy: start-up, eval never builds a Jacobian
-
     names = resolve_wrt(program, values, wrt, unused=False)
     if not names and not program.variables:  # (a variable without a value is said by the run)
         raise UsageError(nothing_to_differentiate("jacobian", program, values))
@@ -95,7 +94,7 @@ def program_jacobian(
     shape = (sum(np.size(o.array) for o in evaluation.outputs), sum(np.size(x) for x in inputs))
     limit_size(shape, "the Jacobian")
     check_fits("jacobian", *shape, as_json)
-    _, outs, blocks, plan = jacobian_blocks(_as_function(program, values, names), inputs, mode)
+    outs, blocks, plan, note = _blocks(_as_function(program, values, names), inputs, mode)
     rows = [
         label for base, o in zip(output_bases(program, evaluation), outs) for label in element_labels(base, o.shape)
     ]
@@ -105,12 +104,30 @@ def program_jacobian(
          for row, o in zip(blocks, outs)]
     ) if blocks and inputs else np.zeros((len(rows), len(columns)))  # fmt: skip
     value = np.concatenate([np.asarray(o.array, dtype=np.float64).reshape(-1) for o in outs])
-    jac = Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names)
+    jac = Matrix(rows, columns, matrix.reshape(len(rows), len(columns)), plan, value=value, names=names, note=note)
     if evaluation.nonfinite:
         jac.nonfinite = f"non-finite value: {evaluation.nonfinite}"
     else:
         jac.nonfinite = _nonfinite_entry(program, values, names, jac)
     return jac
+
+
+def _blocks(function: Callable[..., Any], inputs: tuple[Any, ...], mode: str) -> tuple[Any, Any, Any, str | None]:
+    """The Jacobian's blocks in ``mode``; where forward mode was asked for and cannot run (PyTorch has
+    none for ``torch.autograd.grad`` inside, a custom Function without ``jvp``, reentrant checkpoint),
+    reverse mode's, with a note that says so."""
+    from ...autograd.forward import NoForwardRule  # lazy: as jacobian_blocks
+    from ...autograd.functional import jacobian_blocks  # lazy: start-up, eval never builds a Jacobian
+
+    try:
+        _, outs, blocks, plan = jacobian_blocks(function, inputs, mode)
+        return outs, blocks, plan, None
+    except NoForwardRule as exc:
+        if mode != "forward" or isinstance(exc, UsageError):  # (a framework that refuses says why, exit 2)
+            raise
+        reason = str(exc)
+    _, outs, blocks, plan = jacobian_blocks(function, inputs, "reverse")
+    return outs, blocks, plan, f"--mode forward: {reason}; the Jacobian is by reverse mode"
 
 
 def program_hessian(

@@ -1,5 +1,11 @@
 """PyTorch as gradcli calls it: float64 tensors in, the forward with its pullback kept, the VJP and
-JVP by ``torch.autograd`` and ``torch.func``, and the aten operations a run dispatched."""
+JVP by ``torch.autograd`` and ``torch.func``, and the aten operations a run dispatched.
+
+Only the inputs differentiated require grad: the others are the plain tensors a plain call passes
+(``y.mul_(2)`` on one works). What PyTorch gives back becomes gradcli's float64 numbers as PyTorch
+itself would read them: a ZeroTensor (``torch.sgn``'s gradient) as zeros, a sparse gradient
+(``nn.Embedding(sparse=True)``) dense, a bfloat16 or float16 value cast up to float64.
+"""
 
 from __future__ import annotations
 
@@ -46,15 +52,32 @@ class TorchAdapter(Adapter):
         torch = self.module
         return torch.from_numpy(np.array(array, dtype=dtype_of(array)))
 
-    def forward(self, function: Callable[..., Any], arrays: list[Any], pullback: bool) -> tuple[list[Any], Any]:
+    def forward(
+        self, function: Callable[..., Any], arrays: list[Any], pullback: bool | Sequence[bool]
+    ) -> tuple[list[Any], Any]:
+        """The outputs, and with ``pullback`` (True, or which inputs are differentiated) what ``pull``
+        needs: only those inputs require grad, the others are plain tensors."""
         torch = self.module
         xs = [self.tensor(a) for a in arrays]
         if pullback:
-            xs = [x.requires_grad_(True) if differentiable(x) else x for x in xs]
+            xs = [x.requires_grad_(True) if m and differentiable(x) else x for x, m in zip(xs, _mask(pullback, xs))]
         with torch.enable_grad():
             outputs = [self.output(o) for o in function(*xs)]
-        values = [o.detach().numpy().copy() for o in outputs]
+        values = [self.numbers(o) for o in outputs]
         return values, ((xs, outputs) if pullback else None)
+
+    def numbers(self, tensor: Any) -> Any:
+        """A tensor PyTorch gave as a NumPy array of gradcli's: a ZeroTensor materialised, a sparse one
+        made dense, bfloat16/float16 (and complex32) cast up to float64 (complex128)."""
+        torch = self.module
+        tensor = tensor.detach()
+        if tensor.layout != torch.strided:
+            tensor = tensor.to_dense()
+        if tensor.dtype in (torch.bfloat16, torch.float16):
+            tensor = tensor.to(torch.float64)
+        elif tensor.dtype == torch.complex32:
+            tensor = tensor.to(torch.complex128)
+        return tensor.numpy(force=True).copy()  # (force: a ZeroTensor's zeros, a conjugate's values)
 
     def output(self, value: Any) -> Any:
         torch = self.module
@@ -75,24 +98,30 @@ class TorchAdapter(Adapter):
             return [None] * len(xs)
         found = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs], allow_unused=True,
                                          retain_graph=True))  # fmt: skip
-        return [(lambda g: None if g is None else g.detach().numpy().copy())(next(found)) if x.requires_grad
+        return [(lambda g: None if g is None else self.numbers(g))(next(found)) if x.requires_grad
                 else None for x in xs]  # fmt: skip
 
     def vjp(self, function: Callable[..., Any], count: int, wanted: Sequence[bool] | None = None) -> Callable[..., Any]:
+        """(inputs, cotangents) -> the inputs' gradients, differentiable themselves (for derivatives of
+        derivatives); ``wanted``: the inputs differentiated (None: all), the others plain tensors. A
+        custom Function whose backward is ``@once_differentiable`` refuses, as PyTorch would."""
         torch = self.module
 
         def pulled(*args: Any) -> tuple[Any, ...]:
             xs, cotangents = list(args[:count]), args[count:]
+            mask = _mask(True if wanted is None else wanted, xs)
             with torch.enable_grad():
-                xs = [x if x.requires_grad or not differentiable(x) else x.detach().requires_grad_(True) for x in xs]
+                xs = [x if x.requires_grad or not m or not differentiable(x) else x.detach().requires_grad_(True)
+                      for x, m in zip(xs, mask)]  # fmt: skip
                 outputs = [self.output(o) for o in function(*xs)]
+                _refuse_once_differentiable(torch, outputs)
                 pairs = [(o, c.to(o.dtype)) for o, c in zip(outputs, cotangents) if o.requires_grad]
-                wanted = [x for x in xs if x.requires_grad]
-                found = (torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs], allow_unused=True,
-                                             create_graph=True) if pairs and wanted else [None] * len(wanted))  # fmt: skip
+                leaves = [x for x in xs if x.requires_grad]
+                found = (torch.autograd.grad([o for o, _ in pairs], leaves, [c for _, c in pairs], allow_unused=True,
+                                             create_graph=True) if pairs and leaves else [None] * len(leaves))  # fmt: skip
             grads = iter(found)
             return tuple(
-                (lambda g, x: torch.zeros_like(x) if g is None else g)(next(grads), x)
+                (lambda g, x: torch.zeros_like(x) if g is None else _dense(torch, g))(next(grads), x)
                 if x.requires_grad
                 else torch.zeros_like(x)
                 for x in xs
@@ -111,7 +140,38 @@ class TorchAdapter(Adapter):
         except (RuntimeError, NotImplementedError) as failed:
             said = str(failed).split(". ")[0].splitlines()[0]
             raise NoForwardRule(f"PyTorch's forward mode cannot run this function ({said})") from None
-        return [t.detach().numpy().copy() for t in found]
+        return [self.numbers(t) for t in found]
+
+
+def _mask(wanted: bool | Sequence[bool], xs: Sequence[Any]) -> list[bool]:
+    return [wanted] * len(xs) if isinstance(wanted, bool) else [bool(w) for w in wanted]
+
+
+def _dense(torch: Any, gradient: Any) -> Any:
+    """A gradient as a strided tensor that can be differentiated again (ZeroTensor, sparse: made so)."""
+    if gradient.layout != torch.strided:
+        return gradient.to_dense()
+    return torch.zeros(gradient.shape, dtype=gradient.dtype) if gradient._is_zerotensor() else gradient
+
+
+def _refuse_once_differentiable(torch: Any, outputs: Sequence[Any]) -> None:
+    """PyTorch's error where a derivative of a derivative passes through a custom Function whose
+    backward is ``@once_differentiable`` (PyTorch raises only when the gradient it is given requires
+    grad; ``torch.autograd.functional.hessian`` silently reads zeros there)."""
+    once = torch.autograd.function.once_differentiable(lambda ctx: None).__code__
+    seen, stack = set(), [o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        function = getattr(node, "_forward_cls", None)
+        if getattr(getattr(function, "backward", None), "__code__", None) is once:
+            raise UsageError(
+                f"{function.__name__}'s backward is @once_differentiable: PyTorch cannot differentiate it twice "
+                "(trying to differentiate twice a function that was marked with @once_differentiable)"
+            )
+        stack.extend(n for n, _ in node.next_functions)
 
 
 def dispatched(run: Callable[[], Any]) -> Operations:
