@@ -368,7 +368,7 @@ def test_custom_function_node_its_derivative_and_saved_tensors():
     (a,) = _f64(2.0)
     graph, out, by_node = _graph_of(lambda a: Twice.apply(a, 3.0) * a, a)
     custom = next(n for n in graph.nodes if n.grad_fn == "TwiceBackward")
-    assert custom.op == "Twice" and custom.value == 6.0 and custom.saves == "saved ()"
+    assert custom.op == "Twice" and custom.value == 6.0 and custom.saves == "tensors ()"  # (drawn "saved tensors ()")
     edge = graph.inputs_of(custom.id)[0]
     assert edge.local_grad == 3.0
     assert custom.grad == 2.0 and graph.node("n0").grad == 12.0  # d(3a*a)/da = 6a

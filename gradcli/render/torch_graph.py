@@ -24,7 +24,14 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
-from ..lang.frameworks.torch_record import TorchRecord, input_tensor, module_roots, recording_torch
+from ..lang.frameworks.torch_record import (
+    TorchRecord,
+    compiler_off,
+    input_tensor,
+    module_roots,
+    recording_torch,
+    uncompiled,
+)
 from ..stats import light
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
@@ -57,8 +64,8 @@ def torch_model(
     outs = [t for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs]) for t in _flat(o)]
     record = record if record is not None else TorchRecord()
     given = checked_max_nodes(max_nodes)
-    builder = _Builder(record, names or {}, held, outs)
     order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
+    builder = _Builder(record, names or {}, held, outs, used_outputs(order, outs))
     if not all(n in record.values for n in order if not _is_leaf(n)):  # (no recording, or a partial one)
         for node, tensor in live_tensors(set(order)).items():
             builder.known.setdefault(node, tensor)
@@ -89,7 +96,8 @@ def torch_model(
 
 def _unknown_values(graph: Graph) -> None:
     """A note naming the operations drawn without a value (no recording, and no tensor holds it)."""
-    missing = [n.ref for n in graph.nodes if n.kind == "op" and n.value is None and not n.freed]
+    several = {e.source for e in graph.edges if graph.node(e.target).op == "item"}  # (their outputs hold them)
+    missing = [n.ref for n in graph.nodes if n.kind == "op" and n.value is None and not n.freed and n.id not in several]
     if missing:
         graph.notes.append(
             f"no value kept for {first_four(missing)}: draw the function (gc.render.graph(f, x)) to see every value"
@@ -189,10 +197,28 @@ def _array(tensor: Any) -> Any:
     return light(tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy(), keep=arrays_kept())
 
 
+def used_outputs(order: Sequence[Any], outputs: Sequence[Any]) -> dict[Any, set[int]]:
+    """node -> the numbers of its outputs that the graph uses (its consumers' ``next_functions``, and
+    the outputs drawn): ``a, b = x.chunk(2)`` using both gives {0, 1}."""
+    used: dict[Any, set[int]] = {}
+    for node in order:
+        for source, number in node.next_functions:
+            if source is not None:
+                used.setdefault(source, set()).add(number)
+    for tensor in outputs:
+        if tensor.grad_fn is not None:
+            used.setdefault(tensor.grad_fn, set()).add(tensor.output_nr)
+    return used
+
+
 class _Builder:
     def __init__(self, record: TorchRecord, names: Mapping[int, str], held: Sequence[tuple[str, Any]],
-                 outputs: Sequence[Any]) -> None:  # fmt: skip
+                 outputs: Sequence[Any], used: Mapping[Any, set[int]]) -> None:  # fmt: skip
         self.record = record
+        self.used = used
+        #: node -> {output number: model id}: a node of several outputs draws each one it uses as a node
+        #: of its own (``chunk[1]``, or the user's name ``b``), wired to that output's consumers
+        self.ports: dict[Any, dict[int, str]] = {}
         self.names = {**record.leaf_names, **{id(t): n for n, t in reversed(held)}, **names}
         self.nodes: list[GraphNode] = []
         self.edges: list[Edge] = []
@@ -206,8 +232,8 @@ class _Builder:
             node = tensor.grad_fn
             if node is not None and tensor.output_nr == 0:
                 self.known.setdefault(node, tensor)
-                if name is not None:
-                    self.op_names[node] = name
+            if node is not None and name is not None:
+                self.op_names.setdefault((node, tensor.output_nr), name)
         self._local_names()
 
     def _local_names(self) -> None:
@@ -226,11 +252,48 @@ class _Builder:
             if name is not None:
                 self.op_names[node] = name
 
+    def several(self, node: Any) -> bool:
+        """Whether ``node`` has several outputs to draw apart: the graph uses one after its first, or
+        the run saw more than one (``var, mean = torch.var_mean(x)``, using only ``var``)."""
+        used = self.used.get(node, {0})
+        return used != {0} or any((node, k) in self.record.outputs for k in range(1, 8))
+
     def add(self, node: Any) -> None:
         model = self._variable(node) if _is_leaf(node) else self._op(node)
         self.nodes.append(model)
         self.ids[node] = model.id
         self.autograd[model.id] = node
+        if not _is_leaf(node) and self.several(node):
+            self._ports(node, model)
+
+    def _ports(self, node: Any, model: GraphNode) -> None:
+        """Each output of a node of several used by the graph as a node of its own: ``chunk[1]`` (or
+        the user's name for it), with that output's value; the node itself holds no single value."""
+        model.value, model.shape = None, ()
+        model.name = None if model.name == self.op_names.get((node, 0)) else model.name
+        self.ports[node] = {}
+        for k in sorted(self.used.get(node, {0})):
+            name = self.op_names.get((node, k)) or f"{model.op}[{k}]"
+            port = GraphNode(f"n{len(self.nodes)}", "op", "item", f"{model.key}[{k}]", name=name)
+            port.grad_fn, port.scope, port.line, port.cluster = (
+                f"{model.grad_fn} output {k}",
+                model.scope,
+                model.line,
+                model.cluster,
+            )
+            value = self.record.values.get(node) if k == 0 else self.record.outputs.get((node, k))
+            if value is None and k == 0 and node in self.known:
+                value = self.known[node]
+            if isinstance(value, torch.Tensor):
+                port.value, port.shape = _array(value), tuple(value.shape)
+            self.nodes.append(port)
+            self.edges.append(Edge(model.id, port.id, 0))
+            self.ports[node][k] = port.id
+
+    def source_id(self, node: Any, number: int) -> str:
+        """The model id of output ``number`` of ``node``."""
+        ports = self.ports.get(node)
+        return ports[number] if ports and number in ports else self.ids[node]
 
     def _variable(self, node: Any) -> GraphNode:
         tensor = node.variable
@@ -255,17 +318,18 @@ class _Builder:
             model.value, model.shape = _array(value), tuple(value.shape)
         if node in self.known:
             self.tensors[node_id] = self.known[node]
-        model.name = self.op_names.get(node)
+        model.name = self.op_names.get((node, 0))
         model.scope, model.line = self.record.scopes.get(node), self.record.lines.get(node)
         refs = []
         constants = self.record.constants.get(node, {})
-        for i, (source, _) in enumerate(node.next_functions):
+        for i, (source, number) in enumerate(node.next_functions):
             if source is None:  # an input that needs no gradient: not in PyTorch's graph
                 constant = constants.get(i)
                 refs.append("const" if constant is None else value_text(np.asarray(_plain(constant))))
                 continue
-            self.edges.append(Edge(self.ids[source], node_id, i))
-            refs.append(self.nodes[int(self.ids[source][1:])].key)
+            source_id = self.source_id(source, number)
+            self.edges.append(Edge(source_id, node_id, i))
+            refs.append(self.nodes[int(source_id[1:])].key)
         model.label = expression(op.rstrip("_"), refs)
         model.generated = True
         if not freed:
@@ -276,7 +340,7 @@ class _Builder:
         """The values of ``node``'s inputs 0 and 1 where it saved them (``_saved_self``, ``_saved_other``,
         aten's names for them) and nothing else gave them."""
         for (source, output_nr), name in zip(node.next_functions, ("_saved_self", "_saved_other")):
-            model = self.nodes[int(self.ids[source][1:])] if source is not None else None
+            model = self.nodes[int(self.source_id(source, output_nr)[1:])] if source is not None else None
             if model is None or model.value is not None or model.kind != "op" or output_nr != 0:
                 continue
             try:
@@ -288,7 +352,7 @@ class _Builder:
 
     def output(self, tensor: Any) -> str:
         if tensor.grad_fn is not None:
-            return self.ids[tensor.grad_fn]
+            return self.source_id(tensor.grad_fn, tensor.output_nr)
         kind = "variable" if tensor.requires_grad else "constant"
         name = self.names.get(id(tensor)) or ("x" if kind == "variable" else None)
         model = GraphNode(f"n{len(self.nodes)}", kind, kind, name or "constant", name=name)
@@ -304,7 +368,7 @@ _SAVED: dict[type, list[str]] = {}  # a node's class -> its saved tensors' attri
 
 def saved_text(node: Any) -> tuple[str, bool]:
     """What ``node`` keeps for its backward, ``self (3,), other ()`` (a custom Function's
-    ``saved_tensors``: ``saved (3,), (2, 2)``), or ``nothing``; and whether a backward freed it."""
+    ``saved_tensors``: ``tensors (3,), (2, 2)``, drawn "saved tensors (3,), (2, 2)"), or ``nothing``; and whether a backward freed it."""
     names = _SAVED.get(type(node))
     if names is None:
         names = _SAVED[type(node)] = [
@@ -324,7 +388,7 @@ def saved_text(node: Any) -> tuple[str, bool]:
         if isinstance(value, torch.Tensor):
             parts.append(f"{short} {tuple(value.shape)}")
         elif name == "saved_tensors" and value:
-            parts.append("saved " + ", ".join(str(tuple(t.shape)) for t in value if t is not None))
+            parts.append("tensors " + ", ".join(str(tuple(t.shape)) for t in value if t is not None))
     if freed:  # (their names: the shapes went with them)
         return ", ".join(freed), True
     return ", ".join(parts) or "nothing", False
@@ -400,7 +464,11 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         graph.node(graph.outputs[0]).grad = _array(grad_output)
         return out.grad_fn is None
     found: dict[str, Any] = {}
-    hooks = [node.register_prehook(_catch(found, i)) for i, node in builder.autograd.items() if not _is_leaf(node)]
+    hooks = [
+        node.register_prehook(_catch(found, builder.ports.get(node) or {0: i}))
+        for i, node in builder.autograd.items()
+        if not _is_leaf(node)
+    ]
     kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
@@ -461,9 +529,13 @@ def _seed(graph: Graph, out: Any, seed: Any) -> Any:
     return torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
 
 
-def _catch(found: dict[str, Any], node_id: str) -> Callable[[Any], None]:
+def _catch(found: dict[str, Any], ids: Mapping[int, str]) -> Callable[[Any], None]:
+    """A pre-hook keeping what flows into each output of a node (``ids``: output number -> model id;
+    an output no path reaches gets zeros, or None from the engine)."""
+
     def hook(grad_outputs: Any) -> None:
-        found[node_id] = grad_outputs[0]
+        for k, node_id in ids.items():
+            found[node_id] = grad_outputs[k] if k < len(grad_outputs) else None
 
     return hook
 
@@ -533,9 +605,19 @@ def torch_function_graph(
     function reaches by name (or ``roots``)."""
     tensors = {name: input_tensor(value, wrt is None or name in wrt) for name, value in values.items()}
     names = {id(t): name for name, t in tensors.items()}
-    with recording_torch(module_roots(function) if roots is None else roots) as record:
+    function, compiled = uncompiled(function)
+    with compiler_off(), recording_torch(module_roots(function) if roots is None else roots) as record:
         out = function(**tensors)
-    return torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
+    graph = torch_model(out, record, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, names=names)
+    return _compiled_note(graph, compiled)
+
+
+def _compiled_note(graph: Graph, compiled: bool) -> Graph:
+    if compiled:
+        graph.notes.append(
+            "torch.compile'd: the graph drawn is the function's own, run eagerly (the compiled code keeps no graph to read)"
+        )
+    return graph
 
 
 def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: Any, **options: Any) -> Graph:
@@ -550,10 +632,11 @@ def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: 
         labels = [f"x{k}" for k in range(len(args))]
     tensors = [input_tensor(value, not _indices(value)) for value in args]
     names = {id(t): name for name, t in zip(labels, tensors)}
+    function, compiled = uncompiled(function)
     roots = module_roots(function, caller.f_locals, caller.f_globals)
-    with recording_torch(roots) as record:
+    with compiler_off(), recording_torch(roots) as record:
         out = function(*tensors)
-    return torch_model(out, record, names=names, **options)
+    return _compiled_note(torch_model(out, record, names=names, **options), compiled)
 
 
 def _indices(value: Any) -> bool:

@@ -97,7 +97,7 @@ def text(graph: Graph, digits: int | None = None) -> str:
         name = node.key if node.kind != "constant" else node.id
         if node.kind in ("op", "group"):
             args = ", ".join(_ref(graph, e) for e in graph.inputs_of(node.id))
-            body = f"{node.op}({args})"
+            body = node.label if node.op == "item" else f"{node.op}({args})"  # (an output of several: n1[1])
         else:
             body = node.kind
         facts = [node.grad_fn] if node.grad_fn else []
@@ -203,6 +203,8 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
         parts.append(f"grad {grad_text(node, digits, with_parts=not graph.compact)}")
     if node.freed:
         parts.append("saved values freed")
+    if node.highlighted:  # (--highlight: on the paths from the output to the node named)
+        parts.append("<- highlighted")
     if node.blamed:
         parts.append("<- BLAMED")
     return "  ".join(parts)
@@ -349,7 +351,8 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
 def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
     """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
     clusters, in the nodes' order (a box where its first node comes); a box of one operation is
-    not drawn (the node's own title says the statement)."""
+    not drawn (the node's own title says the statement), but for a framework's module or call (a
+    node with a ``scope``: ``net.1 (Softplus)`` running one aten op), which only its box names, as the page does."""
     parent = {b["id"]: b["parent"] for b in boxes}
     size: dict[str | None, int] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
@@ -359,7 +362,8 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
         while inner is not None:
             size[inner] = size.get(inner, 0) + 1
             inner = parent.get(inner)
-    by_id = {b["id"]: b for b in boxes if size.get(b["id"], 0) > 1}
+    least = 1 if any(n.scope for n in graph.nodes) else 2
+    by_id = {b["id"]: b for b in boxes if size.get(b["id"], 0) >= least}
 
     def drawn(inner: str | None) -> str | None:  # the innermost drawn box around
         while inner is not None and inner not in by_id:

@@ -14,6 +14,7 @@ This module imports torch: it is imported only when a torch tensor or function i
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import sysconfig
 import threading
@@ -55,9 +56,12 @@ class TorchRecord:
     #: node -> {input slot (a ``next_functions`` index): the constant there}: the numbers and small tensors
     #: that need no gradient (``x * 3``: {1: 3}), where the op's arguments line up with its slots
     constants: dict[Any, dict[int, Any]] = field(default_factory=dict)
-    #: node -> the names the user's functions gave its tensor (their local variables when they returned:
-    #: ``a = torch.add(w, x)``), innermost function first
-    local_names: dict[Any, list[str]] = field(default_factory=dict)
+    #: (node, output number) -> the names the user's functions gave that tensor (their local variables
+    #: when they returned: ``a = torch.add(w, x)``; ``a, b = x.chunk(2)``: (node, 0), (node, 1)), innermost first
+    local_names: dict[tuple[Any, int], list[str]] = field(default_factory=dict)
+    #: (node, output number) -> a detached copy of each output of a node of several (``chunk``,
+    #: ``unbind``, ``var_mean``, a custom Function returning a tuple); ``values`` keeps output 0's
+    outputs: dict[tuple[Any, int], Any] = field(default_factory=dict)
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
@@ -167,6 +171,10 @@ class _Recorder(TorchDispatchMode):
         record = self.record
         for tensor, value, op, scope, line, constants in self.pending:
             node = tensor.grad_fn
+            if node is not None and tensor.output_nr != 0:
+                record.outputs.setdefault((node, tensor.output_nr), value)
+                if node in record.ops:
+                    continue
             if node is None or (node in record.ops and (tensor.output_nr != 0 or node in self.firsts)):
                 continue
             if tensor.output_nr == 0:
@@ -226,14 +234,22 @@ class _Recorder(TorchDispatchMode):
             first = arg[0] if isinstance(arg, (tuple, list)) and arg else arg
             if isinstance(first, torch.Tensor):
                 self.record.values[ctx] = first.detach().clone()
+            self._outputs(ctx, arg)
         elif event == "return" and _user_file(frame.f_code) is not None and threading.get_ident() == self.thread:
             self._name_locals(frame)
+
+    def _outputs(self, ctx: Any, output: Any) -> None:
+        """The outputs after the first of a custom Function returning several, by number."""
+        if isinstance(output, (tuple, list)):
+            for k, tensor in enumerate(output[1:], 1):
+                if isinstance(tensor, torch.Tensor):
+                    self.record.outputs.setdefault((ctx, k), tensor.detach().clone())
 
     def _name_locals(self, frame: Any) -> None:
         """The user's function's local variables that hold a tensor of the graph, by its node."""
         for name, value in frame.f_locals.items():
             if isinstance(value, torch.Tensor) and not name.startswith("_") and value.grad_fn is not None:
-                names = self.record.local_names.setdefault(value.grad_fn, [])
+                names = self.record.local_names.setdefault((value.grad_fn, value.output_nr), [])
                 if name not in names:
                     names.append(name)
 
@@ -255,6 +271,7 @@ class _Recorder(TorchDispatchMode):
             first = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(first, torch.Tensor):
                 self.record.values[ctx] = first.detach().clone()
+            self._outputs(ctx, output)
         scope = self.stack[-1][1] if self.stack else None
         line = user_line(frame.f_back)
         self.record.calls.append(
@@ -333,3 +350,34 @@ def input_tensor(value: Any, differentiated: bool) -> Any:
     if differentiated and tensor.is_floating_point() and not tensor.requires_grad:
         tensor.requires_grad_(True)
     return tensor
+
+
+def uncompiled(function: Any) -> tuple[Any, bool]:
+    """``function`` without ``torch.compile``'s wrapper (the function it compiles), and whether it had one:
+    a graph draws what PyTorch computes eagerly (the compiled code has no autograd graph to read)."""
+    original = getattr(function, "_torchdynamo_orig_callable", None)
+    return (function, False) if original is None else (original, True)
+
+
+@contextmanager
+def compiler_off() -> Iterator[None]:
+    """``torch.compile`` off while the block runs (compiled functions run eagerly, as
+    ``TORCH_COMPILE_DISABLE=1`` makes them): TorchDynamo cannot trace a recording's hooks. torch's
+    compiler is not imported for it: when not yet imported, the variable it reads on import is set."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        with dynamo.config.patch(disable=True):
+            yield
+        return
+    before = os.environ.get("TORCH_COMPILE_DISABLE")
+    os.environ["TORCH_COMPILE_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TORCH_COMPILE_DISABLE"]
+        else:
+            os.environ["TORCH_COMPILE_DISABLE"] = before
+        imported = sys.modules.get("torch._dynamo")  # (imported inside: its setting back as the user's)
+        if imported is not None:
+            imported.config.disable = before == "1"
