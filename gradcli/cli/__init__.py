@@ -3,7 +3,7 @@
 Modules, in the order a command line meets them: ``inputs`` (every command's options, declared
 once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
 ``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
-``commands`` (the bodies), ``output`` (formats), ``report`` (errors and exit codes: the edge).
+``commands`` (the bodies; ``graphing`` the graph's), ``output`` (formats), ``report`` (errors and exit codes: the edge).
 """
 
 from __future__ import annotations

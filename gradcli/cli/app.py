@@ -13,7 +13,7 @@ from typer.core import TyperGroup
 
 from ..errors import GradcliError, UsageError
 from ..lang.functions import FUNCTIONS
-from . import commands
+from . import commands, graphing
 from .inputs import COMMANDS, JSON, Declared, Given, dash_expression, json_requested
 from .options import checked_number
 from .report import errors_as_json, one_line, reported, say_error
@@ -348,7 +348,7 @@ for _name, _body, _text in (
 
     Example: gradcli diff "x^2 * sin(x)" --wrt x
     """),
-    ("graph", commands.draw, """The computation graph of EXPR: values, gradients and local derivatives with --at.
+    ("graph", graphing.draw, """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
     """),
