@@ -455,16 +455,22 @@ def _sweep(names: set[str] | None) -> list:
     return [s for s in (sweep_one(op, gradcheck=False) for op in ops) if s is not None]
 
 
-def test_opinfo_samples_never_give_a_false_mismatch():
+PARTS = 4  # the subset in four parts, so that the suite's workers share it (about 24 s in one)
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_opinfo_samples_never_give_a_false_mismatch(part):
     """check on the first small float64 sample of each op, through FILE.py:f's road: OK or INCONCLUSIVE
     wherever torch.autograd.gradcheck passes, never MISMATCH, never an internal error."""
     full = os.environ.get("GRADCLI_OPINFO_SWEEP") == "full"
-    swept = _sweep(None if full else set(OPINFO_SUBSET))
-    assert len(swept) >= (300 if full else 100)
+    if full and part:
+        pytest.skip("GRADCLI_OPINFO_SWEEP=full sweeps every op in the first part")
+    swept = _sweep(None if full else set(OPINFO_SUBSET[part::PARTS]))
+    assert len(swept) >= (300 if full else 100 // PARTS)
     wrong = [s for s in swept if s.verdict in ("MISMATCH", "FAILED")]  # (gradcheck was run on these)
     assert [(s.name, s.line) for s in wrong if s.gradcheck is not False] == []
-    # no verdict at all: the one left is sgn's ZeroTensor, issue 34's item of the torch adapter
-    assert {s.name for s in swept if s.verdict in ("ERROR", "CRASH")} <= {"sgn"}
+    # no verdict at all: none is left since the torch adapter reads ZeroTensors (sgn's gradient)
+    assert {s.name for s in swept if s.verdict in ("ERROR", "CRASH")} == set()
     assert sum(s.verdict == "OK" for s in swept) >= 0.95 * len(swept)  # a sweep that judges, not one that shrugs
 
 
