@@ -37,11 +37,10 @@ if _gc.isenabled():  # start-up: no cycle collections while NumPy and the engine
         _gc.enable()
 
 from . import autograd
+from .about import VERSION as __version__  # noqa: F401  (the package's version, as every package gives it)
 from .autograd import factory as _factory
 from .autograd import functions as _functions
 from .autograd.methods import FUNCTION_METHODS
-
-__version__ = "0.1.0"
 
 _FACTORIES = (
     "arange",

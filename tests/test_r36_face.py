@@ -94,3 +94,18 @@ def test_the_result_prints_as_the_command_does_in_a_pipe():
     assert shown.splitlines()[-1] == (
         "OK: autograd agrees with sympy, finite differences, complex step (largest relative error 0)"
     )
+
+
+def test_version_is_answered_without_typer_and_is_the_packages():
+    """``gradcli --version`` takes main's short road (typer's import took longer than the answer)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom gradcli.cli import main\nsys.argv = ['gradcli', '--version']\nmain()\n"
+        "print('typer' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.stdout, done.stderr) == (f"gradcli {gc.__version__}\n", "False\n")
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == gc.__version__

@@ -299,6 +299,11 @@ def main() -> None:
     original, original_errors = sys.stdout, sys.stderr
     _guard_streams()
     try:
+        if sys.argv[1:] in (["--version"], ["-V"], ["--version", "--verbose"], ["-V", "--verbose"]):
+            from .version import version_text  # lazy: start-up, as the commands' modules
+
+            print(version_text("--verbose" in sys.argv))
+            return
         fast = fast_eval(sys.argv[1:])
         if fast is not None:
             from . import commands  # lazy: start-up, only eval's fast path runs a command without typer

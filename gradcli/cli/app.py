@@ -17,6 +17,7 @@ from . import commands, graphing
 from .inputs import COMMANDS, JSON, Declared, Given, dash_expression, json_requested
 from .options import checked_number
 from .report import errors_as_json, one_line, reported, say_error
+from .version import version_text
 
 
 class GradcliGroup(TyperGroup):
@@ -245,45 +246,6 @@ app = typer.Typer(
 )
 
 
-def _version_text(verbose: bool) -> str:
-    """``gradcli X.Y.Z``; verbose: also Python's, NumPy's, SymPy's and Graphviz ``dot``'s versions."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("gradcli")
-    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        version = "(not installed)"
-    lines = [f"gradcli {version}"]
-    if verbose:
-        import platform
-
-        lines.append(f"Python {platform.python_version()}")
-        for label, package in (("NumPy", "numpy"), ("SymPy", "sympy")):
-            try:
-                lines.append(f"{label} {metadata.version(package)}")
-            except metadata.PackageNotFoundError:
-                lines.append(f"{label} not installed")
-        lines.append(_dot_version())
-    return "\n".join(lines)
-
-
-def _dot_version() -> str:
-    """``Graphviz dot 2.43.0``, or that it is not found (it is needed only for pictures)."""
-    import re
-    import shutil
-    import subprocess
-
-    dot = shutil.which("dot")
-    if dot is None:
-        return "Graphviz dot not found (needed for png, svg, pdf and html graphs)"
-    try:
-        said = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return f"Graphviz dot at {dot} (its version could not be read)"
-    found = re.search(r"version\s+(\S+)", said.stderr + said.stdout)
-    return f"Graphviz dot {found[1] if found else '(unknown version)'}"
-
-
 @app.callback()
 def _entry(
     ctx: typer.Context,
@@ -293,7 +255,7 @@ def _entry(
     ),
 ) -> None:
     if version:
-        typer.echo(_version_text(verbose))
+        typer.echo(version_text(verbose))
         raise typer.Exit(0)
     if verbose:
         say_error("error: --verbose goes with --version (gradcli --version --verbose)", 2)
