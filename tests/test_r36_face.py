@@ -107,5 +107,7 @@ def test_version_is_answered_without_typer_and_is_the_packages():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.stdout, done.stderr) == (f"gradcli {gc.__version__}\n", "False\n")
-    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    tomllib = pytest.importorskip(
+        "tomllib" if sys.version_info >= (3, 11) else "tomli", reason="tomli reads TOML before 3.11"
+    )
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == gc.__version__
