@@ -65,7 +65,9 @@ def assert_grad_close(
     numerical method's own estimated error).
     """
     _check_options(method, rtol, atol)
-    framework = _framework_of(f, inputs)
+    from .lang.frameworks import framework_of  # lazy: start-up, most checks are of gradcli's functions
+
+    framework = framework_of(f, inputs if isinstance(inputs, (list, tuple)) else [inputs])
     if framework is not None:  # a torch or JAX function: one gradcli operation, its backward the framework's
         f, inputs = _as_gradcli(f, inputs, framework)
     leaves, varied = _varied_leaves(inputs)
@@ -80,18 +82,6 @@ def assert_grad_close(
     for name, numerical, error in _numerical_jacobians(problem, method):
         _compare(name, problem.analytic, numerical, error, rtol, atol, problem.out_sizes, problem.in_sizes,
                  problem.outs, problem.ins, problem.cut)  # fmt: skip
-
-
-def _framework_of(f: Callable[..., Any], inputs: Any) -> str | None:
-    """ "torch" or "jax" when ``f`` computes with one of them or is given their tensors, else None."""
-    from .lang.frameworks import framework_of  # lazy: start-up, most checks are of gradcli's functions
-
-    _, given = as_tuple(inputs) if not isinstance(inputs, (list, tuple)) else (True, tuple(inputs))
-    for x in given:
-        module = type(x).__module__.partition(".")[0]
-        if module in ("torch", "jax", "jaxlib"):
-            return "jax" if module == "jaxlib" else module
-    return framework_of(f)
 
 
 def _as_gradcli(f: Callable[..., Any], inputs: Any, framework: str) -> tuple[Callable[..., Any], list[Tensor]]:

@@ -111,3 +111,15 @@ def test_version_is_answered_without_typer_and_is_the_packages():
         "tomllib" if sys.version_info >= (3, 11) else "tomli", reason="tomli reads TOML before 3.11"
     )
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == gc.__version__
+
+
+def test_a_function_naming_no_framework_is_told_by_the_tensors_it_is_given():
+    """framework_of reads the values given first (testing, gc.check and gc.why share it)."""
+    torch = need("torch")
+    from gradcli.lang.frameworks import framework_of
+
+    f = lambda x: (x * x).sum()  # noqa: E731  (refers to nothing of torch's)
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert (framework_of(f), framework_of(f, [x]), framework_of(f, [gc.tensor(1.0)])) == (None, "torch", None)
+    assert gc.check(f, x).framework == "torch" and gc.why(f, x).framework == "PyTorch"
+    gc.testing.assert_grad_close(f, x.requires_grad_(True))

@@ -45,7 +45,7 @@ def check_function(
             raise TypeError("gc.check(EXPR, ...) takes the point as keywords: gc.check('x^2 * y', x=2, y=3)")
         program, given = load(f), dict(at)
     else:
-        program = function_program(f, framework)
+        program = function_program(f, framework, args)
         names = program.variables
         if len(args) > len(names):
             raise TypeError(f"{program.origin} takes {len(names)} inputs ({', '.join(names)}), {len(args)} given")

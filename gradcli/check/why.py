@@ -103,7 +103,7 @@ def why_function(function: Any, *args: Any, wrt: list[str] | None = None) -> Dia
     """
     from ..lang.program import function_program  # lazy: start-up, as the rest of why
 
-    program = function_program(function)
+    program = function_program(function, given=args)
     names = program.variables[: len(args)]
     return why(program, dict(zip(names, args)), wrt)
 

@@ -171,20 +171,23 @@ def _load(expression: str | None, file: str | None, python: str | None) -> Progr
         raise
 
 
-def function_program(function: Callable[..., Any], framework: str | None = None) -> Program:
+def function_program(function: Callable[..., Any], framework: str | None = None, given: Sequence[Any] = ()) -> Program:
     """A Python function of the caller's as a program (the library's ``gc.check(f, ...)``,
-    ``gc.why(f, ...)``): a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
+    ``gc.why(f, ...)``): a ``FrameworkFunction`` when it computes with PyTorch or JAX, or is
+    ``given`` their tensors."""
     origin = getattr(function, "__name__", None) or type(function).__name__
-    return _in_framework(PythonFunction(origin, function), framework)
+    return _in_framework(PythonFunction(origin, function), framework, given)
 
 
-def _in_framework(program: PythonFunction, framework: str | None) -> Program:
+def _in_framework(program: PythonFunction, framework: str | None, given: Sequence[Any] = ()) -> Program:
     """The function as a ``FrameworkFunction`` when it computes with PyTorch or JAX."""
     from .frameworks import framework_of  # lazy: start-up, an expression has no framework
 
     assert program.function is not None
     chosen = (
-        (None if framework == "gradcli" else framework) if framework is not None else framework_of(program.function)
+        (None if framework == "gradcli" else framework)
+        if framework is not None
+        else framework_of(program.function, given)
     )
     if chosen is None:
         return program

@@ -10,7 +10,7 @@ its numbers are the framework's own.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -102,12 +102,16 @@ def title(framework: str) -> str:
     return _TITLE[framework]
 
 
-def framework_of(function: Callable[..., Any]) -> str | None:
-    """The framework ``function`` computes with: the one of the names it refers to (its globals,
-    the modules and objects they hold, the classes of those objects), else the one its module
-    imported; None for a function of gradcli's (or of NumPy's, or of nothing)."""
+def framework_of(function: Callable[..., Any], given: Sequence[Any] = ()) -> str | None:
+    """The framework ``function`` computes with: the one of the values it is ``given`` (a torch tensor,
+    a JAX array), else of the names it refers to (its globals, the modules and objects they hold, the
+    classes of those objects), else the one its module imported; None for a function of gradcli's
+    (or of NumPy's, or of nothing)."""
     import inspect  # lazy: start-up, as the rest of this module
 
+    by_value = _family(given)
+    if by_value not in (None, "gradcli"):
+        return by_value
     plain = inspect.unwrap(function)  # jax.jit's, functools.wraps's: the function itself
     found = _family([function]) or _family(_referred(plain))
     if found is None:
