@@ -5,10 +5,16 @@ keeps what a picture drawn after ``backward()`` needs."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import gradcli as gc
+from gradcli.cli.app import app
+from gradcli.errors import UsageError
 from gradcli.render.health import module_rows, node_health, ordered
 from gradcli.stats import TensorStats
 from tests.frameworks import need
@@ -115,3 +121,67 @@ def test_a_nan_gradient_comes_first_in_the_nan_ordering():
     assert (first["path"], first["class"]) == ("net.1", "Gate")
     assert first["nonfinite"] >= 1 and first["grad_norm"] != first["grad_norm"]  # (NaN)
     assert {r["path"]: r["nonfinite"] for r in rows}["net.0"] == 0
+
+
+# --- --color-by: the picture coloured by gradient health --------------------------------------------
+
+runner = CliRunner()
+
+
+def fills(dot: str) -> dict[str, str]:
+    """Each node's title (its first bold text) -> its fillcolor, from DOT source."""
+    found = {}
+    for line in dot.splitlines():
+        m = re.match(r'\s*(\w+) \[label=<(?:<b>([^<]*)</b>)?.*fillcolor="(#[0-9a-f]{6})"', line)
+        if m:
+            found[html.unescape(m.group(2) or m.group(1))] = m.group(3)
+    return found
+
+
+def test_a_nan_gradient_is_red_in_the_picture_in_every_mode():
+    torch = need("torch")
+    net = gated(torch)
+    x = torch.randn(3, 2)
+    for by in ("grad-norm", "zeros", "ratio", "nan"):
+        dot = gc.render.graph(lambda x: net(x).sum(), x, color_by=by).dot()
+        colours = fills(dot)
+        assert colours["net.1.p"] == "#ff7f7f", by  # its gradient [nan, 0.23]
+        assert colours["n6 = sqrt(net.1.p)"] == "#ff7f7f", by  # its value [nan, 2]
+        assert "#ff7f7f" not in {colours["net.0.weight"], colours["net.2.weight"], colours["f = sum(n12)"]}
+        gate = re.search(r'subgraph cluster_(m\d+) \{\n[^\n]*net\.1 \(Gate\)[^\n]*\n\s*color="#b00000"', dot)
+        assert gate is not None, dot  # the Gate's box bordered in dark red
+    assert ">NaN/inf</td>" in dot and 'bgcolor="#ff7f7f"' in dot  # the key says what red is
+
+
+def cli_dot(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_color_by_fills_a_known_graph():
+    # x * y at x=1, y=100: the gradients are 100 (x) and 1 (y, f): the scale spans 1e0 to 1e2
+    dot = cli_dot("graph", "x * y", "--at", "x=1,y=100", "--color-by", "grad-norm", "--format", "dot")
+    assert fills(dot) == {"x": "#fdae61", "y": "#e0f3f8", "f = x * y": "#e0f3f8"}
+    cells = re.findall(r'<td bgcolor="(#[0-9a-f]{6})"[^>]*>([^<]*)</td>', dot)
+    assert cells == [("#e0f3f8", "1e0"), ("#abd9e9", "3e0"), ("#ffffbf", "1e1"), ("#fee090", "3e1"),
+                     ("#fdae61", "1e2"), ("#d9d9d9", "0"), ("#ff7f7f", "NaN/inf")]  # fmt: skip
+    # the ratio: 100 / 1 for x, 1 / 100 for y and f: 1e-2 to 1e2, x at the top, y and f at the bottom
+    dot = cli_dot("graph", "x * y", "--at", "x=1,y=100", "--color-by", "ratio", "--format", "dot")
+    assert fills(dot) == {"x": "#fdae61", "y": "#e0f3f8", "f = x * y": "#e0f3f8"}
+    # zeros: relu's gradient [3, 0, 3, 0] into x is half zeros: the middle of the scale
+    dot = cli_dot("graph", "sum(relu(x) * y)", "--at", "x=[1,-1,2,-2],y=3", "--color-by", "zeros", "--format", "dot")
+    colours = fills(dot)
+    assert colours["x"] == "#ffffbf" and colours["n1 = relu(x)"] == "#e0f3f8"
+    dot = cli_dot("graph", "sum(relu(x) * y)", "--at", "x=[1,-1,2,-2],y=3", "--color-by", "nan", "--format", "dot")
+    assert set(fills(dot).values()) == {"#d9f0d3"}  # finite everywhere
+    plain = cli_dot("graph", "x * y", "--at", "x=1,y=100", "--format", "dot")
+    assert "gradcli_legend" not in plain and "#fdae61" not in plain  # without --color-by: as before
+
+
+def test_a_bad_color_by_is_one_error_line_exit_2():
+    result = runner.invoke(app, ["graph", "x * y", "--at", "x=1,y=2", "--color-by", "gradnorm"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --color-by must be one of grad-norm, nan, zeros, ratio, not 'gradnorm'\n"
+    with pytest.raises(UsageError, match="grad-norm, nan, zeros, ratio"):
+        gc.render.graph(gc.tensor(1.0, requires_grad=True), color_by="norm")

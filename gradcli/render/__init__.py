@@ -30,6 +30,7 @@ from ..errors import MissingProgram
 from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
 from .model import Edge, Graph, GraphNode, keeping_arrays
+from .paint import checked_color_by
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
 
@@ -114,6 +115,7 @@ def graph(
     compact: bool = False,
     rankdir: str | None = None,
     arrays: bool = False,
+    color_by: str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
@@ -127,9 +129,14 @@ def graph(
     graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
     without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
     from the graph's shape. Values and gradients over 64 elements are kept as statistics (shape, dtype,
-    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``."""
+    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``.
+    ``color_by`` ("grad-norm", "nan", "zeros" or "ratio") colours the pictures' nodes and module boxes by
+    their gradient health, with a key (NaN and inf red in every mode)."""
+    color_by = checked_color_by(color_by)
     with keeping_arrays(arrays):
-        return _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+        view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+    view.model.color_by = color_by
+    return view
 
 
 def _graph(outputs: tuple[Any, ...], caller: Any, trace: Any, seed: Any, point: bool, highlight: Sequence[str],

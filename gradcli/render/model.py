@@ -108,6 +108,7 @@ class Graph:
     #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    color_by: str | None = None  # --color-by: grad-norm, nan, zeros or ratio (paint.py), else None
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
