@@ -16,7 +16,7 @@ import gradcli as gc
 from gradcli.cli.app import app
 from gradcli.errors import UsageError
 from gradcli.render.health import module_rows, node_health, ordered
-from gradcli.stats import TensorStats
+from gradcli.stats import TensorStats, whole
 from tests.frameworks import need
 
 
@@ -185,3 +185,72 @@ def test_a_bad_color_by_is_one_error_line_exit_2():
     assert result.stderr == "error: --color-by must be one of grad-norm, nan, zeros, ratio, not 'gradnorm'\n"
     with pytest.raises(UsageError, match="grad-norm, nan, zeros, ratio"):
         gc.render.graph(gc.tensor(1.0, requires_grad=True), color_by="norm")
+
+
+# --- after backward: gc.render.recording() around a torch forward -----------------------------------
+
+
+def recorded_forward(torch, net, x, record: bool):
+    """``net``'s forward (in ``gc.render.recording()`` when ``record``), with torch's own tensors of it:
+    each module's output and, after ``backward()``, the gradient flowing into it (tensor hooks)."""
+    outputs, grads = {}, {}
+
+    def keep(name):
+        def hook(module, args, out):
+            outputs[name] = out.detach().clone()
+            out.register_hook(lambda g: grads.__setitem__(name, g.detach().clone()))
+
+        return hook
+
+    handles = [m.register_forward_hook(keep(name)) for name, m in net.named_children()]
+    if record:
+        with gc.render.recording():
+            loss = net(x).pow(2).mean()
+    else:
+        loss = net(x).pow(2).mean()
+    for h in handles:
+        h.remove()
+    loss.backward()
+    return loss, outputs, grads
+
+
+def test_a_recorded_forward_drawn_after_backward_has_every_value_box_and_gradient():
+    torch = need("torch")
+    net = mlp(torch)
+    x = torch.randn(5, 6)
+    loss, outputs, grads = recorded_forward(torch, net, x, record=True)
+    g = gc.render.graph(loss, arrays=True).model
+    ops = [n for n in g.nodes if n.kind == "op"]
+    assert [n.op for n in ops] == ["t", "addmm", "relu", "t", "addmm", "pow", "mean"]
+    expected = [net[0].weight.T, outputs["0"], outputs["1"], net[2].weight.T, outputs["2"], outputs["2"] ** 2, loss]
+    for node, tensor in zip(ops, expected):
+        assert np.array_equal(whole(node.value), tensor.detach().numpy()), node.label
+    for node, name in ((ops[1], "0"), (ops[2], "1"), (ops[4], "2")):  # what flowed into each module's output
+        assert np.array_equal(whole(node.grad), grads[name].numpy()), node.label
+    assert float(whole(ops[-1].grad)) == 1.0
+    for name, parameter in net.named_parameters():
+        leaf = next(n for n in g.nodes if n.name == f"net.{name}")
+        assert np.array_equal(whole(leaf.grad), parameter.grad.numpy()), name
+    boxes = {c["id"]: c for c in g.clusters}
+    assert [(c["path"], c.get("class")) for c in g.clusters] == [
+        ("net", "Sequential"), ("net.0", "Linear"), ("net.1", "ReLU"), ("net.2", "Linear")]  # fmt: skip
+    assert [boxes[n.cluster]["path"] for n in ops[:5]] == ["net.0", "net.0", "net.1", "net.2", "net.2"]
+    assert any("what the recording kept" in note for note in g.notes)
+    assert not any("not kept" in note for note in g.notes)
+    rows = {r["path"]: r for r in module_rows(g)}  # the health table after backward too
+    assert rows["net.1"]["grad_norm"] == pytest.approx(norm(grads["1"]), rel=1e-12)
+
+
+def test_without_a_recording_the_picture_says_what_it_lacks_and_how_to_get_it():
+    torch = need("torch")
+    net = mlp(torch)
+    loss, _, _ = recorded_forward(torch, net, torch.randn(5, 6), record=False)
+    view = gc.render.graph(loss)
+    ops = [n for n in view.nodes if n.kind == "op"]
+    assert sum(n.value is None for n in ops) == 6 and len(ops) == 7 and not view.model.clusters
+    note = (
+        "values of 6 of 7 operations, the operations' gradients and the nn.Module boxes were not kept: "
+        "wrap the forward in `with gc.render.recording():`"
+    )
+    assert note in view.model.notes
+    assert f"({note})" in view.tree() and f"# {note}" in view.text()

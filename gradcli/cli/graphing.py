@@ -51,7 +51,8 @@ def _separate(arrays: str, out: str | None) -> None:
 
 def _drawn(given: Given) -> tuple[Any, Any, str]:
     """The graph ``gradcli graph`` shows, with where and in what format."""
-    from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
+    from ..autograd.tape import recording  # lazy: start-up, eval records nothing (its tape only)
+    from ..render.build import build, checked_max_nodes  # lazy: start-up, eval draws nothing
     from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
     from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
     from ..render.paint import checked_color_by  # lazy: start-up, eval draws nothing
