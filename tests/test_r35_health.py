@@ -121,6 +121,22 @@ def test_a_nan_gradient_comes_first_in_the_nan_ordering():
     assert (first["path"], first["class"]) == ("net.1", "Gate")
     assert first["nonfinite"] >= 1 and first["grad_norm"] != first["grad_norm"]  # (NaN)
     assert {r["path"]: r["nonfinite"] for r in rows}["net.0"] == 0
+    assert [r["path"] for r in ordered(rows, "grad-norm")][:2] == ["net.1", "net"]  # (a NaN norm: the worst)
+    text = gc.render.graph(lambda x: net(x).sum(), x, color_by="nan").text()  # the text views' table
+
+    def line(k):
+        params = list(net[k].parameters())
+        grad = together(p.grad for p in params)
+        return f"#   net.{k} (Linear)  {sum(p.numel() for p in params)} params  grad_norm {grad:.4g}  " + (
+            f"ratio {grad / together(params):.4g}  zeros 0%  nonfinite 0"
+        )
+
+    assert text.endswith(
+        "# module boxes by nan (of their parameters, or of their output where they have none):\n"
+        "#   net.1 (Gate)  2 params  grad_norm nan  ratio nan  zeros 0%  nonfinite 2\n"
+        "#   net (Sequential)  11 params  grad_norm nan  ratio nan  zeros 0%  nonfinite 2\n"
+        f"{line(0)}\n{line(2)}\n"
+    ), text
 
 
 # --- --color-by: the picture coloured by gradient health --------------------------------------------

@@ -189,13 +189,38 @@ def _size(node: Any) -> int:
 
 def ordered(rows: Iterable[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     """``rows`` sorted as the table's column ``by`` (a ``MEASURES`` name or key) sorts them: largest
-    first, rows without the measure last; ``nan``: most NaN and infinities first, the innermost box
-    first among equals (where they arise, not every box around it)."""
+    first, a NaN measure before every number (the worst there is), rows without it last; ``nan``: most
+    NaN and infinities first; the innermost box first among equals (where a measure arises, not every
+    box around it)."""
     key = MEASURES.get(by, by)
 
     def rank(row: dict[str, Any]) -> tuple[Any, ...]:
         v = row.get(key)
-        missing = v is None or (isinstance(v, float) and math.isnan(v))
-        return (missing, 0.0 if missing else -float(v), -row.get("depth", 0))
+        if v is None:
+            return (2, 0.0, -row.get("depth", 0))
+        nan = isinstance(v, float) and math.isnan(v)
+        return (0 if nan else 1, 0.0 if nan else -float(v), -row.get("depth", 0))
 
     return sorted(rows, key=rank)
+
+
+def table_lines(graph: Any) -> list[str]:
+    """With ``--color-by``, the text views' table of the module boxes, sorted by that measure (the
+    worst first): ``net.1 (Gate)  2 params  grad_norm nan  ratio nan  zeros 0%  nonfinite 2``."""
+    by = getattr(graph, "color_by", None)
+    rows = module_rows(graph) if by else []
+    if not rows:
+        return []
+    lines = [f"module boxes by {by} (of their parameters, or of their output where they have none):"]
+    for row in ordered(rows, by):
+        cls = f" ({row['class']})" if row["class"] else ""
+        zeros = "-" if row["zeros"] is None else f"{row['zeros'] * 100:.3g}%"
+        lines.append(
+            f"  {row['path']}{cls}  {row['params']:,} params  grad_norm {_g(row['grad_norm'])}  "
+            f"ratio {_g(row['ratio'])}  zeros {zeros}  nonfinite {row['nonfinite']:,}"
+        )
+    return lines
+
+
+def _g(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import printable
 from ..stats import TensorStats
 from ..text import array
+from .health import table_lines
 from .layout import bitmap, current_limit, drawn
 from .model import Edge, Graph, GraphNode
 from .paint import NO_PAINT, painter
@@ -122,7 +123,7 @@ def text(graph: Graph, digits: int | None = None) -> str:
         if node.blamed:
             facts.append("BLAMED")
         lines.append(f"{name} = {body}" + (f"  # {'  '.join(facts)}" if facts else ""))
-    lines += [f"# {note}" for note in graph.notes]
+    lines += [f"# {note}" for note in graph.notes] + [f"# {line}" for line in table_lines(graph)]  # (--color-by)
     return "\n".join(map(printable, lines)) + "\n"
 
 
@@ -227,7 +228,7 @@ def tree_plain(graph: Graph, digits: int | None = HUMAN) -> str:
             prefix = "".join("│   " if more else "    " for more in open_levels) + ("└── " if last else "├── ")
             open_levels.append(not last)
         out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
-    out += [f"({note})" for note in graph.notes]
+    out += [f"({note})" for note in graph.notes] + table_lines(graph)  # (--color-by: the module boxes' health)
     return "\n".join(map(printable, out)) + "\n"
 
 
