@@ -133,7 +133,7 @@ class Painter:
             f'<<table border="0" cellborder="1" cellspacing="0" cellpadding="4"><tr><td colspan="{len(cells)}" '
             f'border="0"><b>{html.escape(title)}</b></td></tr><tr>{row}</tr></table>>'
         )
-        g.node("gradcli_legend", label, shape="plaintext", fontsize="10")
+        g.node("gradcli_legend", label, shape="plaintext", fontsize="12")
 
 
 class _NoPaint:
