@@ -120,7 +120,8 @@ def graph(
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
     and cotangents). PyTorch's own graph for torch tensors (``graph(loss)``, before or after
-    ``backward()``; ``trace``: a ``recording_torch()`` record of the run) and for ``graph(f, *args)``
+    ``backward()``; ``trace``: a ``recording()`` of the run, else the latest that computed them: every
+    value, module box and, after ``backward()``, every node's gradient) and for ``graph(f, *args)``
     of a function computing with torch (recorded: every value, nn.Module boxes, the user's lines).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
