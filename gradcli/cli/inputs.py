@@ -161,6 +161,14 @@ GRAPH = (
     DIGITS,
     Declared("compact", ("--compact",), bool, None, "names and values only: no formulas, no sums of parts", False),
     Declared("rankdir", ("--rankdir",), str, "TB|LR", "picture top-to-bottom or left-to-right"),
+    Declared(
+        "color_by",
+        ("--color-by",),
+        str,
+        "grad-norm|nan|zeros|ratio",
+        "colour the picture's nodes and module boxes by gradient norm, NaN/inf, fraction of zero gradient or "
+        "gradient/value norm, with a key (NaN and inf are red in every mode)",
+    ),  # fmt: skip
 )
 
 MODE = Declared("mode", ("--mode",), str, "auto|forward|reverse", "forward or reverse accumulation", "auto")

@@ -30,6 +30,7 @@ from ..errors import MissingProgram
 from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
 from .model import Edge, Graph, GraphNode, keeping_arrays
+from .paint import checked_color_by
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
 
@@ -114,11 +115,13 @@ def graph(
     compact: bool = False,
     rankdir: str | None = None,
     arrays: bool = False,
+    color_by: str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
     and cotangents). PyTorch's own graph for torch tensors (``graph(loss)``, before or after
-    ``backward()``; ``trace``: a ``recording_torch()`` record of the run) and for ``graph(f, *args)``
+    ``backward()``; ``trace``: a ``recording()`` of the run, else the latest that computed them: every
+    value, module box and, after ``backward()``, every node's gradient) and for ``graph(f, *args)``
     of a function computing with torch (recorded: every value, nn.Module boxes, the user's lines).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
@@ -127,9 +130,14 @@ def graph(
     graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
     without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
     from the graph's shape. Values and gradients over 64 elements are kept as statistics (shape, dtype,
-    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``."""
+    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``.
+    ``color_by`` ("grad-norm", "nan", "zeros" or "ratio") colours the pictures' nodes and module boxes by
+    their gradient health, with a key (NaN and inf red in every mode)."""
+    color_by = checked_color_by(color_by)
     with keeping_arrays(arrays):
-        return _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+        view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+    view.model.color_by = color_by
+    return view
 
 
 def _graph(outputs: tuple[Any, ...], caller: Any, trace: Any, seed: Any, point: bool, highlight: Sequence[str],

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..stats import FULL_LIMIT, TensorStats, light, tensor_stats
+from .health import module_boxes, module_rows, node_health
 
 
 @dataclass
@@ -107,6 +108,7 @@ class Graph:
     #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    color_by: str | None = None  # --color-by: grad-norm, nan, zeros or ratio (paint.py), else None
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -183,6 +185,7 @@ class Graph:
                     **({"scope": n.scope} if n.scope else {}),
                     **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
+                    **({"health": node_health(n)} if self.has_point else {}),
                 }
                 for n in self.nodes
             ],
@@ -203,6 +206,7 @@ class Graph:
             "notes": self.notes,
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
             **({"clusters": self.clusters} if self.clusters else {}),
+            **({"modules": module_rows(self)} if self.has_point and module_boxes(self) else {}),
         }
 
 

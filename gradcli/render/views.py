@@ -11,8 +11,10 @@ import numpy as np
 from ..errors import printable
 from ..stats import TensorStats
 from ..text import array
+from .health import table_lines
 from .layout import bitmap, current_limit, drawn
 from .model import Edge, Graph, GraphNode
+from .paint import NO_PAINT, painter
 from .summary import SUMMARY_NODES, collapsed, summarised
 
 # --- shared pieces ----------------------------------------------------------------------------------
@@ -121,7 +123,7 @@ def text(graph: Graph, digits: int | None = None) -> str:
         if node.blamed:
             facts.append("BLAMED")
         lines.append(f"{name} = {body}" + (f"  # {'  '.join(facts)}" if facts else ""))
-    lines += [f"# {note}" for note in graph.notes]
+    lines += [f"# {note}" for note in graph.notes] + [f"# {line}" for line in table_lines(graph)]  # (--color-by)
     return "\n".join(map(printable, lines)) + "\n"
 
 
@@ -226,7 +228,7 @@ def tree_plain(graph: Graph, digits: int | None = HUMAN) -> str:
             prefix = "".join("│   " if more else "    " for more in open_levels) + ("└── " if last else "├── ")
             open_levels.append(not last)
         out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
-    out += [f"({note})" for note in graph.notes]
+    out += [f"({note})" for note in graph.notes] + table_lines(graph)  # (--color-by: the module boxes' health)
     return "\n".join(map(printable, out)) + "\n"
 
 
@@ -289,6 +291,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     import graphviz
 
     summarise = collapse and not graph.as_built
+    paint = painter(graph)  # --color-by: its range is the whole graph's
     if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
     if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
@@ -299,7 +302,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
     boxes, box_of = _boxes(graph, collapse)
-    _emit_nodes(g, graph, None, boxes, box_of)
+    _emit_nodes(g, graph, None, boxes, box_of, paint)
     # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
     # rank of its own to lay out, three times the time at 300 nodes
     label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
@@ -321,6 +324,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
         if edge.highlighted:
             attrs.update(color=COLOURS["highlight"], penwidth="2.6")
         g.edge(edge.source, edge.target, **attrs)
+    paint.legend(g)
     if graph.notes:
         g.attr(
             label=html.escape("\n".join(map(printable, graph.notes))), labelloc="b", fontsize="10", fontcolor="#666666"
@@ -348,7 +352,8 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
     return boxes, box_of
 
 
-def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
+def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str],
+                paint: Any = NO_PAINT) -> None:  # fmt: skip
     """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
     clusters, in the nodes' order (a box where its first node comes); a box of one operation is
     not drawn (the node's own title says the statement), but for a framework's module or call (a
@@ -386,7 +391,7 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
             if around[:depth] != ([] if here is None else chains_of[here]):
                 continue
             if len(around) == depth:
-                target.node(node.id, _dot_label(graph, node), **_dot_style(node))
+                target.node(node.id, _dot_label(graph, node), **{**_dot_style(node), **paint.node(node)})
             elif around[depth] not in done:
                 inner = by_id[around[depth]]
                 done.add(inner["id"])
@@ -395,6 +400,7 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
                     colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
                     sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
                              color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
+                    sub.attr(**paint.box(inner))
                     emit(sub, inner["id"], depth + 1)
 
     chains_of: dict[str, list[str]] = {}
