@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -117,40 +118,49 @@ def module_node(graph: Graph, box_id: str, members: list[str] | None = None) -> 
         raise KeyError(f"no box {box_id!r} in the graph")
     if members is None:
         members = [n for n, b in _outermost(graph, [box_id]).items() if b == box_id]
-    inside = set(members)
     nodes = [graph.node(m) for m in members]
-    sources: dict[str, None] = {}
-    for m in members:
-        for e in graph.inputs_of(m):
-            if e.source not in inside and e.source != "hidden" and graph.node(e.source).kind != "constant":
-                sources.setdefault(e.source)
-    leaving = [n for n in nodes if n.output or any(e.target not in inside for e in graph.consumers_of(n.id))]
-    outs = [n for n in leaving if n.kind != "variable"] or leaving
+    sources, outs = _ends(graph, members)
     main = outs[-1] if outs else (nodes[-1] if nodes else None)
     path = box.get("path")
     label = box["label"] + (f" ×{box['repeat']:,}" if box.get("repeat") and "×" not in box["label"] else "")
     named = main is not None and main.kind == "op" and not main.named_by_view
     name = path or (main.name if named else None)  # (a statement's box: the name it assigns)
     node = GraphNode(box_id, "module", box.get("class") or "folded", label, name=name)
-    node.module = {
-        "box": box_id,
-        **({"path": path} if path else {}),
-        **({"class": box["class"]} if box.get("class") else {}),
-        **({"repeat": box["repeat"]} if box.get("repeat") else {}),
+    node.module = _contents(graph, box, nodes, sources, outs)
+    if main is not None:
+        node.shape, node.value, node.grad = main.shape, light(main.value), light(main.grad)
+    node.output, node.highlighted = any(n.output for n in nodes), any(n.highlighted for n in nodes)
+    node.blamed, node.cluster, node.scope = any(n.blamed for n in nodes), box.get("parent"), path
+    return node
+
+
+def _contents(graph: Graph, box: dict[str, Any], nodes: list[GraphNode], sources: list[str],
+              outs: list[GraphNode]) -> dict[str, Any]:  # fmt: skip
+    """``GraphNode.module`` of a folded box: its path, class and repeat, the shapes of its inputs and
+    outputs, the operations (those of its groups too) and parameters (elements of its leaves) inside."""
+    return {
+        "box": box["id"],
+        **{key: box[key] for key in ("path", "class", "repeat") if box.get(key)},
         "inputs": [list(graph.node(s).shape) for s in sources],
         "outputs": [list(n.shape) for n in outs],
         "operations": sum(n.kind == "op" for n in nodes) + sum(n.size for n in nodes if n.kind == "group"),
         "parameters": int(sum(int(np.prod(n.shape, dtype=np.int64)) for n in nodes if n.kind == "variable")),
         "nodes": len(nodes),
     }
-    if main is not None:
-        node.shape, node.value, node.grad = main.shape, light(main.value), light(main.grad)
-    node.output = any(n.output for n in nodes)
-    node.highlighted = any(n.highlighted for n in nodes)
-    node.blamed = any(n.blamed for n in nodes)
-    node.cluster = box.get("parent")
-    node.scope = path
-    return node
+
+
+def _ends(graph: Graph, members: list[str]) -> tuple[list[str], list[GraphNode]]:
+    """The nodes outside ``members`` they read (constants aside), in order, and those of them read
+    outside (or outputs): the box's inputs and outputs (its leaves only if nothing else leaves it)."""
+    inside = set(members)
+    sources: dict[str, None] = {}
+    for m in members:
+        for e in graph.inputs_of(m):
+            if e.source not in inside and e.source != "hidden" and graph.node(e.source).kind != "constant":
+                sources.setdefault(e.source)
+    nodes = [graph.node(m) for m in members]
+    leaving = [n for n in nodes if n.output or any(e.target not in inside for e in graph.consumers_of(n.id))]
+    return list(sources), [n for n in leaving if n.kind != "variable"] or leaving
 
 
 def module_facts(node: GraphNode) -> str:
