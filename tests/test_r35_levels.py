@@ -289,3 +289,52 @@ def test_a_2000_operation_model_is_drawn_folded_with_text_of_10_px(tmp_path):
     assert smallest * scale >= 10, (smallest, scale, width, height)
     view.save(tmp_path / "blocks.png")
     assert png_size((tmp_path / "blocks.png").read_bytes()) == (width, height)
+
+
+def test_jax_calls_fold_like_modules():
+    jax = need("jax")
+    jnp = jax.numpy
+
+    @jax.jit
+    def layer(w, x):
+        return jnp.tanh(w @ x)
+
+    @jax.jit
+    def net(w, x):
+        return jnp.sum(layer(w, layer(w, x)) ** 2)
+
+    w, x = jnp.full((3, 3), 0.1) + jnp.eye(3), jnp.arange(3.0)
+    graph = gc.render.graph(net, w, x, depth=1).model
+    assert [(n.kind, n.label if n.kind != "op" else n.op) for n in graph.nodes] == [
+        ("variable", "w"), ("variable", "x"), ("module", "jit:layer"), ("module", "jit:layer"),
+        ("op", "integer_pow"), ("op", "reduce_sum")]  # fmt: skip
+    first, second = (n for n in graph.nodes if n.kind == "module")
+    assert first.module["inputs"] == [[3, 3], [3]] and first.module["outputs"] == [[3]]
+    assert first.module["operations"] == 2 and first.module["parameters"] == 0
+    np.testing.assert_allclose(first.value, np.tanh(np.asarray(w) @ np.asarray(x)), rtol=1e-15)
+    np.testing.assert_allclose(second.grad, 2 * np.asarray(layer(w, layer(w, x))), rtol=1e-15)
+    assert edges(graph)[:4] == [("w", "c1", 1), ("x", "c1", 1), ("w", "c2", 1), ("c1", "c2", 1)]
+    top = gc.render.graph(net, w, x, depth=0).model
+    assert [n.label for n in top.nodes] == ["w", "x", "jit:net"] and top.node("c0").output
+
+
+@needs_dot
+def test_a_graph_without_boxes_too_big_to_read_is_cut_never_drawn_smaller():
+    from gradcli.render.model import Edge, Graph, GraphNode
+
+    nodes = [GraphNode("n0", "variable", "variable", "x", name="x")]
+    nodes += [GraphNode(f"n{k}", "op", "sin", f"sin(n{k - 1})", grad_fn="SinBackward0") for k in range(1, 261)]
+    nodes[-1].output = True
+    chain = Graph(nodes, [Edge(f"n{k - 1}", f"n{k}", 0) for k in range(1, 261)], ["n260"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (on main: "drawn at 0.45 of its size", 4 px text)
+        png = views.picture(chain, "png")
+    shown, source = levels.legible(chain, views.dot, views.PICTURE_MAX_NODES)
+    kept = len(shown.nodes) - 1  # (and the summary node)
+    assert 8 <= kept < 261 and shown.hidden == 261 - kept
+    assert shown.notes[0].startswith(f"{261 - kept:,} more nodes not shown (a picture with text of at least 10 px")
+    laid, _ = layout.laid_out(source, None)
+    width_pt = np.diff([float(v) for v in re.search(r'\bbb="([\d.]+),[\d.]+,([\d.]+)', laid).groups()])[0]
+    width, height = png_size(png)
+    smallest = min(float(size) for size in re.findall(r'(?:fontsize|point-size)="?([\d.]+)', source))
+    assert max(width, height) <= 8000 and smallest * width / width_pt >= 10

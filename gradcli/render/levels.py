@@ -349,14 +349,14 @@ def drawn_count(graph: Graph, depth: int) -> int:
 
 # --- the picture drawn without --depth: the deepest that can be read -----------------------------------------
 
-LEGIBLE_NODES = 120  # nodes drawn: beyond, a picture is not tried at a depth (its layout would not be legible)
 SMALLEST_CUT = 8  # nodes: a picture cut to legibility keeps at least these
 
 
-def candidates(graph: Graph, most: int = LEGIBLE_NODES) -> Iterator[Graph]:
+def candidates(graph: Graph, most: int) -> Iterator[Graph]:
     """The graphs a picture of ``graph`` drawn without ``--depth`` may show, most detailed first: the
-    graph itself, then folded a level more at a time (the depths drawing at most ``most`` nodes), the
-    graph folded to its top boxes last whatever its size."""
+    graph itself, then folded a level more at a time, each drawing at most ``most`` nodes (the most a
+    picture draws: folding, not cutting, brings a model within), the graph folded to its top boxes
+    last whatever its size."""
     if graph.as_built or graph.depth is not None or not graph.clusters:
         yield graph
         return
@@ -388,7 +388,7 @@ def legible(graph: Graph, draw: Callable[[Graph], str], limit: int) -> tuple[Gra
     (a graph without boxes, or too big at its top boxes) fewer of its nodes than ``limit`` (``cuts``).
     Each layout is kept for the formats drawn of it (``layout.laid_out``)."""
     best, room = (graph, ""), 1.0
-    for shown in candidates(graph):
+    for shown in candidates(graph, limit):
         best = (shown, draw(shown))
         if graph.as_built or graph.depth is not None:
             return best

@@ -298,7 +298,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     summarise = collapse and not graph.as_built
     paint = painter(graph)  # --color-by: its range is the whole graph's
     if summarise and graph.depth is None:  # a model without --depth: its boxes folded to a depth it can show
-        graph = next(candidates(graph))
+        graph = next(candidates(graph, PICTURE_MAX_NODES))
     if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
     if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
