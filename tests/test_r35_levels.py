@@ -338,3 +338,17 @@ def test_a_graph_without_boxes_too_big_to_read_is_cut_never_drawn_smaller():
     width, height = png_size(png)
     smallest = min(float(size) for size in re.findall(r'(?:fontsize|point-size)="?([\d.]+)', source))
     assert max(width, height) <= 8000 and smallest * width / width_pt >= 10
+
+
+def test_a_repeated_box_folds_keeping_its_count(nested):
+    namespace, _ = nested
+    torch = need("torch")
+    x = namespace["inputs"](torch.tensor(0.3, dtype=torch.float64))
+    graph = gc.render.graph(namespace["loss"], x).model
+    for box in graph.clusters:  # (as render/repeats.py marks a block drawn once for two identical ones)
+        if box["id"] == "m1":
+            box["repeat"] = 2
+    node = levels.module_node(graph, "m1")
+    assert node.label == "model.0 (Block) ×2" and node.module["repeat"] == 2 and node.module["operations"] == 7
+    folded = levels.at_depth(graph, 1)
+    assert [n.label for n in folded.nodes if n.kind == "module"] == ["model.0 (Block) ×2", "model.1 (Block)"]
