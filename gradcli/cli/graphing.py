@@ -55,11 +55,13 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
     from ..render.build import build, checked_max_nodes  # lazy: start-up, eval draws nothing
     from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
     from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
+    from ..render.levels import checked_depth, leveled, unbounded  # lazy: start-up, eval draws nothing
     from ..render.paint import checked_color_by  # lazy: start-up, eval draws nothing
 
     max_nodes = checked_max_nodes(given.max_nodes)
     rankdir = checked_rankdir(given.rankdir)
     color_by = checked_color_by(given.color_by)
+    depth = checked_depth(given.depth)
     program, values = read_program(given, given.out)
     point = bool(values)
     if not point:  # the structure alone: any value of the right kind will do
@@ -78,15 +80,15 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
     if point and given.seed is not None:
         vector = seed_vector(given.seed, single_output(evaluation).shape)
     if program.framework is not None:  # the framework's own graph, in the one graph model
-        graph = _framework_graph(program, values, names, vector, point, given, max_nodes, rankdir)
+        graph = _framework_graph(program, values, names, vector, point, given, unbounded(depth, max_nodes), rankdir)
         graph.color_by = color_by
-        return graph, path, fmt
+        return leveled(graph, depth, max_nodes), path, fmt
     found = (
         _blamed(trace, fmt) if given.blame else None
     )  # before build: building with gradients frees what the nodes saved
     graph = build(
         evaluation.outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-        highlight=names_list(given.highlight, "--highlight"), max_nodes=max_nodes,
+        highlight=names_list(given.highlight, "--highlight"), max_nodes=unbounded(depth, max_nodes),
         blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
     )  # fmt: skip
     graph.compact, graph.rankdir, graph.color_by = given.compact, rankdir, color_by
@@ -94,7 +96,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
         _say_blame(graph, found)
     if evaluation.nonfinite and point:
         output.warn(f"non-finite value: {evaluation.nonfinite}")
-    return graph, path, fmt
+    return leveled(graph, depth, max_nodes), path, fmt
 
 
 def _framework_graph(program: Any, values: dict[str, Any], names: list[str], seed: Any, point: bool, given: Given,

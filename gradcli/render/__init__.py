@@ -29,6 +29,7 @@ from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
 from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
+from .levels import checked_depth, leveled, unbounded
 from .model import Edge, Graph, GraphNode, keeping_arrays
 from .paint import checked_color_by
 
@@ -116,6 +117,7 @@ def graph(
     rankdir: str | None = None,
     arrays: bool = False,
     color_by: str | None = None,
+    depth: int | str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
@@ -132,11 +134,17 @@ def graph(
     from the graph's shape. Values and gradients over 64 elements are kept as statistics (shape, dtype,
     mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``.
     ``color_by`` ("grad-norm", "nan", "zeros" or "ratio") colours the pictures' nodes and module boxes by
-    their gradient health, with a key (NaN and inf red in every mode)."""
+    their gradient health, with a key (NaN and inf red in every mode). ``depth``: boxes (nn.Module calls,
+    JAX calls, statements and Python calls) deeper than ``depth`` drawn folded, one node each (their name,
+    class, shapes, output value and gradient); ``"all"``: none; not given, a picture draws the deepest
+    depth whose text can be read, and says so."""
     color_by = checked_color_by(color_by)
+    depth = checked_depth(depth)
     with keeping_arrays(arrays):
-        view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+        view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, unbounded(depth, max_nodes), compact,
+                      rankdir)  # fmt: skip
     view.model.color_by = color_by
+    view.model = leveled(view.model, depth, max_nodes)
     return view
 
 

@@ -47,10 +47,13 @@ class GraphNode:
     #: or the JAX call's name; the line of the user's code that made it (``model.py:12``)
     scope: str | None = None
     line: str | None = None
+    #: a folded box's node (kind "module", levels.module_node): its path, class, input and output shapes,
+    #: operations and parameters inside, the nodes it stands for
+    module: dict[str, Any] | None = None
 
     @property
     def is_leaf(self) -> bool:
-        return self.kind != "op"
+        return self.kind not in ("op", "module")  # (a folded box computes from its inputs)
 
     @property
     def key(self) -> str:
@@ -109,6 +112,9 @@ class Graph:
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
     clusters: list[dict[str, Any]] = field(default_factory=list)
     color_by: str | None = None  # --color-by: grad-norm, nan, zeros or ratio (paint.py), else None
+    #: the depth drawn (--depth N or all, levels.at_depth; None: not chosen) and the boxes drawn folded
+    depth: int | str | None = None
+    folded: list[str] = field(default_factory=list)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -186,6 +192,7 @@ class Graph:
                     **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                     **({"health": node_health(n)} if self.has_point else {}),
+                    **({"module": n.module} if n.module else {}),
                 }
                 for n in self.nodes
             ],
@@ -207,6 +214,7 @@ class Graph:
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
             **({"clusters": self.clusters} if self.clusters else {}),
             **({"modules": module_rows(self)} if self.has_point and module_boxes(self) else {}),
+            **({"depth": self.depth, "folded": self.folded} if self.depth is not None else {}),
         }
 
 
