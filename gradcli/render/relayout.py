@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import printable
 from ..stats import TensorStats
+from .levels import module_facts, module_node
 from .model import Graph, GraphNode
 from .views import (
     EDGE_ATTRIBUTES,
@@ -169,10 +170,15 @@ def _fold_node(graph: Graph, box: dict[str, Any], members: list[str]) -> tuple[s
         count = box.get("count") or len(members)
         lines = [f"<b>{esc(box['label'])} ×{count:,}</b>"]
         style = {"shape": "box3d", "style": "filled", "fillcolor": "#fff1d6", "color": "#b07a1a"}
-    else:
+    else:  # a module: levels.module_node says what it holds, as the static pictures' folded boxes do
         path, cls = path_and_class(box)
+        node = module_node(graph, box["id"], members)
         lines = [f"<b>{esc(path)}</b>" + (f' <font color="#777777">{esc(cls)}</font>' if cls else "")]
+        lines.append(f'<font color="#555555" point-size="9">▸ {esc(module_facts(node))}</font>')
+        if node.grad is not None:
+            lines.append(f'<font color="#1f4e96" point-size="9">grad {esc(_norm_text(node))}</font>')
         style = {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#eef2fa", "color": "#6a7fa8"}
+        return "<" + "<br/>".join(lines) + ">", style
     inside = set(members)
     ops = sum(graph.node(m).kind == "op" for m in members)
     params = [graph.node(m) for m in members if graph.node(m).kind == "variable" and graph.node(m).scope]
