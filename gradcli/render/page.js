@@ -745,10 +745,10 @@
              of: params.length ? "parameters" : "output", norm: h.norm, ratio: h.ratio, zeros: h.zeros, nonfinite: h.nonfinite };
   });
   var moduleOf = new Map(modules.map(function (r) { return [r.box, r]; }));
-  var SCALES = { // light to dark
-    "grad-norm": { log: true, from: [255, 255, 204], to: [189, 0, 38], title: "gradient norm (log scale)" },
-    ratio: { log: true, from: [241, 238, 246], to: [4, 90, 141], title: "gradient / value norm (log scale)" },
-    zeros: { log: false, from: [247, 252, 253], to: [110, 1, 107], title: "fraction of zeros in the gradient" },
+  var SCALES = { // light to mid-dark: black text stays legible on every colour
+    "grad-norm": { log: true, from: [255, 255, 204], to: [240, 80, 50], title: "gradient norm (log scale)" },
+    ratio: { log: true, from: [241, 238, 246], to: [60, 150, 200], title: "gradient / value norm (log scale)" },
+    zeros: { log: false, from: [247, 252, 253], to: [160, 110, 190], title: "fraction of zeros in the gradient" },
   };
   var colourBy = document.getElementById("color-by");
   var legend = document.getElementById("legend");
@@ -810,7 +810,7 @@
   var table = document.getElementById("modules");
   var sortKey = null, sortDown = true;
   var COLUMNS = [["path", "module"], ["params", "params"], ["norm", "\u2016grad\u2016"], ["ratio", "grad/val"], ["zeros", "zeros"],
-                 ["nonfinite", "NaN/inf"]];
+                 ["nonfinite", "NaN"]];
   function cell(r, key) {
     if (key === "path") return '<span class="path">' + esc(r.path) + '</span><br><span class="cls">' + esc(r.cls) + "</span>";
     if (key === "params") return r.params ? r.params.toLocaleString("en") : "\u2013";
