@@ -101,6 +101,7 @@ def test_a_model_opens_folded_and_unfolds_a_block_with_a_new_layout(browser, mod
     assert sorted(opened["folds"]) == sorted([b["id"] for b in blocks] + [c["id"] for c in view.model.clusters
                                                                            if c["label"].endswith("(Linear)") and c["parent"] == blocks[0]["parent"]])  # fmt: skip
     assert opened["inside"] and opened["scale"] > 0.4  # the whole folded model in the window, its text legible
+    shot(browser, "r35-page-folded")
     # the page's DOT for its boxes folded is Python's, to the byte
     parts = relayout.pieces(view.model)
     assert opened["dot"] == relayout.assemble(parts, view.model, set(parts["folded"]))

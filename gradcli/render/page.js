@@ -734,15 +734,21 @@
     }
     return null;
   }
-  var modules = allBoxes.filter(function (b) { return b.kind === "cluster"; }).map(function (box) {
+  function measured(h) { // render/health.py's measures (node_health, module_rows) as this script names them
+    var num = function (x) { return x === null || x === undefined ? null : Number(x); };
+    return { norm: num(h.grad_norm), ratio: num(h.ratio), zeros: num(h.zeros), nonfinite: num(h.nonfinite) };
+  }
+  var rowOf = new Map((model.modules || []).map(function (r) { return [r.id, r]; }));
+  var modules = allBoxes.filter(function (b) { return b.kind === "cluster" && (!model.modules || rowOf.has(b.id)); }).map(function (box) {
     var c = clusterOf.get(box.id), label = c.label || box.id, m = /^(.*?) \(([^()]*)\)$/.exec(label);
     var params = box.members.map(function (id) { return nodes.get(id); }).filter(function (n) {
       return n && n.kind === "variable" && n.scope; });
-    var out = boxOutput(box.members);
-    var h = health(params.length ? params : out ? [out] : []);
+    var out = boxOutput(box.members), row = rowOf.get(box.id);
+    var h = row ? measured(row) : health(params.length ? params : out ? [out] : []);
     return { box: box.id, path: c.path || (m ? m[1] : label), cls: c["class"] || (m ? m[2] : ""),
-             params: params.reduce(function (a, n) { return a + (facts(n.value) || { size: 0 }).size; }, 0),
-             of: params.length ? "parameters" : "output", norm: h.norm, ratio: h.ratio, zeros: h.zeros, nonfinite: h.nonfinite };
+             params: row ? row.params : params.reduce(function (a, n) { return a + (facts(n.value) || { size: 0 }).size; }, 0),
+             of: row ? row.of : params.length ? "parameters" : "output", norm: h.norm, ratio: h.ratio, zeros: h.zeros,
+             nonfinite: h.nonfinite };
   });
   var moduleOf = new Map(modules.map(function (r) { return [r.box, r]; }));
   var SCALES = { // light to mid-dark: black text stays legible on every colour
@@ -784,7 +790,7 @@
   }
   function paint() { // every node and box coloured by the chosen measure (none: Graphviz's own colours)
     var by = colourBy ? colourBy.value : "none";
-    var nodeHealth = new Map(model.nodes.map(function (n) { return [n.id, n.health || health([n])]; }));
+    var nodeHealth = new Map(model.nodes.map(function (n) { return [n.id, n.health ? measured(n.health) : health([n])]; }));
     var colour = function () { return null; }, range = null;
     if (by === "nan") {
       colour = function (x) { return x === null ? null : x > 0 ? "#ff4d4d" : "#d9f2d0"; };
@@ -805,7 +811,10 @@
       "0 \u2026 1") : "";
   }
   function number(x) { return x === null || x === undefined ? "" : !isFinite(x) ? String(x) : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(2) : String(Number(x.toPrecision(3))); }
-  if (colourBy) colourBy.addEventListener("change", paint);
+  if (colourBy) {
+    if (model.color_by) colourBy.value = model.color_by; // (--color-by given: the page opens coloured so)
+    colourBy.addEventListener("change", paint);
+  }
 
   var table = document.getElementById("modules");
   var sortKey = null, sortDown = true;

@@ -174,9 +174,10 @@ def _fold_node(graph: Graph, box: dict[str, Any], members: list[str]) -> tuple[s
         path, cls = path_and_class(box)
         node = module_node(graph, box["id"], members)
         lines = [f"<b>{esc(path)}</b>" + (f' <font color="#777777">{esc(cls)}</font>' if cls else "")]
-        lines.append(f'<font color="#555555" point-size="9">▸ {esc(module_facts(node))}</font>')
-        if node.grad is not None:
-            lines.append(f'<font color="#1f4e96" point-size="9">grad {esc(_norm_text(node))}</font>')
+        grad = f' · <font color="#1f4e96">grad {esc(_norm_text(node))}</font>' if node.grad is not None else ""
+        lines.append(
+            f'<font color="#555555" point-size="9">▸ {esc(module_facts(node))}{grad}</font>'
+        )  # (two lines: a column of blocks fits)
         style = {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#eef2fa", "color": "#6a7fa8"}
         return "<" + "<br/>".join(lines) + ">", style
     inside = set(members)
