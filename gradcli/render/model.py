@@ -46,6 +46,9 @@ class GraphNode:
     #: or the JAX call's name; the line of the user's code that made it (``model.py:12``)
     scope: str | None = None
     line: str | None = None
+    #: a folded box's node (kind "module", levels.module_node): its path, class, input and output shapes,
+    #: operations and parameters inside, the nodes it stands for
+    module: dict[str, Any] | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -107,6 +110,9 @@ class Graph:
     #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    #: the depth drawn (--depth N or all, levels.at_depth; None: not chosen) and the boxes drawn folded
+    depth: int | str | None = None
+    folded: list[str] = field(default_factory=list)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -183,6 +189,7 @@ class Graph:
                     **({"scope": n.scope} if n.scope else {}),
                     **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
+                    **({"module": n.module} if n.module else {}),
                 }
                 for n in self.nodes
             ],
@@ -203,6 +210,7 @@ class Graph:
             "notes": self.notes,
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
             **({"clusters": self.clusters} if self.clusters else {}),
+            **({"depth": self.depth, "folded": self.folded} if self.depth is not None else {}),
         }
 
 

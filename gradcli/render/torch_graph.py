@@ -428,6 +428,8 @@ def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
             "id": box,
             "label": f"{path} ({record.modules[path]})" if path in record.modules else path,
             "parent": parent(path),
+            "path": path,
+            **({"class": record.modules[path]} if path in record.modules else {}),
         }
         for path, box in paths.items()
     ]

@@ -1,0 +1,317 @@
+"""Levels of detail: boxes (modules, calls, statements) folded into one node each, a Graph -> Graph
+view (the second of the views: repeats, then levels, then drawing).
+
+A box of ``Graph.clusters`` folded is drawn as one node of kind ``"module"`` (``module_node``): its
+name and class, the shapes going in and out, the value and gradient of its output (statistics
+beyond 64 elements), how many operations and parameters it holds. ``folded(graph, boxes)`` folds the
+boxes named, ``at_depth(graph, depth)`` every box deeper than ``depth`` (``--depth N``: a box's depth
+is 1 for a top box, 2 for a box inside it, ...), and ``legible`` chooses, for a picture drawn without
+``--depth``, the deepest depth whose picture can be read (text of at least 10 px in at most 8000 px
+a side). What a fold leaves out is counted in ``Graph.hidden`` and said in ``Graph.notes``, with
+how to see it (``--depth N+1``, ``--depth all``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import UsageError
+from ..stats import light
+from .model import Edge, Graph, GraphNode
+from .summary import as_drawn
+
+ALL = "all"  # --depth all: every box drawn as a box, every operation drawn
+
+
+def checked_depth(value: int | str | None) -> int | str | None:
+    """``--depth``: None (not given: the deepest legible one for a picture), a whole number >= 0, or
+    ``"all"`` (every operation drawn); anything else is a UsageError."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == ALL:
+        return ALL
+    try:
+        depth = int(text)
+    except ValueError:
+        depth = -1
+    if depth < 0 or isinstance(value, (float, bool)):
+        raise UsageError(f"--depth must be a whole number >= 0 or all, not {value!r}")
+    return depth
+
+
+# --- boxes: depth, parents, the nodes inside ------------------------------------------------------------
+
+
+def box_depths(graph: Graph) -> dict[str, int]:
+    """Each box's depth: its ``"depth"`` when it says, else 1 + its parents' count (1 = a top box)."""
+    parent = {c["id"]: c.get("parent") for c in graph.clusters}
+    depths: dict[str, int] = {}
+    for box in graph.clusters:
+        if "depth" in box:
+            depths[box["id"]] = int(box["depth"])
+            continue
+        chain, inner = 0, box["id"]
+        while inner is not None and chain <= len(parent):  # (a circle of parents ends)
+            chain += 1
+            inner = parent.get(inner)
+        depths[box["id"]] = chain
+    return depths
+
+
+def _outermost(graph: Graph, boxes: Iterable[str]) -> dict[str, str]:
+    """Each node inside one of ``boxes`` -> the outermost of them around it."""
+    wanted = set(boxes)
+    parent = {c["id"]: c.get("parent") for c in graph.clusters}
+    owner: dict[str | None, str | None] = {}  # box -> the outermost wanted box around it (or None)
+
+    def around(box: str | None) -> str | None:
+        path = []
+        while box is not None and box not in owner and len(path) <= len(parent):
+            path.append(box)
+            box = parent.get(box)
+        found = owner.get(box) if box is not None else None
+        for inner in reversed(path):  # outermost first
+            found = found if found is not None else (inner if inner in wanted else None)
+            owner[inner] = found
+        return owner.get(path[0]) if path else found
+
+    return {n.id: box for n in graph.nodes if n.cluster and (box := around(n.cluster)) is not None}
+
+
+def _inside(graph: Graph, boxes: Iterable[str]) -> set[str]:
+    """The boxes inside one of ``boxes`` (not themselves)."""
+    wanted = set(boxes)
+    parent = {c["id"]: c.get("parent") for c in graph.clusters}
+    found = set()
+    for box in parent:
+        inner = parent.get(box)
+        for _ in range(len(parent)):
+            if inner is None:
+                break
+            if inner in wanted:
+                found.add(box)
+                break
+            inner = parent.get(inner)
+    return found
+
+
+# --- the node drawn for a folded box --------------------------------------------------------------------
+
+
+def module_node(graph: Graph, box_id: str, members: list[str] | None = None) -> GraphNode:
+    """The node drawn for box ``box_id`` folded (kind ``"module"``, its id the box's): labelled by the
+    box (``encoder.layers.0 (TransformerEncoderLayer)``; a repeated one keeps its ``×N``), its value and
+    gradient those of its output (of its last output when it has several; statistics beyond 64
+    elements), its shape the output's, and in ``module``: its path and class, the shapes of its
+    inputs and outputs, the operations and parameters (elements of its leaves) inside, the nodes
+    it stands for. ``members``: the nodes inside (default: found from each node's box)."""
+    box = next((c for c in graph.clusters if c["id"] == box_id), None)
+    if box is None:
+        raise KeyError(f"no box {box_id!r} in the graph")
+    if members is None:
+        members = [n for n, b in _outermost(graph, [box_id]).items() if b == box_id]
+    inside = set(members)
+    nodes = [graph.node(m) for m in members]
+    sources: dict[str, None] = {}
+    for m in members:
+        for e in graph.inputs_of(m):
+            if e.source not in inside and e.source != "hidden" and graph.node(e.source).kind != "constant":
+                sources.setdefault(e.source)
+    leaving = [n for n in nodes if n.output or any(e.target not in inside for e in graph.consumers_of(n.id))]
+    outs = [n for n in leaving if n.kind != "variable"] or leaving
+    main = outs[-1] if outs else (nodes[-1] if nodes else None)
+    path = box.get("path")
+    label = box["label"] + (f" ×{box['repeat']:,}" if box.get("repeat") and "×" not in box["label"] else "")
+    node = GraphNode(box_id, "module", box.get("class") or "module", label, name=path)
+    node.module = {
+        "box": box_id,
+        **({"path": path} if path else {}),
+        **({"class": box["class"]} if box.get("class") else {}),
+        **({"repeat": box["repeat"]} if box.get("repeat") else {}),
+        "inputs": [list(graph.node(s).shape) for s in sources],
+        "outputs": [list(n.shape) for n in outs],
+        "operations": sum(n.kind == "op" for n in nodes) + sum(n.size for n in nodes if n.kind == "group"),
+        "parameters": int(sum(int(np.prod(n.shape, dtype=np.int64)) for n in nodes if n.kind == "variable")),
+        "nodes": len(nodes),
+    }
+    if main is not None:
+        node.shape, node.value, node.grad = main.shape, light(main.value), light(main.grad)
+    node.output = any(n.output for n in nodes)
+    node.highlighted = any(n.highlighted for n in nodes)
+    node.blamed = any(n.blamed for n in nodes)
+    node.cluster = box.get("parent")
+    node.scope = path
+    return node
+
+
+def module_facts(node: GraphNode) -> str:
+    """A module node's shapes and contents in one line: ``(4, 8) → (4, 8) · 6 operations · 144 parameters``."""
+    info = node.module or {}
+
+    def shapes(found: list[list[int]]) -> str:
+        text = ", ".join("(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in found[:3])
+        return (text + (f" +{len(found) - 3}" if len(found) > 3 else "")) or "()"
+
+    facts = [f"{shapes(info.get('inputs', []))} → {shapes(info.get('outputs', []))}"]
+    operations, parameters = info.get("operations", 0), info.get("parameters", 0)
+    facts.append(f"{operations:,} operation{'s' if operations != 1 else ''}")
+    if parameters:
+        facts.append(f"{parameters:,} parameter{'s' if parameters != 1 else ''}")
+    return " · ".join(facts)
+
+
+# --- folding ----------------------------------------------------------------------------------------------
+
+
+def folded(graph: Graph, boxes: Iterable[str], depth: int | str | None = None) -> Graph:
+    """``graph`` with every box of ``boxes`` drawn as one node (``module_node``): its nodes replaced by
+    it, the edges into and out of it rewired to it, once between two ends (``Edge.count`` saying how
+    many they stand for, without the local derivative of an edge it no longer is); the boxes inside
+    a folded one are gone, a folded box stays in ``clusters`` marked ``"collapsed"``. ``hidden`` and
+    ``notes`` count the operations folded and say how to see them (``depth``: the depth drawn)."""
+    where = _outermost(graph, boxes)
+    if not where:
+        out = _copy(graph, list(graph.nodes), list(graph.edges), list(graph.outputs))
+        out.depth = depth
+        return out
+    members: dict[str, list[str]] = {}
+    for node_id, box in where.items():
+        members.setdefault(box, []).append(node_id)
+    modules = {box: module_node(graph, box, found) for box, found in members.items()}
+    nodes = _ordered(graph, where, modules)
+    edges = _rewired(graph, where)
+    nodes, edges = as_drawn(nodes, edges, graph, where)
+    nodes = [_named_inputs(n, modules) for n in nodes]
+    outputs = list(dict.fromkeys(where.get(o, o) for o in graph.outputs))
+    out = _copy(graph, nodes, edges, outputs)
+    gone = _inside(graph, members)
+    out.clusters = [dict(c, collapsed=True) if c["id"] in members else c for c in graph.clusters if c["id"] not in gone]
+    out.groups = [g for g in graph.groups if not any(m in where for m in g.get("members", ()))]
+    folded_kinds = Counter(graph.node(n).grad_fn or graph.node(n).op for n in where)
+    out.hidden = graph.hidden + len(where)
+    out.hidden_kinds = dict((Counter(graph.hidden_kinds) + folded_kinds).most_common())
+    out.notes = [_fold_note(modules, depth), *graph.notes]
+    out.depth = depth
+    out.folded = list(modules)
+    return out
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _named_inputs(node: GraphNode, modules: dict[str, GraphNode]) -> GraphNode:
+    """A label made from ids that names a folded box by its id (``pow(m0)``) names it as the views do,
+    by its path (``pow(model)``); the node itself is left as it is (it may be the graph's own)."""
+    if node.kind != "op" or not node.generated:
+        return node
+    label = _WORD.sub(lambda m: modules[m.group()].key if m.group() in modules else m.group(), node.label)
+    return node if label == node.label else replace(node, label=label)
+
+
+def _copy(graph: Graph, nodes: list[GraphNode], edges: list[Edge], outputs: list[str]) -> Graph:
+    """A graph drawn from ``graph``: every setting of its views kept (``replace``), its lists its own."""
+    return replace(graph, nodes=nodes, edges=edges, outputs=outputs, notes=list(graph.notes),
+                   hidden_kinds=dict(graph.hidden_kinds), groups=list(graph.groups), clusters=list(graph.clusters))  # fmt: skip
+
+
+def _ordered(graph: Graph, where: dict[str, str], modules: dict[str, GraphNode]) -> list[GraphNode]:
+    """The nodes drawn in an evaluation order: a module where all its inputs are computed (a box's
+    nodes need not follow one another), ties in the order of the box's first node."""
+    first: dict[str, int] = {}
+    for k, n in enumerate(graph.nodes):
+        first.setdefault(where.get(n.id, n.id), k)
+    drawn = sorted(first, key=first.__getitem__)
+    needs: dict[str, set[str]] = {d: set() for d in drawn}
+    for e in graph.edges:
+        s, t = where.get(e.source, e.source), where.get(e.target, e.target)
+        if s != t and s in needs and t in needs:
+            needs[t].add(s)
+    users: dict[str, list[str]] = {}
+    for t, found in needs.items():
+        for s in found:
+            users.setdefault(s, []).append(t)
+    import heapq  # lazy: only a fold orders nodes
+
+    ready = [(first[d], d) for d in drawn if not needs[d]]
+    heapq.heapify(ready)
+    order: list[str] = []
+    placed: set[str] = set()
+    while ready:
+        _, d = heapq.heappop(ready)
+        order.append(d)
+        placed.add(d)
+        for t in users.get(d, ()):
+            needs[t].discard(d)
+            if not needs[t] and t not in placed:
+                heapq.heappush(ready, (first[t], t))
+    order += [d for d in drawn if d not in placed]  # (a circle through a folded box: as they came)
+    return [modules[d] if d in modules else graph.node(d) for d in order]
+
+
+def _rewired(graph: Graph, where: dict[str, str]) -> list[Edge]:
+    """The edges between what is drawn: an edge inside a folded box is gone, one into or out of it
+    goes to or from its node, and those between the same two ends are one edge counting them."""
+    kept: dict[tuple[str, str], list[Edge]] = {}
+    for e in graph.edges:
+        ends = (where.get(e.source, e.source), where.get(e.target, e.target))
+        if ends[0] != ends[1]:
+            kept.setdefault(ends, []).append(e)
+    port: dict[str, dict[str, int]] = {}  # a module -> the input number of each source into it
+    edges = []
+    for (s, t), run in kept.items():
+        if len(run) == 1 and (run[0].source, run[0].target) == (s, t):
+            edges.append(run[0])  # (untouched: its local derivative stays)
+            continue
+        number = run[0].input if t not in port and t not in where.values() else None
+        if number is None:
+            number = port.setdefault(t, {}).setdefault(s, len(port[t]))
+        edge = Edge(s, t, number, highlighted=any(e.highlighted for e in run))
+        edge.count = len(run)
+        edges.append(edge)
+    return edges
+
+
+def _fold_note(modules: dict[str, GraphNode], depth: int | str | None) -> str:
+    """What the fold left out, and how to see it."""
+    operations = sum(m.module["operations"] for m in modules.values())
+    nodes = sum(m.module["nodes"] for m in modules.values())
+    boxes = len(modules)
+    text = (
+        f"{operations:,} operations ({nodes:,} nodes) in {boxes:,} box{'es' if boxes != 1 else ''} drawn folded, "
+        "one node each"
+    )
+    if isinstance(depth, int):
+        return f"{text} (depth {depth}): --depth {depth + 1} (depth={depth + 1}) shows one level more, --depth all every operation"
+    return f"{text}: --depth all (depth='all') shows every operation"
+
+
+def at_depth(graph: Graph, depth: int | str | None) -> Graph:
+    """``graph`` with every box deeper than ``depth`` folded (``--depth N``; ``"all"`` or None: none
+    folded, the graph as it is). A repeated box (``"repeat"``) folds like any other, keeping its ``×N``."""
+    if depth is None or depth == ALL:
+        if depth == ALL:
+            graph = folded(graph, (), ALL)
+        return graph
+    deeper = [box for box, d in box_depths(graph).items() if d > depth]
+    return folded(graph, deeper, depth)
+
+
+def deepest(graph: Graph) -> int:
+    """The depth of the deepest box (0 without boxes)."""
+    return max(box_depths(graph).values(), default=0)
+
+
+def drawn_count(graph: Graph, depth: int) -> int:
+    """How many nodes ``at_depth(graph, depth)`` draws, without folding."""
+    deeper = [box for box, d in box_depths(graph).items() if d > depth]
+    where = _outermost(graph, deeper)
+    return len(graph.nodes) - len(where) + len(set(where.values()))
+
+
+__all__ = ["ALL", "at_depth", "box_depths", "checked_depth", "folded", "module_facts", "module_node"]
