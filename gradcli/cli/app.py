@@ -313,6 +313,7 @@ for _name, _body, _text in (
     ("graph", graphing.draw, """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
+    Example: gradcli graph -f examples/cli/seed002.gc --at x=2,w=1 --depth 0
     """),
     ("jacobian", commands.jacobian, """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
 

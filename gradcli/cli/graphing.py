@@ -54,9 +54,11 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
     from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
     from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
     from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
+    from ..render.levels import checked_depth, leveled, unbounded  # lazy: start-up, eval draws nothing
 
     max_nodes = checked_max_nodes(given.max_nodes)
     rankdir = checked_rankdir(given.rankdir)
+    depth = checked_depth(given.depth)
     program, values = read_program(given, given.out)
     point = bool(values)
     if not point:  # the structure alone: any value of the right kind will do
@@ -75,13 +77,14 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
     if point and given.seed is not None:
         vector = seed_vector(given.seed, single_output(evaluation).shape)
     if program.framework is not None:  # the framework's own graph, in the one graph model
-        return _framework_graph(program, values, names, vector, point, given, max_nodes, rankdir), path, fmt
+        graph = _framework_graph(program, values, names, vector, point, given, unbounded(depth, max_nodes), rankdir)
+        return leveled(graph, depth, max_nodes), path, fmt
     found = (
         _blamed(trace, fmt) if given.blame else None
     )  # before build: building with gradients frees what the nodes saved
     graph = build(
         evaluation.outputs, trace=trace, texts=_ProgramTexts(evaluation), seed=vector, point=point, free=True,
-        highlight=names_list(given.highlight, "--highlight"), max_nodes=max_nodes,
+        highlight=names_list(given.highlight, "--highlight"), max_nodes=unbounded(depth, max_nodes),
         blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
     )  # fmt: skip
     graph.compact, graph.rankdir = given.compact, rankdir
@@ -89,7 +92,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
         _say_blame(graph, found)
     if evaluation.nonfinite and point:
         output.warn(f"non-finite value: {evaluation.nonfinite}")
-    return graph, path, fmt
+    return leveled(graph, depth, max_nodes), path, fmt
 
 
 def _framework_graph(program: Any, values: dict[str, Any], names: list[str], seed: Any, point: bool, given: Given,

@@ -161,6 +161,14 @@ GRAPH = (
     DIGITS,
     Declared("compact", ("--compact",), bool, None, "names and values only: no formulas, no sums of parts", False),
     Declared("rankdir", ("--rankdir",), str, "TB|LR", "picture top-to-bottom or left-to-right"),
+    Declared(
+        "depth",
+        ("--depth",),
+        str,
+        "N|all",
+        "boxes (modules, calls, statements) deeper than N drawn folded, one node each (name, class, shapes, "
+        "value and gradient); all: every operation; default: a picture's deepest legible depth",
+    ),  # fmt: skip
 )
 
 MODE = Declared("mode", ("--mode",), str, "auto|forward|reverse", "forward or reverse accumulation", "auto")

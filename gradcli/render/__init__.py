@@ -29,6 +29,7 @@ from ..autograd.tensor import Tensor
 from ..errors import MissingProgram
 from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
+from .levels import checked_depth, leveled, unbounded
 from .model import Edge, Graph, GraphNode, keeping_arrays
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
@@ -114,6 +115,7 @@ def graph(
     compact: bool = False,
     rankdir: str | None = None,
     arrays: bool = False,
+    depth: int | str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
@@ -127,9 +129,16 @@ def graph(
     graph, or ``0``/``"all"``, every node is drawn as itself. ``compact`` shows names and values
     without formulas; ``rankdir`` ("TB" or "LR") forces the pictures' direction, else chosen
     from the graph's shape. Values and gradients over 64 elements are kept as statistics (shape, dtype,
-    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``."""
+    mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``.
+    ``depth``: boxes (nn.Module calls, JAX calls, statements and Python calls) deeper than ``depth`` drawn
+    folded, one node each (their name, class, shapes, output value and gradient); ``"all"``: none;
+    not given, a picture draws the deepest depth whose text can be read, and says so."""
+    depth = checked_depth(depth)
     with keeping_arrays(arrays):
-        return _graph(outputs, sys._getframe(1), trace, seed, point, highlight, max_nodes, compact, rankdir)
+        view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, unbounded(depth, max_nodes), compact,
+                      rankdir)  # fmt: skip
+    view.model = leveled(view.model, depth, max_nodes)
+    return view
 
 
 def _graph(outputs: tuple[Any, ...], caller: Any, trace: Any, seed: Any, point: bool, highlight: Sequence[str],

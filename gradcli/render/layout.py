@@ -161,6 +161,32 @@ def _box(laid: str, said: list[str]) -> tuple[float, float] | None:
     return (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
 
 
+LEGIBLE_PX = 10  # pixels: the smallest text a picture may draw at 100%
+_FONT = re.compile(r'\b(?:fontsize|point-size)="?([\d.]+)')
+
+
+def smallest_font(source: str) -> float:
+    """The smallest text of a DOT source (laid out or not), in points: its ``fontsize`` attributes and
+    the ``point-size`` of its HTML labels (14, Graphviz's default, when it sets none)."""
+    return min((float(size) for size in _FONT.findall(source)), default=14.0)
+
+
+def bitmap_dpi(laid: str) -> tuple[float, float]:
+    """(the resolution a PNG of the laid-out graph ``laid`` is drawn at: ``DPI``, or less to stay within
+    ``MAX_SIDE`` on a side and ``MAX_PIXELS`` in all; the least at which its smallest text is
+    ``LEGIBLE_PX``). The picture can be read when the first is at least the second."""
+    needed = LEGIBLE_PX * 72 / smallest_font(laid)
+    box = re.search(r'\bbb="([\d.]+),([\d.]+),([\d.]+),([\d.]+)"', laid)
+    if box is None:
+        return float(DPI), needed
+    width, height = (float(box.group(3)) - float(box.group(1))) / 72, (float(box.group(4)) - float(box.group(2))) / 72
+    dpi = float(DPI)
+    if width > 0 and height > 0:
+        side = MAX_SIDE - 16  # dot adds a few pixels of margin
+        dpi = min(dpi, side / width, side / height, (MAX_PIXELS / (width * height)) ** 0.5 * 0.99)
+    return dpi, needed
+
+
 def drawn(source: str, fmt: str, timeout: float | None, nodes: int | None = None, wanted: str | None = None) -> bytes:
     """The picture of ``source`` in ``fmt`` (SVG, PDF; PNG: ``bitmap``) from its one layout
     (``laid_out``): ``neato -n2`` draws the laid-out graph without laying it out again."""
@@ -188,17 +214,14 @@ def bitmap(source: str, fmt: str, timeout: float | None, nodes: int | None = Non
         return run_dot(source, fmt, timeout, nodes)
     width, height = box
     full = (round(width * DPI), round(height * DPI))
-    dpi = float(DPI)
-    if width > 0 and height > 0:
-        side = MAX_SIDE - 16  # dot adds a few pixels of margin
-        dpi = min(dpi, side / width, side / height, (MAX_PIXELS / (width * height)) ** 0.5 * 0.99)
+    dpi, legible = bitmap_dpi(laid)
     left = None if timeout is None else max(timeout - (time.monotonic() - start), 1.0)
     picture = run_dot(laid, fmt, left, nodes, options=("-n2", f"-Gdpi={dpi:.3f}"), engine="neato")
-    if dpi < DPI:
+    if dpi < legible:  # (drawn smaller with text still of LEGIBLE_PX or more: nothing to say)
         warnings.warn(
             f"the picture would be {full[0]:,}x{full[1]:,} pixels: drawn at {dpi / DPI:.2g} of its size, "
-            f"{round(width * dpi):,}x{round(height * dpi):,} (write .svg or .pdf for full size, "
-            "or show fewer nodes with --max-nodes)",
+            f"{round(width * dpi):,}x{round(height * dpi):,}, its smallest text {smallest_font(laid) * dpi / 72:.2g} px "
+            "(write .svg or .pdf for full size, or show fewer nodes with --depth or --max-nodes)",
             RenderWarning,
             stacklevel=2,
         )

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
 
 from ..errors import UsageError
 from ..stats import light
+from .layout import LEGIBLE_PX, bitmap_dpi, current_limit, laid_out
 from .model import Edge, Graph, GraphNode
-from .summary import as_drawn
+from .summary import SUMMARY_NODES, as_drawn, collapsed, summarised
 
 ALL = "all"  # --depth all: every box drawn as a box, every operation drawn
 
@@ -128,7 +129,9 @@ def module_node(graph: Graph, box_id: str, members: list[str] | None = None) -> 
     main = outs[-1] if outs else (nodes[-1] if nodes else None)
     path = box.get("path")
     label = box["label"] + (f" ×{box['repeat']:,}" if box.get("repeat") and "×" not in box["label"] else "")
-    node = GraphNode(box_id, "module", box.get("class") or "module", label, name=path)
+    named = main is not None and main.kind == "op" and not main.named_by_view
+    name = path or (main.name if named else None)  # (a statement's box: the name it assigns)
+    node = GraphNode(box_id, "module", box.get("class") or "folded", label, name=name)
     node.module = {
         "box": box_id,
         **({"path": path} if path else {}),
@@ -169,7 +172,7 @@ def module_facts(node: GraphNode) -> str:
 # --- folding ----------------------------------------------------------------------------------------------
 
 
-def folded(graph: Graph, boxes: Iterable[str], depth: int | str | None = None) -> Graph:
+def folded(graph: Graph, boxes: Iterable[str], depth: int | str | None = None, chosen: bool = False) -> Graph:
     """``graph`` with every box of ``boxes`` drawn as one node (``module_node``): its nodes replaced by
     it, the edges into and out of it rewired to it, once between two ends (``Edge.count`` saying how
     many they stand for, without the local derivative of an edge it no longer is); the boxes inside
@@ -196,7 +199,7 @@ def folded(graph: Graph, boxes: Iterable[str], depth: int | str | None = None) -
     folded_kinds = Counter(graph.node(n).grad_fn or graph.node(n).op for n in where)
     out.hidden = graph.hidden + len(where)
     out.hidden_kinds = dict((Counter(graph.hidden_kinds) + folded_kinds).most_common())
-    out.notes = [_fold_note(modules, depth), *graph.notes]
+    out.notes = [_fold_note(modules, depth, chosen), *graph.notes]
     out.depth = depth
     out.folded = list(modules)
     return out
@@ -277,8 +280,8 @@ def _rewired(graph: Graph, where: dict[str, str]) -> list[Edge]:
     return edges
 
 
-def _fold_note(modules: dict[str, GraphNode], depth: int | str | None) -> str:
-    """What the fold left out, and how to see it."""
+def _fold_note(modules: dict[str, GraphNode], depth: int | str | None, chosen: bool = False) -> str:
+    """What the fold left out, and how to see it (``chosen``: the depth was the picture's own choice)."""
     operations = sum(m.module["operations"] for m in modules.values())
     nodes = sum(m.module["nodes"] for m in modules.values())
     boxes = len(modules)
@@ -286,20 +289,40 @@ def _fold_note(modules: dict[str, GraphNode], depth: int | str | None) -> str:
         f"{operations:,} operations ({nodes:,} nodes) in {boxes:,} box{'es' if boxes != 1 else ''} drawn folded, "
         "one node each"
     )
-    if isinstance(depth, int):
-        return f"{text} (depth {depth}): --depth {depth + 1} (depth={depth + 1}) shows one level more, --depth all every operation"
-    return f"{text}: --depth all (depth='all') shows every operation"
+    if not isinstance(depth, int):
+        return f"{text}: --depth all (depth='all') shows every operation"
+    if chosen:
+        text += f": drawn at depth {depth}, the deepest whose picture can be read (text of {LEGIBLE_PX} px or more)"
+    else:
+        text += f" (depth {depth})"
+    return f"{text}: --depth {depth + 1} (depth={depth + 1}) shows one level more, --depth all every operation"
 
 
-def at_depth(graph: Graph, depth: int | str | None) -> Graph:
-    """``graph`` with every box deeper than ``depth`` folded (``--depth N``; ``"all"`` or None: none
-    folded, the graph as it is). A repeated box (``"repeat"``) folds like any other, keeping its ``×N``."""
-    if depth is None or depth == ALL:
-        if depth == ALL:
-            graph = folded(graph, (), ALL)
+def at_depth(graph: Graph, depth: int | str | None, chosen: bool = False) -> Graph:
+    """``graph`` with every box deeper than ``depth`` folded (``--depth N``; ``"all"``: none folded; None:
+    the graph itself). A repeated box (``"repeat"``) folds like any other, keeping its ``×N``.
+    ``chosen``: the depth is a picture's own choice (``legible``), and its note says so."""
+    if depth is None:
         return graph
+    if depth == ALL:
+        return folded(graph, (), ALL)
     deeper = [box for box, d in box_depths(graph).items() if d > depth]
-    return folded(graph, deeper, depth)
+    return folded(graph, deeper, depth, chosen)
+
+
+def unbounded(depth: int | str | None, max_nodes: int | str | None) -> int | str | None:
+    """What a graph drawn at ``depth`` is built with: every node, as folding (not cutting) makes its
+    picture small, unless ``--max-nodes`` was given too (or no depth: the build's own limit)."""
+    return ALL if depth is not None and max_nodes is None else max_nodes
+
+
+def leveled(graph: Graph, depth: int | str | None, max_nodes: int | str | None) -> Graph:
+    """``graph``, built with ``unbounded(depth, max_nodes)``, drawn at ``depth`` (``at_depth``); its
+    pictures still summarise what they cannot draw unless ``--max-nodes`` was given."""
+    if depth is None:
+        return graph
+    graph.as_built = max_nodes is not None
+    return at_depth(graph, depth)
 
 
 def deepest(graph: Graph) -> int:
@@ -314,4 +337,70 @@ def drawn_count(graph: Graph, depth: int) -> int:
     return len(graph.nodes) - len(where) + len(set(where.values()))
 
 
-__all__ = ["ALL", "at_depth", "box_depths", "checked_depth", "folded", "module_facts", "module_node"]
+# --- the picture drawn without --depth: the deepest that can be read -----------------------------------------
+
+LEGIBLE_NODES = 120  # nodes drawn: beyond, a picture is not tried at a depth (its layout would not be legible)
+SMALLEST_CUT = 8  # nodes: a picture cut to legibility keeps at least these
+
+
+def candidates(graph: Graph, most: int = LEGIBLE_NODES) -> Iterator[Graph]:
+    """The graphs a picture of ``graph`` drawn without ``--depth`` may show, most detailed first: the
+    graph itself, then folded a level more at a time (the depths drawing at most ``most`` nodes), the
+    graph folded to its top boxes last whatever its size."""
+    if graph.as_built or graph.depth is not None or not graph.clusters:
+        yield graph
+        return
+    top = deepest(graph)
+    for depth in range(top, -1, -1):
+        if depth == 0 or drawn_count(graph, depth) <= most:
+            yield graph if depth == top else at_depth(graph, depth, chosen=True)
+
+
+def cuts(graph: Graph, limit: int, ratio: float) -> Graph | None:
+    """``graph`` cut to fewer nodes than ``limit`` for a picture whose layout was ``ratio`` (< 1) too
+    large to be read: its groups of repeated structure drawn as one node each, then the nodes nearest
+    the outputs (``summary.summarised``); None when it is as small as a picture gets."""
+    smaller = min(int(limit * ratio * 0.9), limit - 1)
+    if smaller < SMALLEST_CUT:
+        return None
+    base = graph
+    if len(base.nodes) > SUMMARY_NODES and base.groups and not base.as_built:
+        base = collapsed(base, base.groups)
+    cut = summarised(base, smaller, "a picture with text of at least 10 px")
+    cut.depth, cut.folded = graph.depth, list(graph.folded)
+    return cut
+
+
+def legible(graph: Graph, draw: Callable[[Graph], str], limit: int) -> tuple[Graph, str]:
+    """The graph a picture of ``graph`` shows and its DOT source (``draw``): given ``--depth`` (or
+    ``--max-nodes``), as asked; else the most detailed of ``candidates`` whose layout can be read (text of
+    at least ``LEGIBLE_PX`` at the PNG's resolution, ``layout.bitmap_dpi``), and failing every depth
+    (a graph without boxes, or too big at its top boxes) fewer of its nodes than ``limit`` (``cuts``).
+    Each layout is kept for the formats drawn of it (``layout.laid_out``)."""
+    best, room = (graph, ""), 1.0
+    for shown in candidates(graph):
+        best = (shown, draw(shown))
+        if graph.as_built or graph.depth is not None:
+            return best
+        room = _room(best[1], shown)
+        if room >= 1:
+            return best
+    base = best[0]
+    limit = min(limit, len(base.nodes))
+    while (cut := cuts(base, limit, room)) is not None:
+        best = (cut, draw(cut))
+        room, limit = _room(best[1], cut), len(cut.nodes) - 1
+        if room >= 1:
+            break
+    return best
+
+
+def _room(source: str, graph: Graph) -> float:
+    """How much larger than needed the PNG of ``source`` is drawn: 1 or more, its text can be read."""
+    laid, _ = laid_out(source, current_limit(), graph.drawn_nodes)
+    dpi, needed = bitmap_dpi(laid)
+    return dpi / needed
+
+
+__all__ = ["ALL", "at_depth", "box_depths", "checked_depth", "folded", "legible", "leveled", "module_facts", "module_node",
+           "unbounded"]  # fmt: skip

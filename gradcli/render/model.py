@@ -52,7 +52,7 @@ class GraphNode:
 
     @property
     def is_leaf(self) -> bool:
-        return self.kind != "op"
+        return self.kind not in ("op", "module")  # (a folded box computes from its inputs)
 
     @property
     def key(self) -> str:

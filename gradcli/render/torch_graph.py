@@ -119,10 +119,12 @@ def _flat(value: Any) -> list[Any]:
 
 
 def _fitted(graph: Graph, given: int | None) -> Graph:
-    """``graph`` within ``--max-nodes`` (200 when not given): its repeated structure collapsed first,
-    then the nodes nearest the outputs, the rest counted, as gradcli's own graphs are summarised."""
+    """``graph`` within ``--max-nodes`` (200 when not given, and no limit for a model with module boxes:
+    a picture folds them to a depth it can show, ``levels.legible``): its repeated structure collapsed
+    first, then the nodes nearest the outputs, the rest counted, as gradcli's own graphs are summarised."""
     limit = DEFAULT_MAX_NODES if given is None else given
-    if given == ALL_NODES or len(graph.nodes) <= limit:
+    boxed = given is None and bool(graph.clusters)  # a model's boxes fold for a picture (levels), never cut
+    if given == ALL_NODES or len(graph.nodes) <= limit or boxed:
         graph.as_built = given is not None
         graph.groups = find_groups(graph)
         return graph

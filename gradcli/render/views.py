@@ -12,6 +12,7 @@ from ..errors import printable
 from ..stats import TensorStats
 from ..text import array
 from .layout import bitmap, current_limit, drawn
+from .levels import candidates, legible, module_facts
 from .model import Edge, Graph, GraphNode
 from .summary import SUMMARY_NODES, collapsed, summarised
 
@@ -95,7 +96,7 @@ def text(graph: Graph, digits: int | None = None) -> str:
             lines.append(f"# {node.label}")
             continue
         name = node.key if node.kind != "constant" else node.id
-        if node.kind in ("op", "group"):
+        if node.kind in ("op", "group", "module"):
             args = ", ".join(_ref(graph, e) for e in graph.inputs_of(node.id))
             body = node.label if node.op == "item" else f"{node.op}({args})"  # (an output of several: n1[1])
         else:
@@ -103,6 +104,8 @@ def text(graph: Graph, digits: int | None = None) -> str:
         facts = [node.grad_fn] if node.grad_fn else []
         if node.kind == "group":  # repeated structure drawn as one node: its value the total, its grad each one's
             facts.append(f"{node.label} x{node.count:,} ({node.size:,} nodes)")
+        if node.kind == "module":  # a folded box (--depth): what it is and holds
+            facts.append(f"{node.label}: {module_facts(node)}")
         if node.shape:
             facts.append(f"shape={node.shape}")
         if node.value is not None and graph.has_point:
@@ -195,6 +198,8 @@ def _describe(graph: Graph, node: GraphNode, digits: int | None = HUMAN) -> str:
         parts.append("(constant)")
     elif node.kind == "group":
         parts.append(f"×{node.count:,} (a group of {node.size:,} nodes; value: their total)")
+    elif node.kind == "module":
+        parts.append(f"[{node.op}: {module_facts(node)}]")  # (its heading is its path)
     if node.shape:
         parts.append(f"shape {node.shape}")
     if graph.has_point and node.value is not None and node.kind != "constant":
@@ -289,6 +294,8 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     import graphviz
 
     summarise = collapse and not graph.as_built
+    if summarise and graph.depth is None:  # a model without --depth: its boxes folded to a depth it can show
+        graph = next(candidates(graph))
     if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
         graph = collapsed(graph, graph.groups)
     if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
@@ -379,7 +386,7 @@ def box_chains(
     size: dict[str | None, int] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
     for node_id, inner in box_of.items():
-        if kinds.get(node_id) not in ("op", "group"):
+        if kinds.get(node_id) not in ("op", "group", "module"):
             continue  # (a constant beside its operation does not make a box worth drawing)
         while inner is not None:
             size[inner] = size.get(inner, 0) + 1
@@ -448,7 +455,9 @@ def _dense(graph: Graph) -> bool:
 
 
 def _dense_spacing(graph: Graph) -> dict[str, str]:
-    return {"nodesep": "0.2", "ranksep": "0.3"} if _dense(graph) else {}
+    return (
+        {"nodesep": "0.2", "ranksep": "0.3"} if _dense(graph) or graph.folded else {}
+    )  # (a model's folded boxes: a long chain)
 
 
 LARGE_PICTURE = 100  # nodes: beyond, edges are drawn as straight lines
@@ -521,6 +530,8 @@ def dot_style(node: GraphNode) -> dict[str, str]:
         style = {"shape": "note", "style": "filled", "fillcolor": "#eeeeee"}
     elif node.kind == "group":
         style = {"shape": "box3d", "style": "filled", "fillcolor": "#fff1d6"}
+    elif node.kind == "module":  # a folded box: its border the colour of the boxes
+        style = {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#eef1f8", "color": "#6a7fa8"}
     else:
         style = {"shape": "box", "style": "rounded,filled", "fillcolor": COLOURS["op"]}
     if node.output:
@@ -542,6 +553,8 @@ def dot_label(graph: Graph, node: GraphNode) -> str:
 
     if node.kind == "group":
         return _group_label(graph, node, esc)
+    if node.kind == "module":
+        return _module_label(graph, node, esc)
     lines = [f"<b>{esc(heading(graph, node))}</b>"]
     if _dense(graph):
         facts = []
@@ -586,6 +599,16 @@ def _group_label(graph: Graph, node: GraphNode, esc: Any) -> str:
     return "<" + "<br/>".join(lines) + ">"
 
 
+def _module_label(graph: Graph, node: GraphNode, esc: Any) -> str:
+    """A folded box: its name and class, shapes and contents, its output's value and gradient (brief)."""
+    lines = [f"<b>{esc(node.label)}</b>", f'<font color="#555555">{esc(module_facts(node))}</font>']
+    if graph.has_point and node.value is not None:
+        lines.append("value " + esc(compact_text(node.value, 4, 2)))
+    if node.grad is not None:
+        lines.append(f'<font color="#1f4e96">grad {esc(compact_text(node.grad, 4, 2))}</font>')
+    return "<" + "<br/>".join(lines) + ">"
+
+
 FORMATS = ("tree", "text", "dot", "json", "png", "svg", "pdf", "html")
 
 
@@ -593,8 +616,11 @@ def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = 
     """PNG, SVG or PDF bytes, drawn by Graphviz's dot program within the time limit
     (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
     ``collapse`` as for ``dot``; ``wanted``: what the user asked for (the page's SVG is a step)."""
+    if collapse:  # without --depth: the deepest depth (else the most nodes) whose picture can be read
+        graph, source = legible(graph, dot, PICTURE_MAX_NODES)
+    else:
+        source = dot(graph, collapse)
     nodes = graph.drawn_nodes
-    source = dot(graph, collapse)
     if fmt == "png":
         return bitmap(source, fmt, current_limit(), nodes=nodes)
     return drawn(source, fmt, current_limit(), nodes=nodes, wanted=wanted)  # (one layout for every format)
