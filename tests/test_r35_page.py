@@ -20,7 +20,7 @@ from tests.frameworks import need
 torch = need("torch")
 
 import gradcli as gc  # noqa: E402
-from gradcli.render import relayout  # noqa: E402
+from gradcli.render import relayout, views  # noqa: E402
 
 pytestmark = SKIP
 webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium is not installed (pip install gradcli[browser])")
@@ -64,10 +64,7 @@ def browser():
 def model_page(tmp_path_factory):
     torch.manual_seed(0)
     net, x = Net(), torch.randn(4, 8)
-    view = gc.render.graph(lambda x: net(x), x)
-    top = next(c["id"] for c in view.model.clusters if c["parent"] is None)
-    for box in view.model.clusters:  # the page opens at depth 1: the blocks and the head folded
-        box["collapsed"] = box["parent"] == top
+    view = gc.render.graph(lambda x: net(x), x)  # (the page opens at depth 1: 12 blocks and the head)
     path = view.save(tmp_path_factory.mktemp("page") / "net.html")
     net(x).backward()  # torch's own gradients, for the table
     return path, view, net
@@ -103,24 +100,34 @@ def test_a_model_opens_folded_and_unfolds_a_block_with_a_new_layout(browser, mod
     assert opened["inside"] and opened["scale"] > 0.4  # the whole folded model in the window, its text legible
     shot(browser, "r35-page-folded")
     # the page's DOT for its boxes folded is Python's, to the byte
-    parts = relayout.pieces(view.model)
-    assert opened["dot"] == relayout.assemble(parts, view.model, set(parts["folded"]))
+    base, folds = relayout.opening(view.model)
+    parts = relayout.pieces(base, folds)
+    assert opened["dot"] == relayout.assemble(parts, base, folds)
 
     third = blocks[3]["id"]
     inner = browser.execute_script("return gradcliPage.boxes.get(arguments[0]).members", third)
     assert len(inner) == 13  # LayerNorm 3, Linear 4 and 4 (weight, t, bias, addmm), GELU 1, the residual add
     assert not set(inner) & set(opened["ids"])
-    browser.execute_script(
-        "document.querySelector('g.node[data-box=\"' + arguments[0] + '\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))",
-        third,
-    )
+    layers = [c["id"] for c in view.model.clusters if c["parent"] == third]  # ln, fc, act, proj
+    click = "document.querySelector('g.node[data-box=\"' + arguments[0] + '\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))"
+    browser.execute_script(click, third)
     settle(browser)
     unfolded = fold_state(browser)
     assert unfolded["viewBox"] != opened["viewBox"]  # laid out again: a new picture
-    assert third not in unfolded["folds"] and set(inner) <= set(unfolded["ids"])  # its nodes drawn, in place
     assert browser.find_elements(By.CSS_SELECTOR, f'g.cluster[data-cluster="{third}"]')
-    moved = [b for b in unfolded["folds"] if unfolded["folds"][b] != pytest.approx(opened["folds"][b], abs=2)]
+    assert third not in unfolded["folds"] and set(layers) <= set(unfolded["folds"])  # one level at a time
+    assert set(unfolded["ids"]) - set(opened["ids"]) == {inner[-1]}  # the residual add, in place
+    moved = [
+        b for b in opened["folds"] if b != third and unfolded["folds"][b] != pytest.approx(opened["folds"][b], abs=2)
+    ]
     assert len(moved) >= 8  # the other blocks pushed aside
+    fc = layers[1]
+    browser.execute_script(click, fc)
+    settle(browser)
+    deeper = fold_state(browser)
+    fc_nodes = browser.execute_script("return gradcliPage.boxes.get(arguments[0]).members", fc)
+    assert len(fc_nodes) == 4 and set(fc_nodes) <= set(deeper["ids"]) and fc not in deeper["folds"]
+    assert deeper["viewBox"] != unfolded["viewBox"]
     shot(browser, "r35-page-unfolded")
     browser.execute_script(  # its own label folds it again
         "Array.from(document.querySelectorAll('g.cluster[data-cluster=\"' + arguments[0] + '\"] > text'))[0]"
@@ -207,3 +214,18 @@ def test_colour_by_nan_marks_the_nodes_that_are_not_finite_and_a_small_page_has_
     cli("graph", "x * w", "--at", "x=2,w=3", "-o", str(xw))
     assert 'id="gradcli-graphviz"' not in xw.read_text() and xw.stat().st_size < 60_000
     assert severe(browser) == []
+
+
+def test_a_page_drawn_at_a_depth_unfolds_what_the_depth_folded():
+    torch.manual_seed(0)
+    net, x = Net(blocks=3), torch.randn(4, 8)
+    view = gc.render.graph(lambda x: net(x), x, depth=2)  # each block's four layers folded
+    assert sum(n.kind == "module" for n in view.model.nodes) == 3 * 4
+    base, folds = relayout.opening(view.model)
+    assert len(base.nodes) == 3 * 13 + 1 + 4 + 1 and len(folds) == 3 * 4  # the whole graph, the depth's boxes folded
+    parts = relayout.pieces(base, folds)
+    page_dot = relayout.assemble(parts, base, folds)
+    static_dot = views.dot(view.model)
+    drawn = dict(re.findall(r"^\s*fold_(m\d+) (\[.*\])$", page_dot, re.M))
+    assert sorted(drawn) == sorted(folds)  # each folded box drawn as the static picture draws it
+    assert all(f"\t{box} {statement}" in static_dot for box, statement in drawn.items())

@@ -113,6 +113,8 @@ class Graph:
     #: the depth drawn (--depth N or all, levels.at_depth; None: not chosen) and the boxes drawn folded
     depth: int | str | None = None
     folded: list[str] = field(default_factory=list)
+    #: a graph with boxes folded (levels.folded): the graph it was folded from, which the page unfolds
+    unfolded: Graph | None = field(default=None, repr=False, compare=False)
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]

@@ -103,7 +103,7 @@
         if (!here.seen.has(box.key)) { here.seen.add(box.key); here.items.push({ node: box.node }); }
       }
     });
-    var lines = [pieces.head];
+    var lines = [folded.size && model.nodes.some(function (n) { return outerFolded(n.id) !== null; }) ? pieces.head_folded : pieces.head];
     (function write(here, tabs) {
       here.items.forEach(function (item) {
         if (item.node !== undefined) { lines.push(tabs + item.node + "\n"); return; }

@@ -38,9 +38,12 @@ def page(graph: Graph) -> str:
     """The HTML page of ``graph``: its SVG picture, its model as JSON, the script and the style; a
     page whose boxes fold with a new layout (``relayout.wanted``) has the DOT in pieces in its JSON
     and Graphviz in WebAssembly inline, and opens with the boxes marked ``"collapsed"`` folded."""
-    graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
+    base, folds = relayout.opening(graph)
+    if relayout.wanted(base, folds):  # (not cut: the page opens folded, and lays out what is unfolded)
+        graph, parts = base, relayout.pieces(base, folds)
+    else:
+        graph, parts = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES), None
     model = model_json(graph)
-    parts = relayout.pieces(graph) if relayout.wanted(graph) else None
     if parts is not None and parts["folded"]:
         source = relayout.assemble(parts, graph, set(parts["folded"]))
         svg = _inline_svg(drawn(source, "svg", current_limit(), nodes=graph.drawn_nodes, wanted="html").decode("utf-8"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..errors import printable
 from ..stats import TensorStats
-from .levels import module_facts, module_node
+from .levels import ALL, box_depths, drawn_count, module_node
 from .model import Graph, GraphNode
 from .views import (
     EDGE_ATTRIBUTES,
@@ -44,22 +45,42 @@ from .views import (
 FOLD_PREFIX = "fold_"  # a folded box's node: fold_<box id>
 
 
-def wanted(graph: Graph) -> bool:
+PAGE_NODES = 40  # nodes the page opens with at most, a window's worth: the deepest depth that draws no more
+
+
+def opening(graph: Graph) -> tuple[Graph, set[str]]:
+    """The graph the page draws and the boxes it opens with folded: a graph folded by ``--depth``
+    (``levels.folded``) is drawn whole, its boxes deeper than the depth folded, so each unfolds; a
+    model without a depth opens at the deepest depth that draws at most ``PAGE_NODES`` nodes (depth 1
+    at least: a 48-block model opens as its 48 blocks); other graphs with the boxes marked ``"collapsed"``."""
+    base = graph.unfolded if graph.folded and graph.unfolded is not None else graph
+    depths = box_depths(base)
+    if graph.depth == ALL:
+        return base, set()
+    if isinstance(graph.depth, int):
+        return base, {b for b, d in depths.items() if d > graph.depth}
+    if not any("path" in c or "class" in c for c in base.clusters):
+        return base, {c["id"] for c in base.clusters if c.get("collapsed")}
+    depth = next((d for d in range(max(depths.values()), 0, -1) if drawn_count(base, d) <= PAGE_NODES), 1)
+    return base, {b for b, d in depths.items() if d > depth}
+
+
+def wanted(graph: Graph, folds: set[str] | None = None) -> bool:
     """Whether the page folds its boxes with a new layout: it has boxes drawn and they are a
     framework's modules or some start folded (a program's few statement boxes fold in place, as cards)."""
     boxes, box_of = drawn_boxes(graph, collapse=False)
     by_id, _ = box_chains(graph, boxes, box_of)
     if not by_id and not _loose_groups(graph, boxes):
         return False
-    return any(n.scope for n in graph.nodes) or any(b.get("collapsed") for b in boxes)
+    return any(n.scope for n in graph.nodes) or bool(folds) or any(b.get("collapsed") for b in boxes)
 
 
-def pieces(graph: Graph) -> dict[str, Any]:
+def pieces(graph: Graph, folds: set[str] | None = None) -> dict[str, Any]:
     """The DOT of ``graph`` in pieces, for ``assemble`` here and in the page: ``head``, ``tail``,
     ``nodes`` (id -> statement), ``boxes`` (id -> ``cluster`` attributes or None for a group
     without a box, ``node`` the folded statement, ``key`` its node's id), ``chains`` (node id ->
     the foldable boxes around it, outermost first), ``edges`` (attributes, in the model's order),
-    ``folded`` (the boxes that start folded)."""
+    ``folded`` (the boxes that start folded: ``folds``, else those marked ``"collapsed"``)."""
     boxes, box_of = drawn_boxes(graph, collapse=False)
     by_id, chains = box_chains(graph, boxes, box_of)
     chains = {k: list(v) for k, v in chains.items()}
@@ -81,7 +102,7 @@ def pieces(graph: Graph) -> dict[str, Any]:
             "key": key,
             "cluster": _attr_line(box_attributes(box)) if drawn else None,
             "node": _statement(key, *_fold_node(graph, box, members[box["id"]])),
-            "folded": bool(box.get("collapsed")),
+            "folded": box["id"] in folds if folds is not None else bool(box.get("collapsed")),
         }
     scratch = _digraph()
     scratch.attr(**notes_attributes(graph)) if graph.notes else None
@@ -89,6 +110,7 @@ def pieces(graph: Graph) -> dict[str, Any]:
     label_key = edge_label_key(graph)
     return {
         "head": head(graph),
+        "head_folded": head(replace(graph, folded=["(any)"])),  # (spaced as a picture of folded boxes is)
         "tail": tail,
         "nodes": {n.id: _statement(n.id, dot_label(graph, n), dot_style(n)) for n in graph.nodes},
         "boxes": found,
@@ -170,16 +192,9 @@ def _fold_node(graph: Graph, box: dict[str, Any], members: list[str]) -> tuple[s
         count = box.get("count") or len(members)
         lines = [f"<b>{esc(box['label'])} ×{count:,}</b>"]
         style = {"shape": "box3d", "style": "filled", "fillcolor": "#fff1d6", "color": "#b07a1a"}
-    else:  # a module: levels.module_node says what it holds, as the static pictures' folded boxes do
-        path, cls = path_and_class(box)
+    else:  # a module: the node levels.module_node makes of it, drawn as a picture folded to a depth draws it
         node = module_node(graph, box["id"], members)
-        lines = [f"<b>{esc(path)}</b>" + (f' <font color="#777777">{esc(cls)}</font>' if cls else "")]
-        grad = f' · <font color="#1f4e96">grad {esc(_norm_text(node))}</font>' if node.grad is not None else ""
-        lines.append(
-            f'<font color="#555555" point-size="9">▸ {esc(module_facts(node))}{grad}</font>'
-        )  # (two lines: a column of blocks fits)
-        style = {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#eef2fa", "color": "#6a7fa8"}
-        return "<" + "<br/>".join(lines) + ">", style
+        return dot_label(graph, node), dot_style(node)
     inside = set(members)
     ops = sum(graph.node(m).kind == "op" for m in members)
     params = [graph.node(m) for m in members if graph.node(m).kind == "variable" and graph.node(m).scope]
@@ -241,7 +256,7 @@ def assemble(parts: dict[str, Any], graph: Graph, folded: set[str]) -> str:
                 here.setdefault("seen", set()).add(box["key"])
                 here["items"].append(("node", box["node"]))
             rep[node_id] = box["key"]
-    lines = [parts["head"]]
+    lines = [parts["head_folded"] if any(k != v for k, v in rep.items()) else parts["head"]]
     _write(root, 1, parts, lines)
     _write_edges(parts, [(e.source, e.target) for e in graph.edges], rep, lines)
     lines.append(parts["tail"])
