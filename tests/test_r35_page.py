@@ -99,6 +99,7 @@ def test_a_model_opens_folded_and_unfolds_a_block_with_a_new_layout(browser, mod
                                                                            if c["label"].endswith("(Linear)") and c["parent"] == blocks[0]["parent"]])  # fmt: skip
     assert opened["inside"] and opened["scale"] > 0.4  # the whole folded model in the window, its text legible
     shot(browser, "r35-page-folded")
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0  # nothing fetched
     # the page's DOT for its boxes folded is Python's, to the byte
     base, folds = relayout.opening(view.model)
     parts = relayout.pieces(base, folds)

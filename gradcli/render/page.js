@@ -739,7 +739,10 @@
     return { norm: num(h.grad_norm), ratio: num(h.ratio), zeros: num(h.zeros), nonfinite: num(h.nonfinite) };
   }
   var rowOf = new Map((model.modules || []).map(function (r) { return [r.id, r]; }));
-  var modules = allBoxes.filter(function (b) { return b.kind === "cluster" && (!model.modules || rowOf.has(b.id)); }).map(function (box) {
+  var modules = allBoxes.filter(function (b) { // a module's box (a path or a class), not a program's statement
+    var c = clusterOf.get(b.id);
+    return b.kind === "cluster" && (model.modules ? rowOf.has(b.id) : c && (c.path || c["class"]));
+  }).map(function (box) {
     var c = clusterOf.get(box.id), label = c.label || box.id, m = /^(.*?) \(([^()]*)\)$/.exec(label);
     var params = box.members.map(function (id) { return nodes.get(id); }).filter(function (n) {
       return n && n.kind === "variable" && n.scope; });
