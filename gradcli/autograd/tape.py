@@ -16,8 +16,9 @@ from .tensor import Tensor
 
 
 @contextmanager
-def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
-    """Keep every recorded node's output and inputs while the block runs (for values on a graph).
+def recording(entries: list[Any] | None = None) -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
+    """Keep every recorded node's output and inputs while the block runs (for values on a graph), in
+    ``entries`` when given (a list of the caller's: ``gc.render.recording``'s, which carries torch's too).
 
     >>> import gradcli as gc
     >>> from gradcli.render import graph, recording
@@ -28,7 +29,7 @@ def recording() -> Iterator[list[tuple[Any, Tensor, tuple[Any, ...]]]]:
     ['x', 'x * x', '1', 'n1 + 1']
     """
     previous = _state.trace
-    _state.trace = entries = []
+    _state.trace = entries = [] if entries is None else entries
     try:
         yield entries
     finally:

@@ -313,7 +313,10 @@ for _name, _body, _text in (
     ("graph", graphing.draw, """The computation graph of EXPR: values, gradients and local derivatives with --at.
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
+
     Example: gradcli graph -f examples/cli/seed002.gc --at x=2,w=1 --depth 0
+
+    Example: gradcli graph "x * y" --at x=1,y=100 --color-by grad-norm -o health.png
     """),
     ("jacobian", commands.jacobian, """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
 

@@ -51,14 +51,17 @@ def _separate(arrays: str, out: str | None) -> None:
 
 def _drawn(given: Given) -> tuple[Any, Any, str]:
     """The graph ``gradcli graph`` shows, with where and in what format."""
-    from ..render.build import build, checked_max_nodes, recording  # lazy: start-up, eval draws nothing
+    from ..autograd.tape import recording  # lazy: start-up, eval records nothing (its tape only)
+    from ..render.build import build, checked_max_nodes  # lazy: start-up, eval draws nothing
     from ..render.clusters import python_calls, statement_spans  # lazy: start-up, eval draws nothing
     from ..render.layout import checked_rankdir  # lazy: start-up, eval draws nothing
     from ..render.levels import checked_depth, leveled, unbounded  # lazy: start-up, eval draws nothing
+    from ..render.paint import checked_color_by  # lazy: start-up, eval draws nothing
 
     max_nodes = checked_max_nodes(given.max_nodes)
     rankdir = checked_rankdir(given.rankdir)
     depth = checked_depth(given.depth)
+    color_by = checked_color_by(given.color_by)
     program, values = read_program(given, given.out)
     point = bool(values)
     if not point:  # the structure alone: any value of the right kind will do
@@ -78,6 +81,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
         vector = seed_vector(given.seed, single_output(evaluation).shape)
     if program.framework is not None:  # the framework's own graph, in the one graph model
         graph = _framework_graph(program, values, names, vector, point, given, unbounded(depth, max_nodes), rankdir)
+        graph.color_by = color_by
         return leveled(graph, depth, max_nodes), path, fmt
     found = (
         _blamed(trace, fmt) if given.blame else None
@@ -87,7 +91,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
         highlight=names_list(given.highlight, "--highlight"), max_nodes=unbounded(depth, max_nodes),
         blamed=[found.autograd_node] if found else (), clusters=calls + statement_spans(program.tree, evaluation, trace),
     )  # fmt: skip
-    graph.compact, graph.rankdir = given.compact, rankdir
+    graph.compact, graph.rankdir, graph.color_by = given.compact, rankdir, color_by
     if given.blame:
         _say_blame(graph, found)
     if evaluation.nonfinite and point:

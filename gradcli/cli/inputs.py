@@ -168,6 +168,14 @@ GRAPH = (
         "N|all",
         "boxes (modules, calls, statements) deeper than N drawn folded, one node each (name, class, shapes, "
         "value and gradient); all: every operation; default: a picture's deepest legible depth",
+    ),
+    Declared(
+        "color_by",
+        ("--color-by",),
+        str,
+        "grad-norm|nan|zeros|ratio",
+        "colour the picture's nodes and module boxes by gradient norm, NaN/inf, fraction of zero gradient or "
+        "gradient/value norm, with a key (NaN and inf are red in every mode)",
     ),  # fmt: skip
 )
 

@@ -31,6 +31,7 @@ from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
 from .levels import checked_depth, leveled, unbounded
 from .model import Edge, Graph, GraphNode, keeping_arrays
+from .paint import checked_color_by
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
 
@@ -116,11 +117,13 @@ def graph(
     rankdir: str | None = None,
     arrays: bool = False,
     depth: int | str | None = None,
+    color_by: str | None = None,
 ) -> View:
     """The graph behind tensors built in Python (``recording()`` around the code adds values), or
     ``graph(f, *args)`` that of a JAX function ``f`` at ``args`` (its jaxpr's equations, with values
     and cotangents). PyTorch's own graph for torch tensors (``graph(loss)``, before or after
-    ``backward()``; ``trace``: a ``recording_torch()`` record of the run) and for ``graph(f, *args)``
+    ``backward()``; ``trace``: a ``recording()`` of the run, else the latest that computed them: every
+    value, module box and, after ``backward()``, every node's gradient) and for ``graph(f, *args)``
     of a function computing with torch (recorded: every value, nn.Module boxes, the user's lines).
     Leaves without a ``name=`` are named by the caller's variables that hold them (``x``, else
     ``leaf0``); without a trace, the values shown are those tensors still hold (the outputs, the
@@ -132,12 +135,16 @@ def graph(
     mean, std, min, max, norm, zeros, nonfinite); ``arrays`` keeps them whole too, for ``save_arrays``.
     ``depth``: boxes (nn.Module calls, JAX calls, statements and Python calls) deeper than ``depth`` drawn
     folded, one node each (their name, class, shapes, output value and gradient); ``"all"``: none;
-    not given, a picture draws the deepest depth whose text can be read, and says so."""
+    not given, a picture draws the deepest depth whose text can be read, and says so.
+    ``color_by`` ("grad-norm", "nan", "zeros" or "ratio") colours the pictures' nodes and module boxes by
+    their gradient health, with a key (NaN and inf red in every mode)."""
     depth = checked_depth(depth)
+    color_by = checked_color_by(color_by)
     with keeping_arrays(arrays):
         view = _graph(outputs, sys._getframe(1), trace, seed, point, highlight, unbounded(depth, max_nodes), compact,
                       rankdir)  # fmt: skip
     view.model = leveled(view.model, depth, max_nodes)
+    view.model.color_by = color_by
     return view
 
 

@@ -20,13 +20,13 @@ import numpy as np
 from ..autograd.engine import run_backward
 from ..autograd.function import FunctionNode
 from ..autograd.node import FREED, AccumulateGrad, OpNode, OutputRef, edge_node
-from ..autograd.tape import recording as recording  # the tape is autograd's; gc.render.recording stays
 from ..autograd.tensor import Tensor, storage_root
 from ..errors import UsageError
 from ..ops import Meta
 from .clusters import place
 from .labels import expression, formula, value_text
 from .model import Edge, Graph, GraphNode, kinds
+from .recorded import recording as recording  # gradcli's tape, and torch's operations where torch is imported
 from .summary import collapsed, cut_to, find_groups
 
 DEFAULT_MAX_NODES = 200

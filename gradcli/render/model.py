@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..stats import FULL_LIMIT, TensorStats, light, tensor_stats
+from .health import module_boxes, module_rows, node_health
 
 
 @dataclass
@@ -115,6 +116,7 @@ class Graph:
     folded: list[str] = field(default_factory=list)
     #: a graph with boxes folded (levels.folded): the graph it was folded from, which the page unfolds
     unfolded: Graph | None = field(default=None, repr=False, compare=False)
+    color_by: str | None = None  # --color-by: grad-norm, nan, zeros or ratio (paint.py), else None
 
     def node(self, node_id: str) -> GraphNode:
         return self._by_id[node_id]
@@ -192,6 +194,7 @@ class Graph:
                     **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                     **({"module": n.module} if n.module else {}),
+                    **({"health": node_health(n)} if self.has_point else {}),
                 }
                 for n in self.nodes
             ],
@@ -213,6 +216,7 @@ class Graph:
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
             **({"clusters": self.clusters} if self.clusters else {}),
             **({"depth": self.depth, "folded": self.folded} if self.depth is not None else {}),
+            **({"modules": module_rows(self)} if self.has_point and module_boxes(self) else {}),
         }
 
 

@@ -297,6 +297,7 @@ def collapsed(graph: Graph, groups: list[dict[str, Any]]) -> Graph:
     ]
     out = Graph(nodes, edges, list(graph.outputs), graph.hidden, dict(graph.hidden_kinds), notes, graph.has_point)
     out.compact, out.rankdir, out.groups, out.clusters = graph.compact, graph.rankdir, groups, graph.clusters
+    out.color_by = graph.color_by
     return out
 
 
@@ -402,6 +403,7 @@ def _derived(source: Graph, nodes: list[GraphNode], edges: list[Edge], hidden: C
     graph = Graph(nodes, edges, list(source.outputs), sum(hidden.values()), dict(hidden.most_common()), notes,
                   source.has_point)  # fmt: skip
     graph.compact, graph.rankdir, graph.clusters = source.compact, source.rankdir, source.clusters
+    graph.color_by = source.color_by
     return graph
 
 

@@ -36,6 +36,7 @@ from ..stats import light
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, arrays_kept, first_four
+from .recorded import torch_record_of
 from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
@@ -100,8 +101,11 @@ def _unknown_values(graph: Graph) -> None:
     missing = [n.ref for n in graph.nodes if n.kind == "op" and n.value is None and not n.freed and n.id not in several]
     if missing:
         graph.notes.append(
-            f"no value kept for {first_four(missing)}: draw the function (gc.render.graph(f, x)) to see every value"
+            f"{UNKNOWN_VALUES} {first_four(missing)}: draw the function (gc.render.graph(f, x)) to see every value"
         )
+
+
+UNKNOWN_VALUES = "no value kept for"
 
 
 def _flat(value: Any) -> list[Any]:
@@ -474,12 +478,14 @@ def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: An
         if not _is_leaf(node)
     ]
     kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
+    builder.record.catching = False  # (a recording's hooks keep the user's backward's gradients, not this pass's)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
     except RuntimeError as failed:
         graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
         return False
     finally:
+        builder.record.catching = True
         for hook in hooks:
             hook.remove()
         for tensor, grad in kept:
@@ -546,12 +552,23 @@ def _catch(found: dict[str, Any], ids: Mapping[int, str]) -> Callable[[Any], Non
 
 def _gradients_left(graph: Graph, builder: _Builder) -> None:
     """After a ``backward()`` that freed the graph: the gradients it left, ``.grad`` of the leaves
-    and of the tensors that called ``retain_grad()`` (those the caller holds)."""
+    and of the tensors that called ``retain_grad()`` (those the caller holds), and what a recording's
+    hooks kept of every other node's (``gc.render.recording()`` around the forward)."""
     for node_id, tensor in builder.tensors.items():
         left = tensor.grad if tensor.is_leaf or tensor.retains_grad else None
         graph.node(node_id).grad = None if left is None else _array(left)
+    caught = 0
+    for node_id, node in builder.autograd.items():
+        for number, port in (builder.ports.get(node) or {0: node_id}).items():
+            grad = builder.record.grad_of(node, number)
+            if grad is not None and graph.node(port).grad is None:
+                graph.node(port).grad = _array(grad)
+                caught += 1
     graph.notes.append(
-        "backward() has already run and freed this graph: the gradients shown are the ones it left "
+        "backward() has already run and freed this graph: the gradients shown are the ones it gave "
+        "(.grad of the leaves, and what the recording kept of every other node's)"
+        if caught
+        else "backward() has already run and freed this graph: the gradients shown are the ones it left "
         "(.grad of the leaves and of tensors that called retain_grad())"
     )
 
@@ -657,15 +674,41 @@ def _flat_args(value: Any) -> list[Any]:
 def torch_tensor_graph(outputs: Sequence[Any], caller: Any, record: Any = None, **options: Any) -> Graph:
     """``gc.render.graph(t)`` for torch tensors: the caller's variables name the tensors they hold
     (and give their values), the ``nn.Module`` objects it holds name their parameters (``model.0.weight``);
-    ``record``: what ``recording_torch()`` saw while they were computed (else nothing)."""
+    ``record``: what ``recording_torch()`` (or ``gc.render.recording()``) saw while they were computed;
+    not given, the latest ``gc.render.recording()`` that did (else nothing)."""
+    record = getattr(record, "torch", record)  # (gc.render.recording()'s trace: torch's record within)
     if record is not None and not isinstance(record, TorchRecord):
-        raise UsageError("trace= of a torch graph is what recording_torch() gave (a TorchRecord)")
+        raise UsageError("trace= of a torch graph is what gc.render.recording() or recording_torch() gave")
+    record = torch_record_of(_flat(list(outputs))) if record is None else record
     held: list[tuple[str, Any]] = []
     for scope in (caller.f_locals, caller.f_globals):  # its locals, then its module's globals (a notebook's)
         held += [(n, v) for n, v in list(scope.items()) if isinstance(v, torch.Tensor) and not n.startswith("_")]
     names = {}
-    for root, module in module_roots(None, caller.f_locals, caller.f_globals).items():
+    roots = module_roots(None, caller.f_locals, caller.f_globals)
+    for root, module in roots.items():
         for path, parameter in module.named_parameters():
             names.setdefault(id(parameter), f"{root}.{path}")
     names.update((id(t), name) for name, t in reversed(held))
-    return torch_model(outputs, record, names=names, held=held, **options)
+    graph = torch_model(outputs, record, names=names, held=held, **options)
+    if record is None:
+        _unrecorded(graph, bool(roots))
+    return graph
+
+
+def _unrecorded(graph: Graph, modules: bool) -> None:
+    """Tensors drawn without a recording: one note saying what the picture lacks (the values of the
+    operations no tensor holds, their gradients after a ``backward()``, the module boxes) and how to get it."""
+    several = {e.source for e in graph.edges if graph.node(e.target).op == "item"}  # (their outputs hold them)
+    ops = [n for n in graph.nodes if n.kind == "op" and n.id not in several]
+    lacking = []
+    missing = sum(n.value is None for n in ops)
+    if missing and graph.has_point:
+        lacking.append(f"values of {missing:,} of {len(ops):,} operations")
+    if any(n.freed for n in ops) and graph.has_point and any(n.grad is None for n in ops):
+        lacking.append("the operations' gradients")
+    if modules:
+        lacking.append("the nn.Module boxes")
+    graph.notes = [note for note in graph.notes if not note.startswith(UNKNOWN_VALUES)]
+    if lacking:
+        what = lacking[0] if len(lacking) == 1 else ", ".join(lacking[:-1]) + " and " + lacking[-1]
+        graph.notes.append(f"{what} were not kept: wrap the forward in `with gc.render.recording():`")

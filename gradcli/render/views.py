@@ -11,9 +11,11 @@ import numpy as np
 from ..errors import printable
 from ..stats import TensorStats
 from ..text import array
+from .health import table_lines
 from .layout import bitmap, current_limit, drawn
 from .levels import candidates, legible, module_facts
 from .model import Edge, Graph, GraphNode
+from .paint import NO_PAINT, painter
 from .summary import SUMMARY_NODES, collapsed, summarised
 
 # --- shared pieces ----------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def text(graph: Graph, digits: int | None = None) -> str:
         if node.blamed:
             facts.append("BLAMED")
         lines.append(f"{name} = {body}" + (f"  # {'  '.join(facts)}" if facts else ""))
-    lines += [f"# {note}" for note in graph.notes]
+    lines += [f"# {note}" for note in graph.notes] + [f"# {line}" for line in table_lines(graph)]  # (--color-by)
     return "\n".join(map(printable, lines)) + "\n"
 
 
@@ -231,7 +233,7 @@ def tree_plain(graph: Graph, digits: int | None = HUMAN) -> str:
             prefix = "".join("│   " if more else "    " for more in open_levels) + ("└── " if last else "├── ")
             open_levels.append(not last)
         out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
-    out += [f"({note})" for note in graph.notes]
+    out += [f"({note})" for note in graph.notes] + table_lines(graph)  # (--color-by: the module boxes' health)
     return "\n".join(map(printable, out)) + "\n"
 
 
@@ -294,6 +296,7 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     import graphviz
 
     summarise = collapse and not graph.as_built
+    paint = painter(graph)  # --color-by: its range is the whole graph's
     if summarise and graph.depth is None:  # a model without --depth: its boxes folded to a depth it can show
         graph = next(candidates(graph))
     if summarise and len(graph.nodes) > SUMMARY_NODES and graph.groups:
@@ -304,10 +307,11 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     g = graphviz.Digraph("gradcli", graph_attr=graph_attributes(graph), node_attr=NODE_ATTRIBUTES,
                          edge_attr=EDGE_ATTRIBUTES)  # fmt: skip
     boxes, box_of = drawn_boxes(graph, collapse)
-    _emit_nodes(g, graph, None, boxes, box_of)
+    _emit_nodes(g, graph, None, boxes, box_of, paint)
     label_key = edge_label_key(graph)
     for edge in graph.edges:
         g.edge(edge.source, edge.target, **edge_attributes(graph, edge, label_key))
+    paint.legend(g)
     if graph.notes:
         g.attr(**notes_attributes(graph))
     return g.source
@@ -417,7 +421,8 @@ def box_attributes(box: dict[str, Any]) -> dict[str, str]:
             "color": colour, "style": "rounded,dashed" if box["kind"] == "group" else "rounded"}  # fmt: skip
 
 
-def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str]) -> None:
+def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str],
+                paint: Any = NO_PAINT) -> None:  # fmt: skip
     """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
     clusters, in the nodes' order (a box where its first node comes), as the page does."""
     by_id, chains = box_chains(graph, boxes, box_of)
@@ -429,12 +434,13 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
             if around[:depth] != ([] if here is None else chains_of[here]):
                 continue
             if len(around) == depth:
-                target.node(node.id, dot_label(graph, node), **dot_style(node))
+                target.node(node.id, dot_label(graph, node), **{**dot_style(node), **paint.node(node)})
             elif around[depth] not in done:
                 inner = by_id[around[depth]]
                 done.add(inner["id"])
                 with target.subgraph(name=f"cluster_{inner['id']}") as sub:
                     sub.attr(**box_attributes(inner))
+                    sub.attr(**paint.box(inner))
                     emit(sub, inner["id"], depth + 1)
 
     chains_of: dict[str, list[str]] = {}

@@ -18,6 +18,7 @@ import os
 import sys
 import sysconfig
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +63,16 @@ class TorchRecord:
     #: (node, output number) -> a detached copy of each output of a node of several (``chunk``,
     #: ``unbind``, ``var_mean``, a custom Function returning a tuple); ``values`` keeps output 0's
     outputs: dict[tuple[Any, int], Any] = field(default_factory=dict)
+    #: node -> what flowed into its outputs in the last backward through it since the block (a detached
+    #: copy for each output, None where nothing did): ``recording_torch(grads=True)`` only
+    grads: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
+    catching: bool = True  # its nodes' hooks keep the gradients a backward gives them (off: gradcli's own pass)
+    hooked: dict[int, Any] = field(default_factory=dict)  # id(node) -> node, for the nodes' hooks (which hold ids)
+
+    def grad_of(self, node: Any, number: int = 0) -> Any:
+        """The gradient a backward gave output ``number`` of ``node`` (a tensor), or None."""
+        caught = self.grads.get(node)
+        return caught[number] if caught is not None and number < len(caught) else None
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
@@ -287,11 +298,33 @@ class _Recorder(TorchDispatchMode):
             self.record.lines[ctx] = line
 
 
+def _catch_grads(record: TorchRecord) -> None:
+    """A pre-hook on every node recorded, keeping in ``record.grads`` what a later backward gives it;
+    the hook holds the record weakly and the node not at all (no cycle through autograd's C++ nodes)."""
+    record.hooked = {id(node): node for node in record.ops}
+    mine = weakref.ref(record)
+
+    def catcher(key: int) -> Any:
+        def hook(grad_outputs: Any) -> None:
+            found = mine()
+            if found is not None and found.catching:
+                found.grads[found.hooked[key]] = tuple(None if g is None else g.detach().clone() for g in grad_outputs)
+
+        return hook
+
+    for key, node in record.hooked.items():
+        try:
+            node.register_prehook(catcher(key))
+        except (AttributeError, RuntimeError):  # (a node that takes no hooks: its gradient is not kept)
+            continue
+
+
 @contextmanager
-def recording_torch(roots: Mapping[str, Any] | None = None) -> Iterator[TorchRecord]:
+def recording_torch(roots: Mapping[str, Any] | None = None, grads: bool = False) -> Iterator[TorchRecord]:
     """Record what PyTorch does on this thread while the block runs (``TorchRecord``). ``roots``:
     name -> ``nn.Module``, naming module paths and parameters from the caller's variables
-    (``encoder.layers.0.self_attn``); a module met outside them is named by its class, lowercased."""
+    (``encoder.layers.0.self_attn``); a module met outside them is named by its class, lowercased.
+    ``grads``: keep what each later backward through the recorded nodes gives them (``record.grads``)."""
     record = TorchRecord()
     recorder = _Recorder(record, roots or {})
     modules = torch.nn.modules.module
@@ -316,6 +349,8 @@ def recording_torch(roots: Mapping[str, Any] | None = None) -> Iterator[TorchRec
         before.remove()
         after.remove()
         recorder.resolve()
+        if grads:
+            _catch_grads(record)
 
 
 def module_roots(function: Any, *scopes: Mapping[str, Any]) -> dict[str, Any]:
