@@ -213,7 +213,7 @@ def test_colour_by_nan_marks_the_nodes_that_are_not_finite_and_a_small_page_has_
     shot(browser, "r35-page-nan")
     xw = tmp_path / "xw.html"
     cli("graph", "x * w", "--at", "x=2,w=3", "-o", str(xw))
-    assert 'id="gradcli-graphviz"' not in xw.read_text() and xw.stat().st_size < 60_000
+    assert 'id="gradcli-graphviz"' not in xw.read_text() and xw.stat().st_size < 100_000  # (the wasm alone is 815 KB)
     assert severe(browser) == []
 
 
