@@ -752,10 +752,12 @@ def test_transformer_page_opens_with_its_module_boxes_folded(tmp_path):
         assert folded["encoder.layers.0.self_attn (MultiheadAttention)"][0] is True
         assert folded["encoder.layers.0 (TransformerEncoderLayer)"][0] is False
         box = folded["encoder.layers.1.self_attn (MultiheadAttention)"][1]
-        card = driver.find_element(By.CSS_SELECTOR, f'g.fold[data-box="{box}"]')
-        assert card.is_displayed() and card.text.splitlines()[0] == "encoder.layers.1.self_attn (MultiheadAttention)"
-        card.click()
-        assert not card.is_displayed()
+        node = driver.find_element(By.CSS_SELECTOR, f'g.node[data-box="{box}"]')  # a folded box: one node (issue 35)
+        assert node.is_displayed() and node.text.splitlines()[0] == "encoder.layers.1.self_attn (MultiheadAttention)"
+        node.click()  # unfolded, laid out again in the page
+        driver.execute_async_script("gradcliPage.settled().then(arguments[0])")
+        assert not driver.find_elements(By.CSS_SELECTOR, f'g.node[data-box="{box}"]')
+        assert driver.find_elements(By.CSS_SELECTOR, f'g.cluster[data-cluster="{box}"]')
         assert driver.execute_script(f"return gradcliPage.boxes.get('{box}').folded") is False
         assert severe(driver) == []
     finally:

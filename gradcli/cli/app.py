@@ -314,6 +314,8 @@ for _name, _body, _text in (
 
     Example: gradcli graph "(x + w) * (w + 1)" --at x=2,w=1 -o g.png
 
+    Example: gradcli graph -f examples/cli/seed002.gc --at x=2,w=1 --depth 0
+
     Example: gradcli graph "x * y" --at x=1,y=100 --color-by grad-norm -o health.png
 
     Example: gradcli graph -f examples/cli/seed002.gc --at x=2,w=1 --depth 0

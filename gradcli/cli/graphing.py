@@ -60,6 +60,7 @@ def _drawn(given: Given) -> tuple[Any, Any, str]:
 
     max_nodes = checked_max_nodes(given.max_nodes)
     rankdir = checked_rankdir(given.rankdir)
+    depth = checked_depth(given.depth)
     color_by = checked_color_by(given.color_by)
     depth = checked_depth(given.depth)
     program, values = read_program(given, given.out)

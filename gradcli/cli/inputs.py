@@ -162,6 +162,14 @@ GRAPH = (
     Declared("compact", ("--compact",), bool, None, "names and values only: no formulas, no sums of parts", False),
     Declared("rankdir", ("--rankdir",), str, "TB|LR", "picture top-to-bottom or left-to-right"),
     Declared(
+        "depth",
+        ("--depth",),
+        str,
+        "N|all",
+        "boxes (modules, calls, statements) deeper than N drawn folded, one node each (name, class, shapes, "
+        "value and gradient); all: every operation; default: a picture's deepest legible depth",
+    ),
+    Declared(
         "color_by",
         ("--color-by",),
         str,

@@ -212,6 +212,7 @@ def folded(graph: Graph, boxes: Iterable[str], depth: int | str | None = None, c
     out.notes = [_fold_note(modules, depth, chosen), *graph.notes]
     out.depth = depth
     out.folded = list(modules)
+    out.unfolded = graph.unfolded if graph.unfolded is not None else graph  # (the page unfolds its boxes)
     return out
 
 

@@ -111,6 +111,11 @@ class Graph:
     #: statements of a program and Python calls, each ``{"id", "label", "parent"}`` (``parent``: the
     #: enclosing one's id or None); nodes name theirs in ``GraphNode.cluster``
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    #: the depth drawn (--depth N or all, levels.at_depth; None: not chosen) and the boxes drawn folded
+    depth: int | str | None = None
+    folded: list[str] = field(default_factory=list)
+    #: a graph with boxes folded (levels.folded): the graph it was folded from, which the page unfolds
+    unfolded: Graph | None = field(default=None, repr=False, compare=False)
     color_by: str | None = None  # --color-by: grad-norm, nan, zeros or ratio (paint.py), else None
     #: the depth drawn (--depth N or all, levels.at_depth; None: not chosen) and the boxes drawn folded
     depth: int | str | None = None
@@ -191,6 +196,7 @@ class Graph:
                     **({"scope": n.scope} if n.scope else {}),
                     **({"line": n.line} if n.line else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
+                    **({"module": n.module} if n.module else {}),
                     **({"health": node_health(n)} if self.has_point else {}),
                     **({"module": n.module} if n.module else {}),
                 }
@@ -213,6 +219,7 @@ class Graph:
             "notes": self.notes,
             "groups": [{k: v for k, v in g.items() if k != "roots"} for g in self.groups],
             **({"clusters": self.clusters} if self.clusters else {}),
+            **({"depth": self.depth, "folded": self.folded} if self.depth is not None else {}),
             **({"modules": module_rows(self)} if self.has_point and module_boxes(self) else {}),
             **({"depth": self.depth, "folded": self.folded} if self.depth is not None else {}),
         }

@@ -24,6 +24,8 @@ import numpy as np
 
 from ..errors import printable
 from ..stats import FULL_LIMIT
+from . import relayout
+from .layout import current_limit, drawn
 from .model import Edge, Graph, GraphNode
 from .summary import find_groups, summarised
 from .views import HUMAN, compact_text, grad_text, number, partial, picture, title
@@ -33,11 +35,24 @@ RAW_LIMIT = FULL_LIMIT  # array elements kept as numbers in the page's JSON; lar
 
 
 def page(graph: Graph) -> str:
-    """The HTML page of ``graph``: its SVG picture, its model as JSON, the script and the style."""
-    graph = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES)
-    svg = _inline_svg(picture(graph, "svg", collapse=False, wanted="html").decode("utf-8"))
+    """The HTML page of ``graph``: its SVG picture, its model as JSON, the script and the style; a
+    page whose boxes fold with a new layout (``relayout.wanted``) has the DOT in pieces in its JSON
+    and Graphviz in WebAssembly inline, and opens with the boxes marked ``"collapsed"`` folded."""
+    base, folds = relayout.opening(graph)
+    if relayout.wanted(base, folds):  # (not cut: the page opens folded, and lays out what is unfolded)
+        graph, parts = base, relayout.pieces(base, folds)
+    else:
+        graph, parts = graph if graph.as_built else summarised(graph, PAGE_MAX_NODES), None
+    model = model_json(graph)
+    if parts is not None and parts["folded"]:
+        source = relayout.assemble(parts, graph, set(parts["folded"]))
+        svg = _inline_svg(drawn(source, "svg", current_limit(), nodes=graph.drawn_nodes, wanted="html").decode("utf-8"))
+    else:
+        svg = _inline_svg(picture(graph, "svg", collapse=False, wanted="html").decode("utf-8"))
+    if parts is not None:
+        model["relayout"] = parts
     outputs = ", ".join(printable(graph.node(i).titled_label) for i in graph.outputs)
-    data = json.dumps(model_json(graph), ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+    data = json.dumps(model, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
     return TEMPLATE.format(
         title=html.escape(f"gradcli graph: {outputs}"),
         heading=html.escape(outputs),
@@ -45,6 +60,7 @@ def page(graph: Graph) -> str:
         style=_asset("page.css"),
         svg=svg,
         data=data,
+        graphviz="" if parts is None else GRAPHVIZ.format(script=relayout.graphviz_script()),
         script=_asset("page.js"),
     )
 
@@ -134,6 +150,10 @@ def _finite(value: Any) -> Any:
     return value
 
 
+GRAPHVIZ = """<script id="gradcli-graphviz">
+{script}</script>
+"""
+
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -160,7 +180,16 @@ TEMPLATE = """<!DOCTYPE html>
     <button id="step-last" title="the whole picture (End)">&#x25B6;|</button>
     <input id="step-range" type="range" min="0" max="0" value="0" aria-label="step">
   </span>
+  <label class="colour" title="colour nodes and boxes by their gradient's health">colour
+    <select id="color-by">
+      <option value="none">none</option>
+      <option value="grad-norm">gradient norm</option>
+      <option value="nan">NaN / inf</option>
+      <option value="zeros">% zeros</option>
+      <option value="ratio">grad / value</option>
+    </select></label>
   <button id="fit" title="fit the graph to the window (f)">fit</button>
+  <span id="legend"></span>
 </header>
 <div id="status" aria-live="polite"></div>
 <main>
@@ -170,12 +199,14 @@ TEMPLATE = """<!DOCTYPE html>
   <aside id="panel">
     <div id="details"><p class="hint">Click a node to see its operation, values and local derivatives.
     Drag to pan, scroll to zoom, <kbd>&#x2190;</kbd> <kbd>&#x2192;</kbd> to step through the passes.</p></div>
+    <section id="modules-box" hidden><h3>modules <span class="hint">(click a column to sort, a row to open its box)</span></h3>
+    <table id="modules"></table></section>
     <div id="groups"></div>
     <div id="notes"></div>
   </aside>
 </main>
 <script type="application/json" id="gradcli-model">{data}</script>
-<script>
+{graphviz}<script>
 {script}
 </script>
 </body>

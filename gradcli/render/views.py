@@ -304,42 +304,63 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     if summarise and len(graph.nodes) > PICTURE_MAX_NODES:  # a depth cut, what it hides counted
         graph = summarised(graph, PICTURE_MAX_NODES, "a picture")
 
-    g = graphviz.Digraph("gradcli", graph_attr={"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
-                                                "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph), **_dense_spacing(graph)},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "10", "color": "#555555"})  # fmt: skip
-    boxes, box_of = _boxes(graph, collapse)
+    g = graphviz.Digraph("gradcli", graph_attr=graph_attributes(graph), node_attr=NODE_ATTRIBUTES,
+                         edge_attr=EDGE_ATTRIBUTES)  # fmt: skip
+    boxes, box_of = drawn_boxes(graph, collapse)
     _emit_nodes(g, graph, None, boxes, box_of, paint)
-    # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
-    # rank of its own to lay out, three times the time at 300 nodes
-    label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
+    label_key = edge_label_key(graph)
     for edge in graph.edges:
-        attrs: dict[str, str] = {}
-        if edge.count > 1:
-            attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
-        elif (
-            edge.local_grad is not None
-            and not _dense(graph)
-            and "group"
-            not in (
-                graph.node(edge.source).kind,
-                graph.node(edge.target).kind,
-            )
-        ):
-            attrs[label_key] = " " + printable(partial(graph, edge)) + " "
-            attrs["fontcolor"] = "#1f4e96"
-        if edge.highlighted:
-            attrs.update(color=COLOURS["highlight"], penwidth="2.6")
-        g.edge(edge.source, edge.target, **attrs)
+        g.edge(edge.source, edge.target, **edge_attributes(graph, edge, label_key))
     paint.legend(g)
     if graph.notes:
-        g.attr(
-            label=html.escape("\n".join(map(printable, graph.notes))), labelloc="b", fontsize="10", fontcolor="#666666"
-        )
+        g.attr(**notes_attributes(graph))
     return g.source
 
 
-def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+NODE_ATTRIBUTES = {"fontname": "Helvetica", "fontsize": "11"}
+EDGE_ATTRIBUTES = {"fontname": "Helvetica", "fontsize": "10", "color": "#555555"}
+
+
+def graph_attributes(graph: Graph) -> dict[str, str]:
+    """The DOT graph's own attributes: direction, font, spacing, the layout's limits."""
+    return {"rankdir": graph.rankdir or rankdir(graph), "fontname": "Helvetica", "bgcolor": "white",
+            "nodesep": "0.35", "ranksep": "0.6", **_layout_limits(graph), **_dense_spacing(graph)}  # fmt: skip
+
+
+def notes_attributes(graph: Graph) -> dict[str, str]:
+    """The graph's notes as its label, at the bottom."""
+    text = html.escape("\n".join(map(printable, graph.notes)))
+    return {"label": text, "labelloc": "b", "fontsize": "10", "fontcolor": "#666666"}
+
+
+def edge_label_key(graph: Graph) -> str:
+    """A large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
+    rank of its own to lay out, three times the time at 300 nodes."""
+    return "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
+
+
+def edge_attributes(graph: Graph, edge: Edge, label_key: str) -> dict[str, str]:
+    """An edge's DOT attributes: its count (``×20``) or its local derivative, its highlight."""
+    attrs: dict[str, str] = {}
+    if edge.count > 1:
+        attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
+    elif (
+        edge.local_grad is not None
+        and not _dense(graph)
+        and "group"
+        not in (
+            graph.node(edge.source).kind,
+            graph.node(edge.target).kind,
+        )
+    ):
+        attrs[label_key] = " " + printable(partial(graph, edge)) + " "
+        attrs["fontcolor"] = "#1f4e96"
+    if edge.highlighted:
+        attrs.update(color=COLOURS["highlight"], penwidth="2.6")
+    return attrs
+
+
+def drawn_boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The clusters drawn: statements and Python calls (``graph.clusters``), and on the page
     (``collapse`` False) each group of repeated structure whose members share one, as a box the
     page folds and unfolds; with each node's innermost box."""
@@ -359,12 +380,12 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
     return boxes, box_of
 
 
-def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str],
-                paint: Any = NO_PAINT) -> None:  # fmt: skip
-    """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
-    clusters, in the nodes' order (a box where its first node comes); a box of one operation is
-    not drawn (the node's own title says the statement), but for a framework's module or call (a
-    node with a ``scope``: ``net.1 (Softplus)`` running one aten op), which only its box names, as the page does."""
+def box_chains(
+    graph: Graph, boxes: list[dict[str, Any]], box_of: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The boxes drawn, by id, and the drawn boxes around each node, outermost first. A box of one
+    operation is not drawn (the node's own title says the statement), but for a framework's module
+    or call (a node with a ``scope``: ``net.1 (Softplus)`` running one aten op), which only its box names."""
     parent = {b["id"]: b["parent"] for b in boxes}
     size: dict[str | None, int] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
@@ -389,7 +410,22 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
             inner = drawn(parent.get(inner))
         return found[::-1]
 
-    chains = {n.id: chain(n.id) for n in graph.nodes}
+    return by_id, {n.id: chain(n.id) for n in graph.nodes}
+
+
+def box_attributes(box: dict[str, Any]) -> dict[str, str]:
+    """A drawn box's DOT cluster attributes: its label top left; a group's dashed and amber."""
+    text = html.escape(printable(box["label"]))
+    colour = "#b07a1a" if box["kind"] == "group" else "#6a7fa8"
+    return {"label": f'<<font color="{colour}">{text}</font>>', "labeljust": "l", "fontsize": "11",
+            "color": colour, "style": "rounded,dashed" if box["kind"] == "group" else "rounded"}  # fmt: skip
+
+
+def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any]], box_of: dict[str, str],
+                paint: Any = NO_PAINT) -> None:  # fmt: skip
+    """The nodes in ``box`` (None: outside every box) and the boxes inside it, as nested DOT
+    clusters, in the nodes' order (a box where its first node comes), as the page does."""
+    by_id, chains = box_chains(graph, boxes, box_of)
 
     def emit(target: Any, here: str | None, depth: int) -> None:
         done: set[str] = set()
@@ -398,15 +434,12 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
             if around[:depth] != ([] if here is None else chains_of[here]):
                 continue
             if len(around) == depth:
-                target.node(node.id, _dot_label(graph, node), **{**_dot_style(node), **paint.node(node)})
+                target.node(node.id, dot_label(graph, node), **{**dot_style(node), **paint.node(node)})
             elif around[depth] not in done:
                 inner = by_id[around[depth]]
                 done.add(inner["id"])
                 with target.subgraph(name=f"cluster_{inner['id']}") as sub:
-                    text = html.escape(printable(inner["label"]))
-                    colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
-                    sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
-                             color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
+                    sub.attr(**box_attributes(inner))
                     sub.attr(**paint.box(inner))
                     emit(sub, inner["id"], depth + 1)
 
@@ -474,7 +507,7 @@ def rankdir(graph: Graph) -> str:
 
 def _label_size(graph: Graph, node: GraphNode) -> tuple[float, float]:
     """Roughly the pixels a node's label takes (11 pt Helvetica, ~6.5 px a character)."""
-    lines = [re.sub(r"<[^>]+>", "", line) for line in _dot_label(graph, node)[1:-1].split("<br/>")]
+    lines = [re.sub(r"<[^>]+>", "", line) for line in dot_label(graph, node)[1:-1].split("<br/>")]
     width = max((len(html.unescape(line)) for line in lines), default=1) * 6.5 + 20
     if node.kind == "variable":
         width *= 1.3  # an ellipse around the text
@@ -494,7 +527,7 @@ def _layout_limits(graph: Graph) -> dict[str, str]:
     return limits
 
 
-def _dot_style(node: GraphNode) -> dict[str, str]:
+def dot_style(node: GraphNode) -> dict[str, str]:
     if node.kind == "variable":
         style = {"shape": "ellipse", "style": "filled", "fillcolor": COLOURS["variable"]}
     elif node.kind == "constant":
@@ -520,7 +553,7 @@ def _dot_style(node: GraphNode) -> dict[str, str]:
 _SAVES_KINDS = frozenset({"", "nothing", "inputs", "output", "both", "shapes", "meta"})
 
 
-def _dot_label(graph: Graph, node: GraphNode) -> str:
+def dot_label(graph: Graph, node: GraphNode) -> str:
     def esc(text: str) -> str:
         return html.escape(printable(text))
 
