@@ -34,6 +34,7 @@ MIN_REPEAT = 2  # instances before a repeat is drawn once
 FAR = 10.0  # an instance whose gradient norm is this many times from the median (either way) differs
 LONGEST_PERIOD = 8  # module calls in one step of a loop, at most
 SPARK = "▁▂▃▄▅▆▇█"
+DIFFERS_SHOWN = 3  # lines naming the instances that differ, in a box's label
 SPARK_MOST = 40  # characters of a sparkline: more instances are binned (each bin's largest)
 
 
@@ -445,8 +446,18 @@ def _detail(instances: list[dict[str, Any]], differs: list[dict[str, Any]]) -> s
         finite = [v for v in norms if np.isfinite(v)]
         spread = f" ({min(finite):.3g}–{max(finite):.3g})" if finite else ""
         lines.append(f"grad norm {sparkline(norms)}{spread}")
-    shown = differs[:3]
-    lines += [f"{short(d['label'])}: {d['reason']}" for d in shown]
-    if len(differs) > len(shown):
-        lines.append(f"and {len(differs) - len(shown)} more differ")
+    runs: list[list[Any]] = []  # consecutive instances that differ for the same reason, as one line
+    index = {item["label"]: k for k, item in enumerate(instances)}
+    for d in differs:
+        k = index[d["label"]]
+        if runs and runs[-1][1] == k - 1 and runs[-1][2] == d["reason"]:
+            runs[-1][1] = k
+        else:
+            runs.append([k, k, d["reason"]])
+    for first, last, reason in runs[:DIFFERS_SHOWN]:
+        name = short(instances[first]["label"])
+        end = instances[last]["label"].rsplit(".", 1)[-1].split()[-1]
+        lines.append(f"{name}{'–' + end if last > first else ''}: {reason}")
+    if len(runs) > DIFFERS_SHOWN:
+        lines.append(f"and {len(runs) - DIFFERS_SHOWN} more that differ (--format json: groups, differs)")
     return "".join("\n" + line for line in lines)
