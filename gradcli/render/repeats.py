@@ -304,25 +304,25 @@ def _entry(graph: Graph, repeat: Repeat, finder: _Finder, boxes: dict[str, dict[
     loop_box = None
     if repeat.kind == "modules":
         box = boxes[first[0]]
-        kind = box.get("class")
-        box["label"] = _span(names) + (f" ({kind})" if kind else "") + f" ×{n:,}" + detail
-        box["repeat"] = n
+        title = _span(names) + (f" ({box['class']})" if box.get("class") else "")
+        box["label"], box["repeat"] = f"{title} ×{n:,}{detail}", n
         cluster = box["id"]
     else:
+        cluster = "loop" + gid[1:]  # (a box of its own: the group's id names the group)
         for b in first:
             box = boxes[b]
-            kind = box.get("class")
-            box["label"] = box.get("path", box["label"]) + (f" ({kind})" if kind else "") + f" ×{n:,}"
-            box["repeat"], box["parent"] = n, gid
-        cluster = gid
-        inner = set(m for b in first for m in finder.inside[b])
-        loop_box = {"id": gid, "label": f"loop ×{n:,} ({names[0]}–{names[-1].split()[-1]})" + detail,
+            box["label"] = (
+                box.get("path", box["label"]) + (f" ({box['class']})" if box.get("class") else "") + f" ×{n:,}"
+            )
+            box["repeat"], box["parent"] = n, cluster
+        title = f"loop ({names[0]}–{names[-1].split()[-1]})"
+        inner = {m for b in first for m in finder.inside[b]}
+        loop_box = {"id": cluster, "label": f"loop ×{n:,} ({names[0]}–{names[-1].split()[-1]}){detail}",
                     "parent": repeat.parent, "repeat": n, "depth": boxes[first[0]].get("depth", 1),
                     "loose": {m for m in repeat.members[0] if m not in inner}, "holds": first}  # fmt: skip
     members = sorted({*repeat.members[0], *(m for b in first for m in finder.inside[b])}, key=finder.position.get)
-    entry = {"id": gid, "kind": repeat.kind, "label": boxes[first[0]]["label"].split("\n")[0] if repeat.kind == "modules"
-             else loop_box["label"].split("\n")[0], "repeat": n, "count": n, "cluster": cluster, "members": members,
-             "instances": instances, "differs": differs, "collapsed": False, "total": None}  # fmt: skip
+    entry = {"id": gid, "kind": repeat.kind, "label": title, "repeat": n, "count": n, "cluster": cluster,
+             "members": members, "instances": instances, "differs": differs, "collapsed": False, "total": None}  # fmt: skip
     return entry, loop_box
 
 

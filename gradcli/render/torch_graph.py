@@ -143,7 +143,11 @@ def _fitted(graph: Graph, given: int | None) -> Graph:
     fitted.as_built = given is not None
     fitted.notes += [note for note in graph.notes if note not in fitted.notes]
     fitted.groups += [g for g in repeats if all(m in fitted._by_id for m in g["members"])]
+    fitted.notes.append(CUT_NOTE)
     return fitted
+
+
+CUT_NOTE = "--max-nodes all draws every node"
 
 
 # --- the nodes, in evaluation order ---------------------------------------------------------------
