@@ -308,3 +308,14 @@ def test_cli_json_lists_the_group(tmp_path):
     ids = {n["id"] for n in document["nodes"]}
     assert set(group["members"]) <= ids and group["cluster"] in {c["id"] for c in document["clusters"]}
     assert document["hidden"] == 0
+
+
+def test_still_too_big_after_grouping_the_cut_says_what_it_left_and_how_to_see_it():
+    graph = torch_function_graph(sqrt_blocks, {"x": X[:2, :4]}, ["x"], max_nodes=6)
+    whole = torch_function_graph(sqrt_blocks, {"x": X[:2, :4]}, ["x"], max_nodes="all")
+    assert (
+        len(whole.nodes) == 2 + 12 * 7
+    )  # x, the sum, and 12 blocks of 7 nodes (weight, bias, t, addmm, pow, sqrt, add)
+    assert len(graph.nodes) == 6 + 1 and graph.hidden == 9 - 6  # grouped to 9 nodes, then cut to 6 (and the note)
+    assert f"{graph.hidden} more nodes not shown (--max-nodes 6)" in " ".join(graph.notes)
+    assert "--max-nodes all draws every node" in graph.notes
