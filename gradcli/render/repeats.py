@@ -21,6 +21,7 @@ Their nodes are accounted for in the box's ``×N`` and in a note, not cut.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,6 +31,7 @@ import numpy as np
 from ..stats import TensorStats, tensor_stats
 from .model import Edge, Graph
 
+_ID = re.compile(r"\bn\d+\b")  # a node's id in a label made from ids (``sum(n84)``)
 MIN_REPEAT = 2  # instances before a repeat is drawn once
 FAR = 10.0  # an instance whose gradient norm is this many times from the median (either way) differs
 LONGEST_PERIOD = 8  # module calls in one step of a loop, at most
@@ -147,10 +149,12 @@ class _Finder:
     def _modules_at(self, parent: str | None, siblings: list[str], i: int) -> tuple[Repeat | None, int]:
         """The run of consecutive siblings from ``i`` of different modules with the structure of the
         ``i``-th, when at least ``MIN_REPEAT`` long."""
+        if not self.boxes[siblings[i]].get("path"):  # (a statement's box, a Python call's: not a module)
+            return None, i
         first = self.signature(self.inside[siblings[i]])
         paths = {self.path(siblings[i])}
         j = i + 1
-        while j < len(siblings) and self.path(siblings[j]) not in paths:
+        while j < len(siblings) and self.boxes[siblings[j]].get("path") and self.path(siblings[j]) not in paths:
             if self.signature(self.inside[siblings[j]]) != first:
                 break
             paths.add(self.path(siblings[j]))
@@ -241,6 +245,8 @@ def _rewired(graph: Graph, found: list[Repeat], finder: _Finder) -> Graph:
         wrapper = next((b["id"] for b in loops if node.id in b["loose"]), None)
         if wrapper is not None or node.cluster in moved:
             node = replace(node, cluster=wrapper or moved[node.cluster])
+        if node.generated and any(e.source in drawn for e in graph.inputs_of(node.id)):
+            node = replace(node, label=_ID.sub(lambda m: drawn.get(m.group(), m.group()), node.label))
         nodes.append(node)
     clusters = _clusters_with_loops(graph, boxes, loops)
     left = len(graph.nodes) - len(nodes)

@@ -396,9 +396,8 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
                 inner = by_id[around[depth]]
                 done.add(inner["id"])
                 with target.subgraph(name=f"cluster_{inner['id']}") as sub:
-                    text = '<br align="left"/>'.join(
-                        html.escape(printable(line)) for line in inner["label"].split("\n")
-                    )
+                    lines = [html.escape(printable(line)) for line in inner["label"].split("\n")]
+                    text = "".join(f'{line}<br align="left"/>' for line in lines) if len(lines) > 1 else lines[0]
                     colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
                     sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
                              color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
