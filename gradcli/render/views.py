@@ -396,8 +396,7 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
                 inner = by_id[around[depth]]
                 done.add(inner["id"])
                 with target.subgraph(name=f"cluster_{inner['id']}") as sub:
-                    lines = [html.escape(printable(line)) for line in inner["label"].split("\n")]
-                    text = "".join(f'{line}<br align="left"/>' for line in lines) if len(lines) > 1 else lines[0]
+                    text = _box_label(inner["label"])
                     colour = "#b07a1a" if inner["kind"] == "group" else "#6a7fa8"
                     sub.attr(label=f'<<font color="{colour}">{text}</font>>', labeljust="l", fontsize="11",
                              color=colour, style="rounded,dashed" if inner["kind"] == "group" else "rounded")  # fmt: skip
@@ -409,6 +408,12 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
         for k in range(len(around)):
             chains_of.setdefault(around[k], around[: k + 1])
     emit(g, box, 0)
+
+
+def _box_label(label: str) -> str:
+    """A box's label as DOT's HTML: a label of several lines (a repeat's statistics) left-aligned."""
+    lines = [html.escape(printable(line)) for line in label.split("\n")]
+    return "".join(f'{line}<br align="left"/>' for line in lines) if len(lines) > 1 else lines[0]
 
 
 DENSE_PICTURE = 200  # nodes: beyond, a picture is drawn dense (see _dense)
