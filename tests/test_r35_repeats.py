@@ -319,3 +319,38 @@ def test_still_too_big_after_grouping_the_cut_says_what_it_left_and_how_to_see_i
     assert len(graph.nodes) == 6 + 1 and graph.hidden == 9 - 6  # grouped to 9 nodes, then cut to 6 (and the note)
     assert f"{graph.hidden} more nodes not shown (--max-nodes 6)" in " ".join(graph.notes)
     assert "--max-nodes all draws every node" in graph.notes
+
+
+OWN = """
+import gradcli as gc
+
+
+def layer(h, w):
+    return gc.tanh(h * w + 0.5) * 1.1
+
+
+def f(x, w):
+    h = x
+    for _ in range(60):
+        h = layer(h, w)
+    return h
+"""
+
+
+def test_gradclis_own_python_function_called_in_a_loop_is_rolled(tmp_path):
+    (tmp_path / "net.py").write_text(OWN)
+    result = CliRunner().invoke(app, ["graph", f"{tmp_path / 'net.py'}:f", "--at", "x=0.3,w=0.7", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    (group,) = [g for g in document["groups"] if g.get("repeat")]
+    # the first call reads x (a leaf), the others the call before: calls 1..59 are the loop
+    assert (group["kind"], group["repeat"], group["label"]) == ("loop", 59, "loop (step 1–59)")
+    assert len(document["nodes"]) == 14 and document["hidden"] == 0  # x, w, and two calls of 6 nodes
+    h, values, slopes = 0.3, [], []
+    for _ in range(60):
+        slopes.append(1.1 * (1 - np.tanh(h * 0.7 + 0.5) ** 2) * 0.7)
+        h = np.tanh(h * 0.7 + 0.5) * 1.1
+        values.append(h)
+    for k, item in enumerate(group["instances"], 1):  # step k's output: the layer applied k + 1 times
+        assert item["value"]["norm"] == pytest.approx(abs(values[k]), rel=1e-12)
+        assert item["grad"]["norm"] == pytest.approx(abs(np.prod(slopes[k + 1 :])), rel=1e-9)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..stats import TensorStats, tensor_stats
 from .model import Edge, Graph
+from .summary import find_groups
 
 _ID = re.compile(r"\bn\d+\b")  # a node's id in a label made from ids (``sum(n84)``)
 MIN_REPEAT = 2  # instances before a repeat is drawn once
@@ -61,6 +62,23 @@ def grouped(graph: Graph) -> Graph:
     if not found:
         return graph
     return _rewired(graph, found, finder)
+
+
+def expression_groups(graph: Graph) -> list[dict[str, Any]]:
+    """``summary.find_groups`` of a graph whose repeats may be drawn once: read without its loop edges
+    (from a node to one before it in evaluation order), as it reads a graph in that order."""
+    position = {n.id: k for k, n in enumerate(graph.nodes)}
+    forward = [e for e in graph.edges if e.source == "hidden" or position[e.source] < position[e.target]]
+    if len(forward) == len(graph.edges):
+        return find_groups(graph)
+    ahead = Graph(graph.nodes, forward, graph.outputs)
+    ahead.as_built = graph.as_built
+    return find_groups(ahead)
+
+
+def has_repeats(graph: Graph) -> bool:
+    """Whether ``grouped`` would draw something of ``graph`` once (its structure alone is read)."""
+    return bool(graph.clusters) and bool(_Finder(graph).find())
 
 
 def _dtype(value: Any) -> str | None:
@@ -202,11 +220,11 @@ class _Finder:
         for k, boxes in enumerate(steps):
             for b in boxes:
                 for m in self.inside[b]:
-                    if graph.node(m).kind == "op":
+                    if graph.node(m).kind != "variable":  # (its operations, and the constants they read)
                         owner[m] = k
         for m in reversed(self.loose.get(parent, [])):  # (consumers first: a chain of them joins its step)
             users = {owner.get(e.target) for e in graph.consumers_of(m)}
-            if graph.node(m).kind == "op" and len(users) == 1 and None not in users:
+            if graph.node(m).kind != "variable" and len(users) == 1 and None not in users:
                 owner[m] = users.pop()
         members: list[list[str]] = [[] for _ in steps]
         for m in sorted(owner, key=self.position.__getitem__):
@@ -334,9 +352,11 @@ def _entry(graph: Graph, repeat: Repeat, finder: _Finder, boxes: dict[str, dict[
 
 def _names(repeat: Repeat, finder: _Finder) -> list[str]:
     """Each instance's name: its module's path (``transformer.h.7``), or a loop's step (``step 7``)."""
-    if repeat.kind == "loop":
-        first = finder.boxes[repeat.boxes[0][0]].get("call")
-        return [f"step {k + (first or 0)}" for k in range(len(repeat.boxes))]
+    if repeat.kind == "loop":  # (counted from the loop's first call: a first step that differs is step 0)
+        head = repeat.boxes[0][0]
+        siblings = finder.children.get(repeat.parent, [])
+        first = sum(finder.path(b) == finder.path(head) for b in siblings[: siblings.index(head)])
+        return [f"step {k + first}" for k in range(len(repeat.boxes))]
     return [finder.path(b[0]) for b in repeat.boxes]
 
 

@@ -37,8 +37,8 @@ from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_par
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, arrays_kept, first_four
 from .recorded import torch_record_of
-from .repeats import grouped
-from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
+from .repeats import expression_groups, grouped
+from .summary import SUMMARY_NODES, collapsed, cut_to
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
 
@@ -133,9 +133,9 @@ def _fitted(graph: Graph, given: int | None) -> Graph:
     repeats = [g for g in graph.groups if g.get("repeat")]
     if given == ALL_NODES or len(graph.nodes) <= limit:
         graph.as_built = given is not None
-        graph.groups = find_groups(graph) + repeats
+        graph.groups = expression_groups(graph) + repeats
         return graph
-    groups = find_groups(graph)
+    groups = expression_groups(graph)
     for g in groups:
         g["collapsed"] = True
     whole = collapsed(graph, groups) if groups else graph
