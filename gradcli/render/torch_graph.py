@@ -446,7 +446,16 @@ def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
     depth: dict[str, int] = {}
     for box in boxes.values():  # (outer boxes first)
         depth[box] = 1 + (depth[parents[box]] if parents[box] else 0)
-    graph.clusters = [_box(path, call, box, parents[box], depth[box], record) for (path, call), box in boxes.items()]
+    drawn: dict[str, list[int]] = {}  # path -> its calls that computed a node of the graph, in order
+    for path, call in boxes:
+        if call is not None:
+            drawn.setdefault(path, []).append(call)
+    for calls in drawn.values():
+        calls.sort()
+    graph.clusters = [
+        _box(path, call, drawn.get(path, []), box, parents[box], depth[box], record)
+        for (path, call), box in boxes.items()
+    ]
 
 
 def _first_call(graph: Graph, leaf: str, owner: str, calls: Mapping[str, tuple[str, int]],
@@ -472,19 +481,19 @@ def _call_chain(scope: str, call: tuple[str, int] | None, record: TorchRecord) -
     return [(p, running.get(p)) for p in reversed(paths) if p == scope or p in record.modules]
 
 
-def _box(path: str, call: int | None, box: str, parent: str | None, depth: int, record: TorchRecord) -> dict[str, Any]:
-    """A module call's box: ``encoder.layers.0 (Linear)``, with ``call 3/20`` for a module called
-    several times."""
+def _box(path: str, call: int | None, calls: list[int], box: str, parent: str | None, depth: int,
+         record: TorchRecord) -> dict[str, Any]:  # fmt: skip
+    """A module call's box: ``encoder.layers.0 (Linear)``, with ``call 3/20`` for a module several of
+    whose calls (``calls``: those in the graph) are drawn; ``call``: its place among them, from 0."""
     kind = record.modules.get(path)
     label = f"{path} ({kind})" if kind else path
-    calls = record.call_counts.get(path, 0)
-    if call is not None and calls > 1:
-        label += f" call {call + 1}/{calls}"
     found = {"id": box, "label": label, "parent": parent, "path": path, "depth": depth}
     if kind:
         found["class"] = kind
     if call is not None:
-        found["call"] = call
+        found["call"] = calls.index(call)
+        if len(calls) > 1:
+            found["label"] += f" call {found['call'] + 1}/{len(calls)}"
     return found
 
 
