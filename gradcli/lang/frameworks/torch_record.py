@@ -68,17 +68,17 @@ class TorchRecord:
     grads: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
     catching: bool = True  # its nodes' hooks keep the gradients a backward gives them (off: gradcli's own pass)
     hooked: dict[int, Any] = field(default_factory=dict)  # id(node) -> node, for the nodes' hooks (which hold ids)
-
-    def grad_of(self, node: Any, number: int = 0) -> Any:
-        """The gradient a backward gave output ``number`` of ``node`` (a tensor), or None."""
-        caught = self.grads.get(node)
-        return caught[number] if caught is not None and number < len(caught) else None
     #: node -> the module call that computed it, ``(path, k)``: the k-th call (from 0) of that module
     #: (a cell called once per time step: ``("cells.0", 7)``)
     scope_calls: dict[Any, tuple[str, int]] = field(default_factory=dict)
     #: module call ``(path, k)`` -> the calls running when it began, outermost first, ending with itself
     module_calls: dict[tuple[str, int], tuple[tuple[str, int], ...]] = field(default_factory=dict)
     call_counts: dict[str, int] = field(default_factory=dict)  # module path -> how many times it was called
+
+    def grad_of(self, node: Any, number: int = 0) -> Any:
+        """The gradient a backward gave output ``number`` of ``node`` (a tensor), or None."""
+        caught = self.grads.get(node)
+        return caught[number] if caught is not None and number < len(caught) else None
 
 
 def _skipped_prefixes() -> tuple[str, ...]:
