@@ -27,6 +27,7 @@ from .clusters import place
 from .labels import expression, formula, value_text
 from .model import Edge, Graph, GraphNode, kinds
 from .recorded import recording as recording  # gradcli's tape, and torch's operations where torch is imported
+from .repeats import expression_groups, grouped, has_repeats
 from .summary import collapsed, cut_to, find_groups
 
 DEFAULT_MAX_NODES = 200
@@ -153,18 +154,28 @@ def _summary(everything: list[Any], roots: list[Any], outputs: Sequence[Tensor],
     a group counting as one, get their texts and local derivatives; the rest is counted. None
     when nothing repeats (the plain cut is then the summary)."""
     builder, skeleton = _skeleton(everything, roots, outputs, traced, point)
+    if clusters:
+        place(skeleton, builder.autograd, traced, clusters)
+    rolled = has_repeats(skeleton)  # a Python function called in a loop: one call drawn, ×N
     groups = find_groups(skeleton)
-    if not groups:
+    if not groups and not rolled:
         return None
     fresh = False
     if point:
         skeleton.has_point = True
         fresh = _gradients(skeleton, builder, outputs, seed, free)
-    if clusters:
-        place(skeleton, builder.autograd, traced, clusters)
+    whole = grouped(skeleton) if rolled else skeleton
+    groups = expression_groups(whole) if rolled else groups
     for g in groups:
         g["collapsed"] = True
-    graph = cut_to(collapsed(skeleton, groups), skeleton, max_nodes)
+    if len(whole.nodes) <= max_nodes:  # drawn whole once its repeats are drawn once: nothing cut
+        graph = whole
+        graph.groups = [*groups, *graph.groups]
+        for g in groups:
+            g["collapsed"] = False
+    else:
+        graph = cut_to(collapsed(whole, groups), whole, max_nodes)
+        graph.groups += [g for g in whole.groups if g.get("repeat") and all(m in graph._by_id for m in g["members"])]
     _label_drawn(graph, skeleton, groups, builder, texts)
     if point:
         shown = {n.id for n in graph.nodes}

@@ -37,7 +37,8 @@ from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_par
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, arrays_kept, first_four
 from .recorded import torch_record_of
-from .summary import SUMMARY_NODES, collapsed, cut_to, find_groups
+from .repeats import expression_groups, grouped
+from .summary import SUMMARY_NODES, collapsed, cut_to
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
 
@@ -124,22 +125,31 @@ def _flat(value: Any) -> list[Any]:
 
 def _fitted(graph: Graph, given: int | None) -> Graph:
     """``graph`` within ``--max-nodes`` (200 when not given, and no limit for a model with module boxes:
-    a picture folds them to a depth it can show, ``levels.legible``): its repeated structure collapsed
-    first, then the nodes nearest the outputs, the rest counted, as gradcli's own graphs are summarised."""
+    a picture folds them to a depth it can show, ``levels.legible``): its repeated modules and loops
+    drawn once first (``repeats.grouped``: nothing cut), then its repeated expressions collapsed, and only
+    then the nodes nearest the outputs, the rest counted, as gradcli's own graphs are summarised."""
     limit = DEFAULT_MAX_NODES if given is None else given
     boxed = given is None and bool(graph.clusters)  # a model's boxes fold for a picture (levels), never cut
+    if given != ALL_NODES and len(graph.nodes) > limit:
+        graph = grouped(graph)
+    repeats = [g for g in graph.groups if g.get("repeat")]
     if given == ALL_NODES or len(graph.nodes) <= limit or boxed:
         graph.as_built = given is not None
-        graph.groups = find_groups(graph)
+        graph.groups = expression_groups(graph) + repeats
         return graph
-    groups = find_groups(graph)
+    groups = expression_groups(graph)
     for g in groups:
         g["collapsed"] = True
     whole = collapsed(graph, groups) if groups else graph
     fitted = cut_to(whole, graph, limit)
     fitted.as_built = given is not None
     fitted.notes += [note for note in graph.notes if note not in fitted.notes]
+    fitted.groups += [g for g in repeats if all(m in fitted._by_id for m in g["members"])]
+    fitted.notes.append(CUT_NOTE)
     return fitted
+
+
+CUT_NOTE = "--max-nodes all draws every node"
 
 
 # --- the nodes, in evaluation order ---------------------------------------------------------------
@@ -404,41 +414,89 @@ def saved_text(node: Any) -> tuple[str, bool]:
 
 
 def _module_boxes(graph: Graph, builder: _Builder, record: TorchRecord) -> None:
-    """A box per ``nn.Module`` path that computed a node (and those around it), nested by path:
-    ``Graph.clusters`` and each node's innermost box; a parameter sits in its module's box."""
-    paths: dict[str, str] = {}  # path -> box id, outer paths first
+    """A box per call of an ``nn.Module`` that computed a node (and those around it), nested by path:
+    ``Graph.clusters`` (with ``path``, ``class``, ``call``, ``depth``) and each node's innermost box. A
+    module called several times (a cell in a loop over time steps) gets a box per call; a parameter
+    sits in the box of its module's call that first used it."""
+    calls: dict[str, tuple[str, int]] = {}  # model id -> the module call that computed it
+    for model_id, node in builder.autograd.items():
+        if node in record.scope_calls:
+            calls[model_id] = record.scope_calls[node]
+    for node, ports in builder.ports.items():
+        for port in ports.values():
+            if node in record.scope_calls:
+                calls[port] = record.scope_calls[node]
+    boxes: dict[tuple[str, int | None], str] = {}  # (path, call) -> box id, outer boxes first
+    parents: dict[str, str | None] = {}
     for model in graph.nodes:
         scope = model.scope
         if scope is None and model.kind == "variable" and model.name and "." in model.name:
             owner = model.name.rsplit(".", 1)[0]
             scope = model.scope = owner if owner in record.modules else None  # (a parameter: its module's)
+            if scope is not None:
+                found = _first_call(graph, model.id, owner, calls, record)
+                if found is not None:
+                    calls[model.id] = found
         if scope is None:
             continue
-        chain = [scope]
-        while "." in chain[-1]:
-            chain.append(chain[-1].rsplit(".", 1)[0])
-        for path in reversed(chain):
-            if path == scope or path in record.modules:
-                paths.setdefault(path, f"m{len(paths)}")
-        model.cluster = paths[scope]
-
-    def parent(path: str) -> str | None:
-        while "." in path:
-            path = path.rsplit(".", 1)[0]
-            if path in paths:
-                return paths[path]
-        return None
-
+        chain = _call_chain(scope, calls.get(model.id), record)
+        for k, key in enumerate(chain):
+            if key not in boxes:
+                boxes[key] = f"m{len(boxes)}"
+                parents[boxes[key]] = boxes[chain[k - 1]] if k else None
+        model.cluster = boxes[chain[-1]]
+    depth: dict[str, int] = {}
+    for box in boxes.values():  # (outer boxes first)
+        depth[box] = 1 + (depth[parents[box]] if parents[box] else 0)
+    drawn: dict[str, list[int]] = {}  # path -> its calls that computed a node of the graph, in order
+    for path, call in boxes:
+        if call is not None:
+            drawn.setdefault(path, []).append(call)
+    for calls in drawn.values():
+        calls.sort()
     graph.clusters = [
-        {
-            "id": box,
-            "label": f"{path} ({record.modules[path]})" if path in record.modules else path,
-            "parent": parent(path),
-            "path": path,
-            **({"class": record.modules[path]} if path in record.modules else {}),
-        }
-        for path, box in paths.items()
+        _box(path, call, drawn.get(path, []), box, parents[box], depth[box], record)
+        for (path, call), box in boxes.items()
     ]
+
+
+def _first_call(graph: Graph, leaf: str, owner: str, calls: Mapping[str, tuple[str, int]],
+                record: TorchRecord) -> tuple[str, int] | None:  # fmt: skip
+    """The call of module ``owner`` that first used a parameter of its (``leaf``): the call of ``owner``
+    running around its first consumer made in one, else None."""
+    for edge in graph.consumers_of(leaf):
+        call = calls.get(edge.target)
+        for running in record.module_calls.get(call, ()) if call is not None else ():
+            if running[0] == owner:
+                return running
+    return None
+
+
+def _call_chain(scope: str, call: tuple[str, int] | None, record: TorchRecord) -> list[tuple[str, int | None]]:
+    """The boxes around a node of module ``scope``, outermost first: the enclosing paths (``a``, ``a.b``
+    for ``a.b.c``) that ran as modules and ``scope`` itself, each with the call the node was made in
+    (None where no call of it was running: a submodule called from outside its parent's forward)."""
+    running = dict(record.module_calls.get(call, ())) if call is not None else {}
+    paths = [scope]
+    while "." in paths[-1]:
+        paths.append(paths[-1].rsplit(".", 1)[0])
+    return [(p, running.get(p)) for p in reversed(paths) if p == scope or p in record.modules]
+
+
+def _box(path: str, call: int | None, calls: list[int], box: str, parent: str | None, depth: int,
+         record: TorchRecord) -> dict[str, Any]:  # fmt: skip
+    """A module call's box: ``encoder.layers.0 (Linear)``, with ``call 3/20`` for a module several of
+    whose calls (``calls``: those in the graph) are drawn; ``call``: its place among them, from 0."""
+    kind = record.modules.get(path)
+    label = f"{path} ({kind})" if kind else path
+    found = {"id": box, "label": label, "parent": parent, "path": path, "depth": depth}
+    if kind:
+        found["class"] = kind
+    if call is not None:
+        found["call"] = calls.index(call)
+        if len(calls) > 1:
+            found["label"] += f" call {found['call'] + 1}/{len(calls)}"
+    return found
 
 
 def _fold_modules(graph: Graph) -> None:

@@ -415,7 +415,7 @@ def box_chains(
 
 def box_attributes(box: dict[str, Any]) -> dict[str, str]:
     """A drawn box's DOT cluster attributes: its label top left; a group's dashed and amber."""
-    text = html.escape(printable(box["label"]))
+    text = _box_label(box["label"])
     colour = "#b07a1a" if box["kind"] == "group" else "#6a7fa8"
     return {"label": f'<<font color="{colour}">{text}</font>>', "labeljust": "l", "fontsize": "11",
             "color": colour, "style": "rounded,dashed" if box["kind"] == "group" else "rounded"}  # fmt: skip
@@ -448,6 +448,12 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
         for k in range(len(around)):
             chains_of.setdefault(around[k], around[: k + 1])
     emit(g, box, 0)
+
+
+def _box_label(label: str) -> str:
+    """A box's label as DOT's HTML: a label of several lines (a repeat's statistics) left-aligned."""
+    lines = [html.escape(printable(line)) for line in label.split("\n")]
+    return "".join(f'{line}<br align="left"/>' for line in lines) if len(lines) > 1 else lines[0]
 
 
 DENSE_PICTURE = 200  # nodes: beyond, a picture is drawn dense (see _dense)

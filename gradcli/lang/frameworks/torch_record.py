@@ -68,6 +68,12 @@ class TorchRecord:
     grads: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
     catching: bool = True  # its nodes' hooks keep the gradients a backward gives them (off: gradcli's own pass)
     hooked: dict[int, Any] = field(default_factory=dict)  # id(node) -> node, for the nodes' hooks (which hold ids)
+    #: node -> the module call that computed it, ``(path, k)``: the k-th call (from 0) of that module
+    #: (a cell called once per time step: ``("cells.0", 7)``)
+    scope_calls: dict[Any, tuple[str, int]] = field(default_factory=dict)
+    #: module call ``(path, k)`` -> the calls running when it began, outermost first, ending with itself
+    module_calls: dict[tuple[str, int], tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    call_counts: dict[str, int] = field(default_factory=dict)  # module path -> how many times it was called
 
     def grad_of(self, node: Any, number: int = 0) -> Any:
         """The gradient a backward gave output ``number`` of ``node`` (a tensor), or None."""
@@ -146,8 +152,9 @@ class _Recorder(TorchDispatchMode):
         self.root_names = {id(m): name for name, m in roots.items()}
         self.paths: dict[int, str] = {}  # id(module) -> path, for the roots met and their submodules
         self.stack: list[tuple[Any, str]] = []  # the modules running: (module, path)
-        #: (tensor, copy, op, scope, line, constants): an op's outputs, until their grad_fn is set
-        self.pending: list[tuple[Any, Any, str, str | None, str | None, list[Any] | None]] = []
+        self.calls: tuple[tuple[str, int], ...] = ()  # their calls, (path, k), as ``stack``
+        #: (tensor, copy, op, call, line, constants): an op's outputs, until their grad_fn is set
+        self.pending: list[tuple[Any, Any, str, tuple[str, int] | None, str | None, list[Any] | None]] = []
         self.forwards: dict[Any, Any] = {}  # a custom Function's forward frame -> its ctx
         self.firsts: set[Any] = set()  # nodes whose value is their first output's
         for name, module in roots.items():
@@ -169,18 +176,18 @@ class _Recorder(TorchDispatchMode):
         self.resolve()
         out = func(*args, **(kwargs or {}))
         op = func.overloadpacket.__name__
-        scope = self.stack[-1][1] if self.stack else None
+        call = self.calls[-1] if self.calls else None
         line = user_line(sys._getframe(1))
         constants = _constants(args)
         for tensor in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(tensor, torch.Tensor):
-                self.pending.append((tensor, tensor.detach().clone(), op, scope, line, constants))
+                self.pending.append((tensor, tensor.detach().clone(), op, call, line, constants))
         return out
 
     def resolve(self) -> None:
         """The recorded outputs by their ``grad_fn``: a node's first output gives its value."""
         record = self.record
-        for tensor, value, op, scope, line, constants in self.pending:
+        for tensor, value, op, call, line, constants in self.pending:
             node = tensor.grad_fn
             if node is not None and tensor.output_nr != 0:
                 record.outputs.setdefault((node, tensor.output_nr), value)
@@ -194,8 +201,8 @@ class _Recorder(TorchDispatchMode):
                     found = {i: c for i, c in enumerate(constants) if c is not _NOT_CONSTANT}
                     record.constants[node] = {i: c for i, c in found.items() if node.next_functions[i][0] is None}
             record.values[node], record.ops[node] = value, op
-            if scope is not None:
-                record.scopes[node] = scope
+            if call is not None:
+                record.scopes[node], record.scope_calls[node] = call[0], call
             if line is not None:
                 record.lines[node] = line
         self.pending.clear()
@@ -224,6 +231,10 @@ class _Recorder(TorchDispatchMode):
             self._name_tree(module, path)
         self.record.modules.setdefault(path, type(module).__name__)
         self.stack.append((module, path))
+        k = self.record.call_counts.get(path, 0)
+        self.record.call_counts[path] = k + 1
+        self.calls = (*self.calls, (path, k))
+        self.record.module_calls[(path, k)] = self.calls
 
     def leave(self, module: Any, *_: Any) -> None:
         if threading.get_ident() != self.thread:
@@ -231,6 +242,7 @@ class _Recorder(TorchDispatchMode):
         for k in range(len(self.stack) - 1, -1, -1):  # (a forward that raised left its inner modules open)
             if self.stack[k][0] is module:
                 del self.stack[k:]
+                self.calls = self.calls[:k]
                 return
 
     # --- custom Functions ---------------------------------------------------------------------------
@@ -283,7 +295,8 @@ class _Recorder(TorchDispatchMode):
             if isinstance(first, torch.Tensor):
                 self.record.values[ctx] = first.detach().clone()
             self._outputs(ctx, output)
-        scope = self.stack[-1][1] if self.stack else None
+        call = self.calls[-1] if self.calls else None
+        scope = call[0] if call else None
         line = user_line(frame.f_back)
         self.record.calls.append(
             CustomCall(
@@ -292,8 +305,8 @@ class _Recorder(TorchDispatchMode):
         )
         self.record.ops[ctx] = function.__name__
         self.firsts.add(ctx)
-        if scope is not None:
-            self.record.scopes[ctx] = scope
+        if call is not None:
+            self.record.scopes[ctx], self.record.scope_calls[ctx] = scope, call
         if line is not None:
             self.record.lines[ctx] = line
 
