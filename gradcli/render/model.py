@@ -47,6 +47,8 @@ class GraphNode:
     #: or the JAX call's name; the line of the user's code that made it (``model.py:12``)
     scope: str | None = None
     line: str | None = None
+    #: a node of a loop's body drawn once (a JAX ``scan``): the iteration whose value it shows (1: the first)
+    iteration: int | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -184,6 +186,7 @@ class Graph:
                     **({"cluster": n.cluster} if n.cluster else {}),
                     **({"scope": n.scope} if n.scope else {}),
                     **({"line": n.line} if n.line else {}),
+                    **({"iteration": n.iteration} if n.iteration else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                     **({"health": node_health(n)} if self.has_point else {}),
                 }

@@ -306,10 +306,13 @@ def dot(graph: Graph, collapse: bool = True) -> str:
     # a large picture's edge labels are placed after the layout (xlabel): as labels, each would be a
     # rank of its own to lay out, three times the time at 300 nodes
     label_key = "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
+    order = {n.id: k for k, n in enumerate(graph.nodes)}
     for edge in graph.edges:
         attrs: dict[str, str] = {}
         if edge.count > 1:
             attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
+            if order.get(edge.target, 0) < order.get(edge.source, 0):  # a loop edge: back to the body's start
+                attrs.update(constraint="false", style="dashed", color="#b07a1a")
         elif (
             edge.local_grad is not None
             and not _dense(graph)
@@ -529,6 +532,8 @@ def _dot_label(graph: Graph, node: GraphNode) -> str:
         lines.append('<font color="#777777" point-size="9">variable (leaf)</font>')
     if node.shape:
         lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
+    if node.iteration:
+        lines.append(f'<font color="#996600" point-size="9">iteration {node.iteration:,}</font>')
     if graph.has_point and node.value is not None and node.kind != "constant":
         lines.append(f"value {esc(compact_text(node.value, HUMAN, PICTURE_VALUES))}")
     if node.grad is not None:

@@ -1,0 +1,143 @@
+"""A loop's iterations run apart, so that its body can be drawn once (jax_record.py): the inputs of its
+first iteration, the cotangents of that iteration's outputs, and each iteration's statistics.
+
+``scan``: one ``jax.lax.scan`` of the body that adds a zero to each floating carry after each step
+and returns its norm: its vjp, seeded with the cotangents of the scan's outputs, gives d output / d
+each step's carry (the first step's seeds the body's own cotangents) and the norms come with it.
+``while``: the trip count from running the loop with a counter, then a scan of that many steps for
+the norms (JAX cannot differentiate a while loop in reverse mode: values only). ``cond``: the branch
+its index takes, given the cond's own inputs and cotangents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import require
+
+jax = require("jax")
+import jax.numpy as jnp  # noqa: E402  (after require: float64 on)
+from jax.extend.core import jaxpr_as_fun  # noqa: E402
+
+
+@dataclass
+class LoopRun:
+    """What the drawing of a loop body needs of its run."""
+
+    count: int | None  # iterations (None: unknown)
+    first: list[Any]  # the body's inputs in its first iteration (its jaxpr's invars, in order)
+    seeds: list[Any] | None = None  # the cotangents of the body's outputs in that iteration
+    norms: list[list[float]] = field(default_factory=list)  # per iteration, each floating carry's norm
+    grad_norms: list[list[float]] | None = None  # per iteration, the norm of d output / d each carry after it
+    carry_grads: list[Any] | None = None  # d output / d each carry before the first iteration (its init)
+
+
+def _floating(value: Any) -> bool:
+    return bool(jnp.issubdtype(jnp.asarray(value).dtype, jnp.inexact))
+
+
+def _norm(value: Any) -> Any:
+    return jnp.sqrt(jnp.sum(jnp.abs(jnp.ravel(value)) ** 2))
+
+
+def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) -> LoopRun:
+    """A ``scan`` equation run at ``values`` (its inputs); ``cotangents``: of its outputs (None: values only)."""
+    p = eqn.params
+    consts_n, carry_n, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
+    body = jaxpr_as_fun(p["jaxpr"])
+    consts, init, xs = (
+        list(values[:consts_n]),
+        list(values[consts_n : consts_n + carry_n]),
+        list(values[consts_n + carry_n :]),
+    )
+    if length == 0:
+        return LoopRun(0, [])
+    first = length - 1 if reverse else 0
+    moving = [k for k, c in enumerate(init) if _floating(c)]
+
+    def step(carry: list[Any], given: tuple[list[Any], list[Any]]) -> tuple[list[Any], Any]:
+        x, eps = given
+        out = list(body(*consts, *carry, *x))
+        new = out[:carry_n]
+        for k, e in zip(moving, eps):
+            new[k] = new[k] + e
+        return new, (out[carry_n:], [_norm(new[k]) for k in moving])
+
+    def run(eps: list[Any], init: list[Any]) -> tuple[Any, Any]:
+        final, (ys, norms) = jax.lax.scan(step, init, (xs, eps), length=length, reverse=reverse)
+        floating = [final[k] for k in moving] + [y for y in ys if _floating(y)]
+        return floating, norms
+
+    eps = [jnp.zeros((length, *jnp.shape(init[k])), jnp.asarray(init[k]).dtype) for k in moving]
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    found = LoopRun(length, [*consts, *init, *(x[first] for x in xs)])
+    if cotangents is None:
+        _, norms = jax.jit(run)(eps, init)
+        found.norms = _per_step(norms, order)
+        return found
+    outs, pull, norms = jax.vjp(jax.jit(run), eps, init, has_aux=True)
+    ys_floating = [k for k, y in enumerate(eqn.outvars[carry_n:]) if _floating(np.zeros((), y.aval.dtype))]
+    wanted = [moving[k] for k in range(len(moving))] + [carry_n + k for k in ys_floating]
+    given = [
+        jnp.zeros_like(o) if cotangents[k] is None else jnp.asarray(cotangents[k], o.dtype)
+        for k, o in zip(wanted, outs)
+    ]
+    eps_grads, init_grads = pull(given)
+    found.norms = _per_step(norms, order)
+    found.grad_norms = _per_step([jax.vmap(_norm)(g) for g in eps_grads], order)
+    found.carry_grads = [None] * carry_n
+    for k, g in zip(moving, init_grads):
+        found.carry_grads[k] = np.asarray(g)
+    seeds: list[Any] = [None] * (carry_n + len(eqn.outvars) - carry_n)
+    for k, g in zip(moving, eps_grads):
+        seeds[k] = g[first]
+    for k, g in zip(ys_floating, given[len(moving) :]):
+        seeds[carry_n + k] = g[first]
+    found.seeds = seeds
+    return found
+
+
+def _per_step(norms: Sequence[Any], order: range) -> list[list[float]]:
+    """Norms stacked by the scan's index, as a list per iteration in the order they ran."""
+    columns = [np.asarray(n, dtype=np.float64) for n in norms]
+    return [[float(c[t]) for c in columns] for t in order]
+
+
+def while_run(eqn: Any, values: Sequence[Any]) -> LoopRun:
+    """A ``while`` equation run at ``values``: its trip count, the first iteration's inputs, the norms."""
+    p = eqn.params
+    cond_n, body_n = p["cond_nconsts"], p["body_nconsts"]
+    cond, body = jaxpr_as_fun(p["cond_jaxpr"]), jaxpr_as_fun(p["body_jaxpr"])
+    cond_consts, body_consts, init = (
+        list(values[:cond_n]),
+        list(values[cond_n : cond_n + body_n]),
+        list(values[cond_n + body_n :]),
+    )
+
+    def counted(state: tuple[Any, list[Any]]) -> tuple[Any, list[Any]]:
+        return state[0] + 1, list(body(*body_consts, *state[1]))
+
+    count, _ = jax.jit(lambda init: jax.lax.while_loop(lambda s: cond(*cond_consts, *s[1])[0], counted, (0, init)))(
+        init
+    )
+    count = int(count)
+    found = LoopRun(count, [*body_consts, *init])
+    moving = [k for k, c in enumerate(init) if _floating(c)]
+    if count and moving:
+
+        def step(carry: list[Any], _: Any) -> tuple[list[Any], list[Any]]:
+            new = list(body(*body_consts, *carry))
+            return new, [_norm(new[k]) for k in moving]
+
+        _, norms = jax.jit(lambda init: jax.lax.scan(step, init, None, length=count))(init)
+        found.norms = _per_step(norms, range(count))
+    return found
+
+
+def cond_branch(values: Sequence[Any], branches: int) -> int:
+    """The branch a ``cond`` takes for its index (its first input), clamped as ``lax.switch`` clamps it."""
+    return int(np.clip(int(np.asarray(values[0])), 0, branches - 1))
