@@ -131,8 +131,8 @@ class _Builder:
         label = loop_label(equation.primitive, ref, call, outputs.index(out) if out in outputs else 0)
         node = self._node(out, GraphNode("", "op", equation.primitive, label, generated=True))
         node.scope, node.line, node.cluster = equation.scope, equation.line, f"c{equation.call}"
-        if equation.primitive != "result" and call is not None:
-            node.iteration = call.iteration
+        if call is not None:  # (a loop's output in the body of a loop around it: that one's iteration)
+            node.iteration = call.iteration if equation.primitive != "result" else self.iterations.get(call.parent)
         self.edges.append(Edge(source, node.id, 0))
 
     def _node(self, index: int, node: GraphNode) -> GraphNode:

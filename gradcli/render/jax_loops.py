@@ -56,7 +56,7 @@ def box_label(call: JaxCall) -> str:
     if call.kind == "module":
         return f"{call.name} ({call.module})" if call.module else call.name
     if call.kind == "cond":
-        return "cond" if call.branch is None else f"cond: branch {call.branch[0]} of {call.branch[1]} ran"
+        return "cond" if call.branch is None else f"cond: branch {call.branch[0]} ran (of {call.branch[1]})"
     if call.kind not in ("scan", "while"):
         return call.label
     count = "?" if call.repeat is None else f"{call.repeat:,}"

@@ -181,7 +181,8 @@ class ModuleTree:
     def scopes(self) -> Iterator[None]:
         """While the block runs (on this thread), each call of a method of a module of the tree runs in
         ``jax.named_scope(its path)``: the equations it makes carry its path in their name stack."""
-        if not self.classes:
+        previous = sys.getprofile()
+        if not self.classes or (previous is not None and not callable(previous)):  # (cProfile's: left alone)
             yield
             return
         thread = threading.get_ident()
@@ -198,7 +199,6 @@ class ModuleTree:
             elif event == "return" and frame in open_scopes:
                 open_scopes.pop(frame).__exit__(None, None, None)
 
-        previous = sys.getprofile()
         sys.setprofile(profile)
         try:
             yield
