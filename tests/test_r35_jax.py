@@ -190,7 +190,7 @@ def parameters(model):
 
 def test_an_equinox_mlp_is_boxes_named_by_paths_and_its_gradients_are_jaxs():
     eqx = pytest.importorskip("equinox", reason="the equinox tests need equinox (CI installs it)")
-    mlp = eqx.nn.MLP(3, 2, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))
+    mlp = eqx.nn.MLP(3, 1, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))  # (as the CLI test's)
 
     def loss(model, x):
         return jnp.sum(model(x) ** 2)
@@ -229,7 +229,6 @@ def test_an_nnx_mlp_is_boxes_named_by_paths_and_its_gradients_are_jaxs():
 
     model = gc.render.graph(loss, mlp, X).model
     assert module_boxes(model) == [("model", "MLP", 1), ("layers[0]", "Linear", 2), ("layers[1]", "Linear", 2)]
-    _, state = nnx.split(mlp)
     grads = nnx.grad(loss)(mlp, X)
     found = parameters(model)
     assert sorted(found) == ["layers[0].bias", "layers[0].kernel", "layers[1].bias", "layers[1].kernel"]
@@ -295,3 +294,15 @@ def test_the_cli_names_a_closed_over_equinox_model_by_its_paths(tmp_path):
     np.testing.assert_allclose(nodes["layers[0].weight"]["grad"], grads.layers[0].weight, rtol=1e-13)
     np.testing.assert_allclose(nodes["layers[2].bias"]["grad"], grads.layers[2].bias, rtol=1e-13)
     assert nodes["layers[1].weight"]["cluster"] == next(c["id"] for c in data["clusters"] if c["path"] == "layers[1]")
+
+
+def test_without_a_point_a_while_loop_is_while_x_unknown_with_a_note():
+    from gradcli.render.jax_graph import jax_function_graph
+
+    def f(x):
+        return jnp.sum(jax.lax.while_loop(lambda c: jnp.sum(c) < 10.0, lambda c: c * 1.5 + 0.1, x))
+
+    model = jax_function_graph(f, {"x": np.array([0.5, 1.0])}, None, point=False)
+    assert [c["label"] for c in model.clusters] == ["while ×?"]
+    assert "give a point (--at) to count it" in model.notes[-1]
+    assert all(n.iteration is None and n.value is None for n in model.nodes if n.kind == "op")

@@ -57,6 +57,8 @@ def jax_model(
     """The graph model of a traced JAX function (``trace_jax``). ``max_nodes`` as ``build``'s: not
     given, 200 (pictures collapse what repeats over 100); ``0``/``"all"``: every node."""
     given = checked_max_nodes(max_nodes)
+    if not point:
+        _without_point(trace)
     builder = _Builder(trace)
     builder.add_all()
     graph = Graph(builder.nodes, builder.edges, builder.outputs, notes=list(trace.notes))
@@ -81,6 +83,18 @@ def jax_model(
     if highlight:
         highlight_paths(graph, highlight)
     return graph.lighten()  # (the trace keeps every value whole: blame reads them)
+
+
+def _without_point(trace: JaxTrace) -> None:
+    """A graph drawn without a point: no iteration's values, no statistics of them, and a while loop's
+    trip count unknown (``while ×?``: it depends on the point), said in a note."""
+    for call in trace.calls:
+        call.norms, call.grad_norms, call.iteration = [], None, None
+        if call.kind == "while":
+            call.repeat = None
+            note = "a while loop's trip count depends on its inputs (while ×?): give a point (--at) to count it"
+            if note not in trace.notes:
+                trace.notes.append(note)
 
 
 def _summary(graph: Graph, limit: int) -> Graph:

@@ -124,7 +124,7 @@ def _group(k: int, call: JaxCall, members: list[str]) -> dict[str, Any]:
         for t in range(len(norms))
     ]
     return {
-        "id": f"loop{k}", "kind": call.kind, "label": box_label(call).split("  ")[0], "box": f"c{k}",
+        "id": f"loop{k}", "kind": call.kind, "label": call.kind, "box": f"c{k}",
         "repeat": call.repeat, "count": call.repeat, "members": members, "shown": call.iteration,
         "instances": instances, "collapsed": False, "total": None, "roots": [],
     }  # fmt: skip

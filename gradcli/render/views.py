@@ -343,6 +343,8 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
     box_of = {n.id: n.cluster for n in graph.nodes if n.cluster}
     if not collapse:
         for g in graph.groups:
+            if g.get("box"):  # (a loop's group: drawn as its own box already)
+                continue
             members = [m for m in g["members"] if m in graph._by_id]
             around = {box_of.get(m) for m in members}
             if not members or len(members) != len(g["members"]) or len(around) != 1:

@@ -33,7 +33,6 @@ class LoopRun:
     seeds: list[Any] | None = None  # the cotangents of the body's outputs in that iteration
     norms: list[list[float]] = field(default_factory=list)  # per iteration, each floating carry's norm
     grad_norms: list[list[float]] | None = None  # per iteration, the norm of d output / d each carry after it
-    carry_grads: list[Any] | None = None  # d output / d each carry before the first iteration (its init)
 
 
 def _floating(value: Any) -> bool:
@@ -79,23 +78,24 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         _, norms = jax.jit(run)(eps, init)
         found.norms = _per_step(norms, order)
         return found
-    outs, pull, norms = jax.vjp(jax.jit(run), eps, init, has_aux=True)
-    ys_floating = [k for k, y in enumerate(eqn.outvars[carry_n:]) if _floating(np.zeros((), y.aval.dtype))]
-    wanted = [moving[k] for k in range(len(moving))] + [carry_n + k for k in ys_floating]
+    ys = [k for k, y in enumerate(eqn.outvars[carry_n:]) if jnp.issubdtype(y.aval.dtype, jnp.inexact)]
+    avals = [eqn.outvars[k].aval for k in moving] + [eqn.outvars[carry_n + k].aval for k in ys]
     given = [
-        jnp.zeros_like(o) if cotangents[k] is None else jnp.asarray(cotangents[k], o.dtype)
-        for k, o in zip(wanted, outs)
+        jnp.zeros(a.shape, a.dtype) if cotangents[k] is None else jnp.asarray(cotangents[k], a.dtype)
+        for k, a in zip([*moving, *(carry_n + k for k in ys)], avals)
     ]
-    eps_grads, init_grads = pull(given)
+
+    def both(eps: list[Any], init: list[Any], given: list[Any]) -> tuple[Any, Any]:
+        _, pull, norms = jax.vjp(run, eps, init, has_aux=True)
+        return norms, pull(given)[0]
+
+    norms, eps_grads = jax.jit(both)(eps, init, given)  # (one program: the forward and its vjp)
     found.norms = _per_step(norms, order)
-    found.grad_norms = _per_step([jax.vmap(_norm)(g) for g in eps_grads], order)
-    found.carry_grads = [None] * carry_n
-    for k, g in zip(moving, init_grads):
-        found.carry_grads[k] = np.asarray(g)
-    seeds: list[Any] = [None] * (carry_n + len(eqn.outvars) - carry_n)
+    found.grad_norms = _per_step([np.linalg.norm(np.asarray(g).reshape(length, -1), axis=1) for g in eps_grads], order)
+    seeds: list[Any] = [None] * len(eqn.outvars)
     for k, g in zip(moving, eps_grads):
         seeds[k] = g[first]
-    for k, g in zip(ys_floating, given[len(moving) :]):
+    for k, g in zip(ys, given[len(moving) :]):
         seeds[carry_n + k] = g[first]
     found.seeds = seeds
     return found
