@@ -94,9 +94,18 @@ def test_a_scan_rnn_is_one_box_scan_x20_with_its_body_once_and_the_carry_on_a_lo
     )
     # per-iteration statistics: the carry's norm after each step is NumPy's over scan's outputs
     (group,) = [g for g in model.groups if g.get("kind") == "scan"]
-    assert group["repeat"] == 20 and group["box"] == loop["id"] and tanh.id in group["members"]
-    np.testing.assert_allclose([i["norm"] for i in group["instances"]], np.linalg.norm(hs, axis=1), rtol=1e-13)
+    assert group["repeat"] == 20 and group["cluster"] == loop["id"] and tanh.id in group["members"]
+    np.testing.assert_allclose([i["value"]["norm"] for i in group["instances"]], np.linalg.norm(hs, axis=1), rtol=1e-13)
+    np.testing.assert_allclose([i["value"]["mean"] for i in group["instances"]], np.mean(hs, axis=1), rtol=1e-12)
     assert loop["label"].endswith(sparkline(list(np.linalg.norm(hs, axis=1))))
+
+    def carried(h1):  # (what the carry after the first step goes on to make: the steps after it)
+        h, hs = jax.lax.scan(lambda h, x: (cell(h, x), cell(h, x)), h1, XS[1:])
+        return jnp.sum(h) + 0.1 * jnp.sum(hs)
+
+    expected = np.linalg.norm(jax.grad(carried)(cell(H0, XS[0])))
+    assert group["instances"][0]["grad"]["norm"] == pytest.approx(float(expected), rel=1e-13)
+    assert group["instances"][-1]["grad"]["norm"] == pytest.approx(np.sqrt(3), rel=1e-15)  # (d f / d h = 1 each)
     data = json.loads(json.dumps(view.json()))
     (entry,) = [g for g in data["groups"] if g.get("kind") == "scan"]
     assert entry["repeat"] == 20 and len(entry["instances"]) == 20
@@ -121,7 +130,9 @@ def test_a_fori_loop_with_static_bounds_is_a_scan_box_with_its_counter():
         c = np.sin(c) * 1.5 + 0.1 * i
         norms.append(np.linalg.norm(c))
     (group,) = [g for g in model.groups if g.get("kind") == "scan"]
-    np.testing.assert_allclose([i["norm"] for i in group["instances"]], norms, rtol=1e-13)  # (the counter's none)
+    np.testing.assert_allclose(
+        [i["value"]["norm"] for i in group["instances"]], norms, rtol=1e-13
+    )  # (the counter's none)
 
 
 def test_a_while_loop_is_counted_by_running_it():
@@ -137,7 +148,7 @@ def test_a_while_loop_is_counted_by_running_it():
     (loop,) = [c for c in model.clusters if c.get("kind") == "while"]
     assert loop["repeat"] == len(norms) == 5 and loop["label"] == f"while ×5  ‖carry‖ {sparkline(norms)}"
     (group,) = [g for g in model.groups if g.get("kind") == "while"]
-    np.testing.assert_allclose([i["norm"] for i in group["instances"]], norms, rtol=1e-14)
+    np.testing.assert_allclose([i["value"]["norm"] for i in group["instances"]], norms, rtol=1e-14)
     mul = next(n for n in model.nodes if n.op == "mul")
     np.testing.assert_allclose(mul.value, x * 1.5, rtol=1e-15)
     assert mul.iteration == 1 and any("no gradients" in note for note in model.notes)

@@ -89,7 +89,7 @@ def _without_point(trace: JaxTrace) -> None:
     """A graph drawn without a point: no iteration's values, no statistics of them, and a while loop's
     trip count unknown (``while ×?``: it depends on the point), said in a note."""
     for call in trace.calls:
-        call.norms, call.grad_norms, call.iteration = [], None, None
+        call.norms, call.stats, call.grads, call.iteration = [], [], None, None
         if call.kind == "while":
             call.repeat = None
             note = "a while loop's trip count depends on its inputs (while ×?): give a point (--at) to count it"

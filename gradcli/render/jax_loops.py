@@ -48,7 +48,7 @@ def sparkline(values: list[float], width: int = SPARK_WIDTH) -> str:
 
 def carry_norms(call: JaxCall) -> list[float]:
     """The norm of all the loop's floating carries together after each iteration."""
-    return [float(np.sqrt(np.sum(np.square(step)))) for step in call.norms]
+    return [step["norm"] for step in call.stats]
 
 
 def box_label(call: JaxCall) -> str:
@@ -61,7 +61,7 @@ def box_label(call: JaxCall) -> str:
         return call.label
     count = "?" if call.repeat is None else f"{call.repeat:,}"
     label = f"{call.kind} ×{count}"
-    if call.norms and len(call.norms) > 1:
+    if len(call.stats) > 1:
         label += f"  ‖carry‖ {sparkline(carry_norms(call))}"
     return label
 
@@ -112,19 +112,20 @@ def loops(trace: JaxTrace, graph: Graph, node_of: dict[int, str]) -> list[dict[s
 
 
 def _group(k: int, call: JaxCall, members: list[str]) -> dict[str, Any]:
-    norms = carry_norms(call)
-    grads = [float(np.sqrt(np.sum(np.square(g)))) for g in call.grad_norms] if call.grad_norms else None
+    """The loop's ``groups`` entry, as a repeated block's (render/repeats.py): ``cluster`` its box,
+    an instance an iteration (``value``: its carries' statistics, ``grad``: their cotangents')."""
     instances = [
-        {
-            "iteration": t + 1,
-            "norm": norms[t],
-            "carries": list(call.norms[t]),
-            "grad_norm": None if grads is None else grads[t],
-        }
-        for t in range(len(norms))
+        {"label": f"iteration {t + 1}", "call": t, "value": stats, "carries": list(call.norms[t]),
+         "grad": None if call.grads is None else call.grads[t]}
+        for t, stats in enumerate(call.stats)
+    ]  # fmt: skip
+    differs = [
+        {"label": i["label"], "why": "NaN or infinity in the carry"}
+        for i in instances
+        if i["value"]["nan"] or i["value"]["inf"] or (i["grad"] and (i["grad"]["nan"] or i["grad"]["inf"]))
     ]
     return {
-        "id": f"loop{k}", "kind": call.kind, "label": call.kind, "box": f"c{k}",
-        "repeat": call.repeat, "count": call.repeat, "members": members, "shown": call.iteration,
-        "instances": instances, "collapsed": False, "total": None, "roots": [],
+        "id": f"loop{k}", "kind": call.kind, "label": call.kind, "cluster": f"c{k}", "repeat": call.repeat,
+        "count": call.repeat, "members": members, "shown": call.iteration, "instances": instances,
+        "differs": differs, "collapsed": False, "total": None, "roots": [],
     }  # fmt: skip

@@ -343,7 +343,7 @@ def _boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dict[str
     box_of = {n.id: n.cluster for n in graph.nodes if n.cluster}
     if not collapse:
         for g in graph.groups:
-            if g.get("box"):  # (a loop's group: drawn as its own box already)
+            if g.get("cluster"):  # (a group that is a box already: a loop's, a repeated module's)
                 continue
             members = [m for m in g["members"] if m in graph._by_id]
             around = {box_of.get(m) for m in members}

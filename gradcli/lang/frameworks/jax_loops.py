@@ -32,7 +32,29 @@ class LoopRun:
     first: list[Any]  # the body's inputs in its first iteration (its jaxpr's invars, in order)
     seeds: list[Any] | None = None  # the cotangents of the body's outputs in that iteration
     norms: list[list[float]] = field(default_factory=list)  # per iteration, each floating carry's norm
-    grad_norms: list[list[float]] | None = None  # per iteration, the norm of d output / d each carry after it
+    #: per iteration, the floating carries' statistics together ({"norm", "mean", "nan", "inf"})
+    stats: list[dict[str, float]] = field(default_factory=list)
+    grads: list[dict[str, float]] | None = None  # the same of d output / d the carries after each iteration
+
+
+def _stats(value: Any) -> Any:
+    """norm, sum, NaN and infinities of ``value``, as one array (computed inside the loop)."""
+    flat = jnp.ravel(value)
+    return jnp.stack([_norm(flat), jnp.sum(flat).real, jnp.sum(jnp.isnan(flat)), jnp.sum(jnp.isinf(flat))])
+
+
+def _steps(stats: Sequence[Any], sizes: Sequence[int], order: Sequence[int]) -> tuple[list[list[float]], list[dict[str, float]]]:  # fmt: skip
+    """Each carry's ``_stats`` stacked by the scan's index -> per iteration (in the order they ran) each
+    carry's norm, and the carries' statistics together."""
+    columns = [np.asarray(c, dtype=np.float64).reshape(-1, 4) for c in stats]
+    size = max(sum(sizes), 1)
+    norms, together = [], []
+    for t in order:
+        rows = [c[t] for c in columns]
+        norms.append([float(r[0]) for r in rows])
+        together.append({"norm": float(np.sqrt(sum(r[0] ** 2 for r in rows))), "mean": float(sum(r[1] for r in rows) / size),
+                         "nan": int(sum(r[2] for r in rows)), "inf": int(sum(r[3] for r in rows))})  # fmt: skip
+    return norms, together
 
 
 def _floating(value: Any) -> bool:
@@ -64,7 +86,7 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         new = out[:carry_n]
         for k, e in zip(moving, eps):
             new[k] = new[k] + e
-        return new, (out[carry_n:], [_norm(new[k]) for k in moving])
+        return new, (out[carry_n:], [_stats(new[k]) for k in moving])
 
     def run(eps: list[Any], init: list[Any]) -> tuple[Any, Any]:
         final, (ys, norms) = jax.lax.scan(step, init, (xs, eps), length=length, reverse=reverse)
@@ -74,9 +96,10 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
     eps = [jnp.zeros((length, *jnp.shape(init[k])), jnp.asarray(init[k]).dtype) for k in moving]
     order = range(length - 1, -1, -1) if reverse else range(length)
     found = LoopRun(length, [*consts, *init, *(x[first] for x in xs)])
+    sizes = [int(np.size(init[k])) for k in moving]
     if cotangents is None:
-        _, norms = jax.jit(run)(eps, init)
-        found.norms = _per_step(norms, order)
+        _, stats = jax.jit(run)(eps, init)
+        found.norms, found.stats = _steps(stats, sizes, order)
         return found
     ys = [k for k, y in enumerate(eqn.outvars[carry_n:]) if jnp.issubdtype(y.aval.dtype, jnp.inexact)]
     avals = [eqn.outvars[k].aval for k in moving] + [eqn.outvars[carry_n + k].aval for k in ys]
@@ -89,9 +112,9 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         _, pull, norms = jax.vjp(run, eps, init, has_aux=True)
         return norms, pull(given)[0]
 
-    norms, eps_grads = jax.jit(both)(eps, init, given)  # (one program: the forward and its vjp)
-    found.norms = _per_step(norms, order)
-    found.grad_norms = _per_step([np.linalg.norm(np.asarray(g).reshape(length, -1), axis=1) for g in eps_grads], order)
+    stats, eps_grads = jax.jit(both)(eps, init, given)  # (one program: the forward and its vjp)
+    found.norms, found.stats = _steps(stats, sizes, order)
+    found.grads = _steps([_numpy_stats(g, length) for g in eps_grads], sizes, order)[1]
     seeds: list[Any] = [None] * len(eqn.outvars)
     for k, g in zip(moving, eps_grads):
         seeds[k] = g[first]
@@ -101,10 +124,12 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
     return found
 
 
-def _per_step(norms: Sequence[Any], order: range) -> list[list[float]]:
-    """Norms stacked by the scan's index, as a list per iteration in the order they ran."""
-    columns = [np.asarray(n, dtype=np.float64) for n in norms]
-    return [[float(c[t]) for c in columns] for t in order]
+def _numpy_stats(stacked: Any, length: int) -> np.ndarray:
+    """``_stats`` of each iteration's slice of ``stacked`` (length, ...), by NumPy."""
+    rows = np.asarray(stacked).reshape(length, -1)
+    return np.stack(
+        [np.linalg.norm(rows, axis=1), np.sum(rows, axis=1).real, np.isnan(rows).sum(1), np.isinf(rows).sum(1)], 1
+    )
 
 
 def while_run(eqn: Any, values: Sequence[Any]) -> LoopRun:
@@ -131,10 +156,10 @@ def while_run(eqn: Any, values: Sequence[Any]) -> LoopRun:
 
         def step(carry: list[Any], _: Any) -> tuple[list[Any], list[Any]]:
             new = list(body(*body_consts, *carry))
-            return new, [_norm(new[k]) for k in moving]
+            return new, [_stats(new[k]) for k in moving]
 
-        _, norms = jax.jit(lambda init: jax.lax.scan(step, init, None, length=count))(init)
-        found.norms = _per_step(norms, range(count))
+        _, stats = jax.jit(lambda init: jax.lax.scan(step, init, None, length=count))(init)
+        found.norms, found.stats = _steps(stats, [int(np.size(init[k])) for k in moving], range(count))
     return found
 
 

@@ -97,7 +97,8 @@ class JaxCall:
     #: a loop's carried values: (the body's output carried, the body's input it becomes)
     carries: list[tuple[int, int]] = field(default_factory=list)
     norms: list[list[float]] = field(default_factory=list)  # per iteration, each floating carry's norm
-    grad_norms: list[list[float]] | None = None  # per iteration, |d output / d each carry after it|
+    stats: list[dict[str, float]] = field(default_factory=list)  # per iteration, the carries' statistics
+    grads: list[dict[str, float]] | None = None  # per iteration, those of d output / d the carries after it
     branch: tuple[int, int] | None = None  # a cond's branch taken, and how many it has
     module: str | None = None  # a module's class ("Linear"), where known
 
@@ -575,7 +576,7 @@ def _evaluate_loop(trace: JaxTrace, index: int, body: _Block) -> None:
     except Exception as failed:  # (a body JAX cannot run apart): the box without values
         trace.notes.append(f"the body of {call.scope} is drawn without its values: {_first_line(failed)}")
         return
-    call.repeat, call.norms, call.grad_norms = run.count, run.norms, run.grad_norms
+    call.repeat, call.norms, call.stats, call.grads = run.count, run.norms, run.stats, run.grads
     if not run.count:
         trace.notes.append(f"the body of {call.scope} never ran: it is drawn without values")
         return
