@@ -248,14 +248,19 @@ def test_an_nnx_mlp_is_boxes_named_by_paths_and_its_gradients_are_jaxs():
         np.testing.assert_allclose(found[f"layers[{k}].bias"].grad, grads["layers"][k]["bias"][...], rtol=1e-13)
 
 
-def test_a_linen_mlp_is_boxes_from_its_name_stack_and_its_parameters_are_named_by_paths():
+def test_a_linen_model_is_boxes_from_its_name_stack_and_its_parameters_are_named_by_paths():
     nn = pytest.importorskip("flax.linen", reason="the flax tests need flax (CI installs it)")
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return jnp.tanh(nn.Dense(3)(x))
 
     class Net(nn.Module):
         @nn.compact
         def __call__(self, x):
-            h = nn.Dense(4)(x)
-            return nn.Dense(2)(jnp.tanh(h))
+            x = Block(name="encoder")(x)
+            return nn.Dense(2)(Block()(x))
 
     net = Net()
     variables = net.init(jax.random.PRNGKey(0), X)
@@ -264,14 +269,19 @@ def test_a_linen_mlp_is_boxes_from_its_name_stack_and_its_parameters_are_named_b
         return jnp.sum(net.apply(params, x) ** 2)
 
     model = gc.render.graph(loss, variables, X).model
-    assert module_boxes(model) == [("Net", None, 1), ("Dense_0", "Dense", 2), ("Dense_1", "Dense", 2)]
+    assert module_boxes(model) == [("Net", None, 1), ("encoder", None, 2), ("encoder.Dense_0", "Dense", 3),
+                                   ("Block_0", "Block", 2), ("Block_0.Dense_0", "Dense", 3), ("Dense_0", "Dense", 2)]  # fmt: skip
     grads = jax.grad(loss)(variables, X)["params"]
     found = parameters(model)
     box = {c["path"]: c["id"] for c in model.clusters}
-    for layer in ("Dense_0", "Dense_1"):
+    for layer, keys in (("encoder.Dense_0", ("encoder", "Dense_0")), ("Block_0.Dense_0", ("Block_0", "Dense_0")),
+                        ("Dense_0", ("Dense_0",))):  # fmt: skip
         for p in ("kernel", "bias"):
             node = found[f"params.{layer}.{p}"]
-            np.testing.assert_allclose(node.grad, grads[layer][p], rtol=1e-13)
+            expected = grads
+            for key in keys:
+                expected = expected[key]
+            np.testing.assert_allclose(node.grad, expected[p], rtol=1e-13)
             assert node.cluster == box[layer]
 
 
