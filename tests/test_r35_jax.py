@@ -191,6 +191,15 @@ def test_a_sparkline_spans_lowest_to_highest():
 X = np.array([0.5, -1.0, 2.0])
 
 
+def filled(abstract):
+    """A model of the structure ``abstract`` (``eqx.filter_eval_shape``'s, ``nnx.eval_shape``'s) with
+    random weights from NumPy (JAX's own initialisers compile a program a shape: seconds)."""
+    rng = np.random.default_rng(0)
+    return jax.tree_util.tree_map(
+        lambda s: jnp.asarray(rng.normal(size=s.shape) * 0.5) if isinstance(s, jax.ShapeDtypeStruct) else s, abstract
+    )
+
+
 def module_boxes(model):
     return [(c["path"], c.get("class"), c["depth"]) for c in model.clusters if "path" in c]
 
@@ -201,7 +210,7 @@ def parameters(model):
 
 def test_an_equinox_mlp_is_boxes_named_by_paths_and_its_gradients_are_jaxs():
     eqx = pytest.importorskip("equinox", reason="the equinox tests need equinox (CI installs it)")
-    mlp = eqx.nn.MLP(3, 1, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))  # (as the CLI test's)
+    mlp = filled(eqx.filter_eval_shape(eqx.nn.MLP, 3, 1, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0)))
 
     def loss(model, x):
         return jnp.sum(model(x) ** 2)
@@ -233,19 +242,20 @@ def test_an_nnx_mlp_is_boxes_named_by_paths_and_its_gradients_are_jaxs():
                 x = jnp.tanh(layer(x))
             return x
 
-    mlp = MLP(nnx.Rngs(0))
+    graphdef, state = nnx.split(nnx.eval_shape(lambda: MLP(nnx.Rngs(0))))
+    mlp = nnx.merge(graphdef, filled(state))
 
     def loss(model, x):
         return jnp.sum(model(x) ** 2)
 
     model = gc.render.graph(loss, mlp, X).model
     assert module_boxes(model) == [("model", "MLP", 1), ("layers[0]", "Linear", 2), ("layers[1]", "Linear", 2)]
-    grads = nnx.grad(loss)(mlp, X)
+    grads = jax.grad(loss)(mlp, X)  # (an nnx module is a pytree: its gradients are one)
     found = parameters(model)
     assert sorted(found) == ["layers[0].bias", "layers[0].kernel", "layers[1].bias", "layers[1].kernel"]
     for k in range(2):
-        np.testing.assert_allclose(found[f"layers[{k}].kernel"].grad, grads["layers"][k]["kernel"][...], rtol=1e-13)
-        np.testing.assert_allclose(found[f"layers[{k}].bias"].grad, grads["layers"][k]["bias"][...], rtol=1e-13)
+        np.testing.assert_allclose(found[f"layers[{k}].kernel"].grad, grads.layers[k].kernel[...], rtol=1e-13)
+        np.testing.assert_allclose(found[f"layers[{k}].bias"].grad, grads.layers[k].bias[...], rtol=1e-13)
 
 
 def test_a_linen_model_is_boxes_from_its_name_stack_and_its_parameters_are_named_by_paths():
@@ -263,7 +273,7 @@ def test_a_linen_model_is_boxes_from_its_name_stack_and_its_parameters_are_named
             return nn.Dense(2)(Block()(x))
 
     net = Net()
-    variables = net.init(jax.random.PRNGKey(0), X)
+    variables = filled(jax.eval_shape(net.init, jax.random.PRNGKey(0), X))
 
     def loss(params, x):
         return jnp.sum(net.apply(params, x) ** 2)
@@ -290,7 +300,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-model = eqx.nn.MLP(3, 1, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))
+import numpy as np
+
+shape = eqx.filter_eval_shape(eqx.nn.MLP, 3, 1, 4, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))
+rng = np.random.default_rng(0)
+model = jax.tree_util.tree_map(
+    lambda s: jnp.asarray(rng.normal(size=s.shape)) if isinstance(s, jax.ShapeDtypeStruct) else s, shape
+)
 
 
 def loss(x):
