@@ -69,6 +69,8 @@ def test_a_scan_rnn_is_one_box_scan_x20_with_its_body_once_and_the_carry_on_a_lo
     labels = [n.label for n in body if n.op in ("carry", "slice", "result")]
     assert labels == ["carry(h0)", "xs[t]", f"last({tanh.id})", f"stacked({tanh.id})"]
     carry = next(n for n in body if n.op == "carry")
+    xs_t = next(n for n in body if n.op == "slice")  # (W and U, closed over by cell, named as the module names them)
+    assert [n.label for n in body if n.op == "dot_general"] == [f"W @ {carry.id}", f"U @ {xs_t.id}"]
     (back,) = [e for e in model.edges if e.count > 1]
     assert (back.source, back.target, back.count) == (tanh.id, carry.id, 19)
     # the body's values are the first iteration's, equal to JAX's; the loop's outputs the last's

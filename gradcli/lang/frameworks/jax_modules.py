@@ -21,9 +21,12 @@ import keyword
 import re
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+import numpy as np
 
 from . import referred, require
 
@@ -91,6 +94,8 @@ class ModuleTree:
         self.modules: dict[int, tuple[str, str]] = {}  # id(module) -> (path, class name)
         self.held: list[Any] = []  # the modules named (kept alive while their ids are keys)
         self.arrays: dict[int, str] = {}  # id(array) -> its path (``layers[0].weight``)
+        #: id(array) (or a NumPy array's ``content``) -> the global name of an array that is no model's (``W``)
+        self.constants: dict[Any, str] = {}
         self.tags: dict[str, tuple[str, str]] = {}  # a name-stack scope pushed -> (path, class name)
         self.codes: set[Any] = set()  # the code of the module classes' methods
         self.roots: list[tuple[str, Any]] = []
@@ -105,6 +110,7 @@ class ModuleTree:
                 self.arrays.setdefault(id(leaf), human_path(keys))
             return True
         if not self.classes or not is_module(root, self.classes):
+            self._plain(root, name)
             return False
         self.roots.append((name, root))
         prefix = "" if relative else name
@@ -112,6 +118,28 @@ class ModuleTree:
         for keys, leaf in jax.tree_util.tree_flatten_with_path(root)[0]:
             self.arrays.setdefault(id(leaf), _joined(prefix, human_path(keys)))
         return True
+
+    def _plain(self, value: Any, name: str) -> None:
+        """A global array (``W``) or a container of arrays (``PARAMS['w']``) named, for the constants."""
+        if isinstance(value, (np.ndarray, jax.Array)):
+            self._constant(value, name)
+        elif isinstance(value, (dict, list, tuple)) and value:
+            for keys, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
+                if isinstance(leaf, (np.ndarray, jax.Array)):
+                    self._constant(leaf, name + jax.tree_util.keystr(keys))
+
+    def _constant(self, array: Any, name: str) -> None:
+        self.constants.setdefault(id(array), name)
+        if isinstance(array, np.ndarray) and array.size <= CONTENT_MOST:  # (JAX closes over a copy of it)
+            self.constants.setdefault(content(array), name)
+
+    def constant_name(self, const: Any) -> str | None:
+        """The global name of an array the jaxpr closed over (``W``), by identity, else (NumPy's,
+        which JAX copies) by its content."""
+        found = self.constants.get(id(const))
+        if found is None and np.size(const) <= CONTENT_MOST:
+            found = self.constants.get(content(np.asarray(const)))
+        return found
 
     def _walk(self, root: Any, prefix: str, root_name: str) -> None:
         stack = [(root, prefix)]
@@ -143,11 +171,20 @@ class ModuleTree:
                     self.codes.add(code)
 
     def add_referred(self, function: Callable[..., Any]) -> None:
-        """The models among the globals and closure cells ``function`` refers to (closed over)."""
-        names = {id(v): k for k, v in getattr(inspect.unwrap(function), "__globals__", {}).items()}
-        for value in referred(inspect.unwrap(function)):
-            if id(value) not in self.modules:
-                self.add(value, names.get(id(value), type(value).__name__.lower()))
+        """The models and arrays among the globals and closure cells ``function`` refers to (closed over),
+        and those of the functions of its module it calls (``cell`` called by ``rnn``)."""
+        functions, seen = [inspect.unwrap(function)], set()
+        while functions and len(seen) < REFERRED_MOST:
+            plain = functions.pop()
+            if id(plain) in seen:
+                continue
+            seen.add(id(plain))
+            names = _names_of(plain)
+            for value in referred(plain):
+                if isinstance(value, types.FunctionType) and value.__module__ == plain.__module__:
+                    functions.append(value)
+                elif id(value) not in self.modules:
+                    self.add(value, names.get(id(value), type(value).__name__.lower()))
 
     def add_arguments(self, args: Any, names: list[str]) -> None:
         """The models among a function's arguments (as traced: the modules rebuilt from its leaves)."""
@@ -206,6 +243,28 @@ class ModuleTree:
             sys.setprofile(previous)
             for scope in reversed(list(open_scopes.values())):  # (a trace that raised)
                 scope.__exit__(None, None, None)
+
+
+#: functions of the user's module followed from the one given, for the arrays they close over
+REFERRED_MOST = 64
+#: elements of a NumPy global found again by its content (JAX closes over a copy of it)
+CONTENT_MOST = 1 << 16
+
+
+def content(array: np.ndarray) -> tuple[Any, ...]:
+    return (array.shape, array.dtype.str, hash(np.ascontiguousarray(array).tobytes()))
+
+
+def _names_of(function: Any) -> dict[int, str]:
+    """The names ``function`` knows its globals and closure cells by, by their identity."""
+    names = {id(v): k for k, v in getattr(function, "__globals__", {}).items()}
+    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars if code is not None else (), cells):
+        try:
+            names.setdefault(id(cell.cell_contents), name)
+        except ValueError:  # (an empty cell)
+            continue
+    return names
 
 
 def _joined(prefix: str, path: str) -> str:

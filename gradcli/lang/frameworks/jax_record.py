@@ -311,7 +311,7 @@ class _Recorder:
         if known is not None:
             return known
         name = self.tree.arrays.get(id(const))
-        index = self.value("constant", var.aval, value=np.asarray(const), name=name)
+        index = self.value("constant", var.aval, value=np.asarray(const), name=name or self.tree.constant_name(const))
         if name is not None and _floating(var.aval.dtype) and not self.in_rule:
             self.values[index].differentiable = True
             self.parameters.append(index)
