@@ -281,7 +281,7 @@ def test_a_linen_model_is_boxes_from_its_name_stack_and_its_parameters_are_named
         return jnp.sum(net.apply(params, x) ** 2)
 
     model = gc.render.graph(loss, variables, X).model
-    assert module_boxes(model) == [("Net", None, 1), ("encoder", None, 2), ("encoder.Dense_0", "Dense", 3),
+    assert module_boxes(model) == [("Net", "Net", 1), ("encoder", "Block", 2), ("encoder.Dense_0", "Dense", 3),
                                    ("Block_0", "Block", 2), ("Block_0.Dense_0", "Dense", 3), ("Dense_0", "Dense", 2)]  # fmt: skip
     grads = jax.grad(loss)(variables, X)["params"]
     found = parameters(model)

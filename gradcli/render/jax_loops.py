@@ -54,7 +54,7 @@ def carry_norms(call: JaxCall) -> list[float]:
 def box_label(call: JaxCall) -> str:
     """``scan ×20  ‖carry‖ ▁▂▅█``, ``while ×?``, ``cond: branch 1 of 2``, ``layers[0] (Linear)``, ``jit:f``."""
     if call.kind == "module":
-        return f"{call.name} ({call.module})" if call.module else call.name
+        return f"{call.name} ({call.module})" if call.module and call.module != call.name else call.name
     if call.kind == "cond":
         return "cond" if call.branch is None else f"cond: branch {call.branch[0]} ran (of {call.branch[1]})"
     if call.kind not in ("scan", "while"):

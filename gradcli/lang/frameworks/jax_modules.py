@@ -97,6 +97,7 @@ class ModuleTree:
         #: id(array) (or a NumPy array's ``content``) -> the global name of an array that is no model's (``W``)
         self.constants: dict[Any, str] = {}
         self.tags: dict[str, tuple[str, str]] = {}  # a name-stack scope pushed -> (path, class name)
+        self.linen: dict[str, str] = {}  # a flax linen module's name (its scope in the name stack) -> its class
         self.codes: set[Any] = set()  # the code of the module classes' methods
         self.roots: list[tuple[str, Any]] = []
 
@@ -216,6 +217,24 @@ class ModuleTree:
 
     @contextmanager
     def scopes(self) -> Iterator[None]:
+        """``module_scopes`` and, where flax linen is imported, each linen module's class by its name
+        (``linen``: ``encoder`` -> ``Block``), from linen's own method interceptor."""
+        linen = sys.modules.get("flax.linen")
+        if linen is None:
+            with self.module_scopes():
+                yield
+            return
+
+        def interceptor(call: Any, args: Any, kwargs: Any, context: Any) -> Any:
+            module = context.module
+            self.linen.setdefault(module.name or type(module).__name__, type(module).__name__)
+            return call(*args, **kwargs)
+
+        with linen.intercept_methods(interceptor), self.module_scopes():
+            yield
+
+    @contextmanager
+    def module_scopes(self) -> Iterator[None]:
         """While the block runs (on this thread), each call of a method of a module of the tree runs in
         ``jax.named_scope(its path)``: the equations it makes carry its path in their name stack."""
         previous = sys.getprofile()

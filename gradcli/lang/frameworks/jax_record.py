@@ -330,10 +330,11 @@ class _Recorder:
         for name in names[common:]:
             outer_scope, outer = (boxes[-1][2], boxes[-1][1]) if boxes else (scope, call)
             found = self.tree.tags.get(name)
+            known = self.tree.linen.get(name) or class_of_name(name)
             if found is None and len(boxes) > 1:  # (a scope inside a module's: its path goes on from it)
-                found = (f"{self.calls[boxes[-1][1]].name}.{name}", class_of_name(name))
+                found = (f"{self.calls[boxes[-1][1]].name}.{name}", known)
             k, path = self.new_call("module", found[0] if found else name, eqn, outer_scope, outer)
-            self.calls[k].module = found[1] if found else class_of_name(name)
+            self.calls[k].module = found[1] if found else known
             boxes.append((name, k, path))
         return (boxes[-1][2], boxes[-1][1]) if boxes else (scope, call)
 
