@@ -114,6 +114,26 @@ def test_a_scan_rnn_is_one_box_scan_x20_with_its_body_once_and_the_carry_on_a_lo
     assert next(n for n in data["nodes"] if n["id"] == tanh.id)["iteration"] == 1
 
 
+def test_a_long_scan_gets_its_first_iterations_gradients_without_a_zero_per_step(monkeypatch):
+    from gradcli.lang.frameworks import jax_loops
+
+    monkeypatch.setattr(jax_loops, "EPS_MOST", 10)  # (20 steps x 3 elements are over it)
+    model = gc.render.graph(rnn, H0, XS).model
+    tanh = next(n for n in model.nodes if n.op == "tanh")
+    h1 = cell(H0, XS[0])
+
+    def rest(h1):
+        h, hs = jax.lax.scan(lambda h, x: (cell(h, x), cell(h, x)), h1, XS[1:])
+        return jnp.sum(h) + 0.1 * (jnp.sum(h1) + jnp.sum(hs))
+
+    np.testing.assert_allclose(tanh.grad, jax.grad(rest)(h1), rtol=1e-13)
+    (group,) = [g for g in model.groups if g.get("kind") == "scan"]
+    assert group["instances"][0]["grad"] is None and len(group["instances"]) == 20
+    assert "scan: each iteration's gradient statistics are left out (20 iterations of 3 carried" in " ".join(
+        model.notes
+    )
+
+
 def test_a_fori_loop_with_static_bounds_is_a_scan_box_with_its_counter():
     def f(x):
         return jnp.sum(jax.lax.fori_loop(0, 6, lambda i, c: jnp.sin(c) * 1.5 + 0.1 * i, x))

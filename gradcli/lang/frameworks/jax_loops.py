@@ -35,6 +35,7 @@ class LoopRun:
     #: per iteration, the floating carries' statistics together ({"norm", "mean", "nan", "inf"})
     stats: list[dict[str, float]] = field(default_factory=list)
     grads: list[dict[str, float]] | None = None  # the same of d output / d the carries after each iteration
+    note: str | None = None  # what the run left out
 
 
 def _stats(value: Any) -> Any:
@@ -55,6 +56,10 @@ def _steps(stats: Sequence[Any], sizes: Sequence[int], order: Sequence[int]) -> 
         together.append({"norm": float(np.sqrt(sum(r[0] ** 2 for r in rows))), "mean": float(sum(r[1] for r in rows) / size),
                          "nan": int(sum(r[2] for r in rows)), "inf": int(sum(r[3] for r in rows))})  # fmt: skip
     return norms, together
+
+
+#: a scan's steps x carry elements up to which each step's carry gets a zero (its cotangent: each step's)
+EPS_MOST = 1 << 22
 
 
 def _floating(value: Any) -> bool:
@@ -84,23 +89,27 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         x, eps = given
         out = list(body(*consts, *carry, *x))
         new = out[:carry_n]
-        for k, e in zip(moving, eps):
+        for k, e in zip(moving, eps or ()):
             new[k] = new[k] + e
         return new, (out[carry_n:], [_stats(new[k]) for k in moving])
 
-    def run(eps: list[Any], init: list[Any]) -> tuple[Any, Any]:
+    def run(eps: list[Any] | None, init: list[Any], xs: list[Any] = xs, length: int = length) -> tuple[Any, Any]:
         final, (ys, norms) = jax.lax.scan(step, init, (xs, eps), length=length, reverse=reverse)
         floating = [final[k] for k in moving] + [y for y in ys if _floating(y)]
         return floating, norms
 
-    eps = [jnp.zeros((length, *jnp.shape(init[k])), jnp.asarray(init[k]).dtype) for k in moving]
     order = range(length - 1, -1, -1) if reverse else range(length)
     found = LoopRun(length, [*consts, *init, *(x[first] for x in xs)])
     sizes = [int(np.size(init[k])) for k in moving]
-    if cotangents is None:
-        _, stats = jax.jit(run)(eps, init)
+    if cotangents is None or length * sum(sizes) > EPS_MOST:  # (a zero a step and element: too many)
+        _, stats = jax.jit(run)(None, init)
         found.norms, found.stats = _steps(stats, sizes, order)
+        if cotangents is not None:
+            found.seeds = _first_seeds(eqn, body, values, cotangents, run)
+            found.note = (f"each iteration's gradient statistics are left out ({length:,} iterations of "
+                          f"{sum(sizes):,} carried elements): the first iteration's gradients are drawn")  # fmt: skip
         return found
+    eps = [jnp.zeros((length, *jnp.shape(init[k])), jnp.asarray(init[k]).dtype) for k in moving]
     ys = [k for k, y in enumerate(eqn.outvars[carry_n:]) if jnp.issubdtype(y.aval.dtype, jnp.inexact)]
     avals = [eqn.outvars[k].aval for k in moving] + [eqn.outvars[carry_n + k].aval for k in ys]
     given = [
@@ -122,6 +131,43 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         seeds[carry_n + k] = g[first]
     found.seeds = seeds
     return found
+
+
+def _first_seeds(eqn: Any, body: Any, values: Sequence[Any], cotangents: Sequence[Any], run: Any) -> list[Any]:
+    """The cotangents of the body's outputs in the first iteration where a zero per step would not fit:
+    d output / d the carry after it by a vjp of the steps after it (``run`` of the rest), memory of one carry."""
+    p = eqn.params
+    consts_n, carry_n, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
+    consts, init = list(values[:consts_n]), list(values[consts_n : consts_n + carry_n])
+    xs = list(values[consts_n + carry_n :])
+    first = length - 1 if reverse else 0
+    out = list(body(*consts, *init, *(x[first] for x in xs)))
+    rest = [x[:-1] if reverse else x[1:] for x in xs]
+    moving = [k for k, c in enumerate(init) if _floating(c)]
+    ys = [k for k, y in enumerate(eqn.outvars[carry_n:]) if jnp.issubdtype(y.aval.dtype, jnp.inexact)]
+
+    def after(moved: list[Any]) -> Any:
+        carry = list(out[:carry_n])
+        for k, c in zip(moving, moved):
+            carry[k] = c
+        return run(None, carry, rest, length - 1)[0]
+
+    outs, pull = jax.vjp(after, [out[k] for k in moving])
+    wanted = [*moving, *(carry_n + k for k in ys)]
+    given = []
+    for i, (k, o) in enumerate(zip(wanted, outs)):
+        whole = None if cotangents[k] is None else jnp.asarray(cotangents[k], o.dtype)
+        if whole is not None and i >= len(moving):  # (a stacked output: the steps after the first)
+            whole = whole[:-1] if reverse else whole[1:]
+        given.append(jnp.zeros_like(o) if whole is None else whole)
+    (moved,) = pull(given)
+    seeds: list[Any] = [None] * len(eqn.outvars)
+    for k, g in zip(moving, moved):
+        seeds[k] = g
+    for k in ys:
+        whole = cotangents[carry_n + k]
+        seeds[carry_n + k] = None if whole is None else np.asarray(whole)[first]
+    return seeds
 
 
 def _numpy_stats(stacked: Any, length: int) -> np.ndarray:

@@ -580,6 +580,8 @@ def _evaluate_loop(trace: JaxTrace, index: int, body: _Block) -> None:
         trace.notes.append(f"the body of {call.scope} is drawn without its values: {_first_line(failed)}")
         return
     call.repeat, call.norms, call.stats, call.grads = run.count, run.norms, run.stats, run.grads
+    if run.note:
+        trace.notes.append(f"{call.scope}: {run.note}")
     if not run.count:
         trace.notes.append(f"the body of {call.scope} never ran: it is drawn without values")
         return
