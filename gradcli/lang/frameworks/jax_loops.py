@@ -109,6 +109,18 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
             found.note = (f"each iteration's gradient statistics are left out ({length:,} iterations of "
                           f"{sum(sizes):,} carried elements): the first iteration's gradients are drawn")  # fmt: skip
         return found
+    found.seeds, found.grads, stats = _stepwise(eqn, run, init, moving, cotangents)
+    found.norms, found.stats = _steps(stats, sizes, order)
+    found.grads = _steps([_numpy_stats(g, length) for g in found.grads], sizes, order)[1]
+    return found
+
+
+def _stepwise(eqn: Any, run: Any, init: list[Any], moving: list[int], cotangents: Sequence[Any]) -> tuple[list[Any], Any, Any]:  # fmt: skip
+    """One program of ``run`` with a zero added to each step's floating carries and its vjp: the first
+    iteration's seeds, d output / d each step's carries (stacked), and each step's statistics."""
+    p = eqn.params
+    carry_n, length = p["num_carry"], p["length"]
+    first = length - 1 if p["reverse"] else 0
     eps = [jnp.zeros((length, *jnp.shape(init[k])), jnp.asarray(init[k]).dtype) for k in moving]
     ys = [k for k, y in enumerate(eqn.outvars[carry_n:]) if jnp.issubdtype(y.aval.dtype, jnp.inexact)]
     avals = [eqn.outvars[k].aval for k in moving] + [eqn.outvars[carry_n + k].aval for k in ys]
@@ -122,15 +134,12 @@ def scan_run(eqn: Any, values: Sequence[Any], cotangents: Sequence[Any] | None) 
         return norms, pull(given)[0]
 
     stats, eps_grads = jax.jit(both)(eps, init, given)  # (one program: the forward and its vjp)
-    found.norms, found.stats = _steps(stats, sizes, order)
-    found.grads = _steps([_numpy_stats(g, length) for g in eps_grads], sizes, order)[1]
     seeds: list[Any] = [None] * len(eqn.outvars)
     for k, g in zip(moving, eps_grads):
         seeds[k] = g[first]
     for k, g in zip(ys, given[len(moving) :]):
         seeds[carry_n + k] = g[first]
-    found.seeds = seeds
-    return found
+    return seeds, eps_grads, stats
 
 
 def _first_seeds(eqn: Any, body: Any, values: Sequence[Any], cotangents: Sequence[Any], run: Any) -> list[Any]:
