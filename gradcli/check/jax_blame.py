@@ -178,6 +178,8 @@ def _calls(trace: JaxTrace) -> Iterator[_RuleCall]:
     custom = {c.equation: c for c in trace.calls if c.kind in CUSTOM.values()}
     loops = {c.equation: c for c in trace.calls if c.kind in LOOPS}
     for k, equation in enumerate(trace.equations):
+        if equation.body:  # (drawn once in a loop's box: the loop's own run below finds its calls)
+            continue
         values = [trace.values[i].value for i in equation.inputs]
         if k in custom:
             yield _RuleCall(equation.eqn, values, custom[k].scope)

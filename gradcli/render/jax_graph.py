@@ -18,6 +18,7 @@ import numpy as np
 
 from ..lang.frameworks.jax_record import CUSTOM, JaxTrace, local_derivatives, parameter_names, trace_jax, trace_values
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
+from .jax_loops import box_label, iterations, loop_label, loops
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode
 from .summary import collapsed, cut_to, find_groups
@@ -56,10 +57,13 @@ def jax_model(
     """The graph model of a traced JAX function (``trace_jax``). ``max_nodes`` as ``build``'s: not
     given, 200 (pictures collapse what repeats over 100); ``0``/``"all"``: every node."""
     given = checked_max_nodes(max_nodes)
+    if not point:
+        _without_point(trace)
     builder = _Builder(trace)
     builder.add_all()
     graph = Graph(builder.nodes, builder.edges, builder.outputs, notes=list(trace.notes))
     name_outputs(graph, builder.outputs)
+    _place_parameters(trace, graph)
     graph.clusters = _clusters(trace, graph)
     limit = DEFAULT_MAX_NODES if given is None else given
     if not point:
@@ -71,6 +75,7 @@ def jax_model(
         graph = _summary(graph, limit)
     else:
         graph.groups = find_groups(graph)
+    graph.groups += loops(trace, graph, builder.node_of)
     if point:
         _local_derivatives(graph, builder)
         gradient_parts(graph)
@@ -78,6 +83,18 @@ def jax_model(
     if highlight:
         highlight_paths(graph, highlight)
     return graph.lighten()  # (the trace keeps every value whole: blame reads them)
+
+
+def _without_point(trace: JaxTrace) -> None:
+    """A graph drawn without a point: no iteration's values, no statistics of them, and a while loop's
+    trip count unknown (``while ×?``: it depends on the point), said in a note."""
+    for call in trace.calls:
+        call.norms, call.stats, call.grads, call.iteration = [], [], None, None
+        if call.kind == "while":
+            call.repeat = None
+            note = "a while loop's trip count depends on its inputs (while ×?): give a point (--at) to count it"
+            if note not in trace.notes:
+                trace.notes.append(note)
 
 
 def _summary(graph: Graph, limit: int) -> Graph:
@@ -101,6 +118,7 @@ class _Builder:
         self.equation_of: dict[str, int] = {}  # node id -> its equation (one output)
         self.outputs: list[str] = []
         self.names = _rule_names(trace)
+        self.iterations = iterations(trace)
 
     def add_all(self) -> None:
         for i in self.trace.inputs:
@@ -108,9 +126,28 @@ class _Builder:
             kind = "variable" if value.differentiable else "constant"
             self._node(i, GraphNode("", kind, kind, value.name or "", name=value.name))
         for k, equation in enumerate(self.trace.equations):
-            if equation.shown:
+            if equation.shown and equation.eqn is None:
+                self._drawn(k)
+            elif equation.shown:
                 self._equation(k)
         self.outputs = [self.source(i) for i in self.trace.outputs]
+
+    def _drawn(self, k: int) -> None:
+        """A loop's input (``carry(h0)``, ``xs[t]``) or output (``last(n11)``, ``stacked(n11)``)."""
+        equation = self.trace.equations[k]
+        out = equation.outputs[0]
+        if self.trace.values[out].dropped:
+            return
+        source = self.source(equation.inputs[0])
+        ref = self.nodes[int(source[1:])].key
+        call = self.trace.calls[equation.call] if equation.call is not None else None
+        outputs = self.trace.equations[call.equation].outputs if call is not None else []
+        label = loop_label(equation.primitive, ref, call, outputs.index(out) if out in outputs else 0)
+        node = self._node(out, GraphNode("", "op", equation.primitive, label, generated=True))
+        node.scope, node.line, node.cluster = equation.scope, equation.line, f"c{equation.call}"
+        if call is not None:  # (a loop's output in the body of a loop around it: that one's iteration)
+            node.iteration = call.iteration if equation.primitive != "result" else self.iterations.get(call.parent)
+        self.edges.append(Edge(source, node.id, 0))
 
     def _node(self, index: int, node: GraphNode) -> GraphNode:
         value = self.trace.values[index]
@@ -121,11 +158,15 @@ class _Builder:
         return node
 
     def source(self, index: int) -> str:
-        """The node drawing value ``index`` (a constant's made on its first use)."""
+        """The node drawing value ``index`` (a constant's made on its first use: a model's parameter the
+        function closed over as a variable named by its path)."""
         index = self.trace.shown_as.get(index, index)
         if index not in self.node_of:
             value = self.trace.values[index]
-            self._node(index, GraphNode("", "constant", "constant", value_text(value.value)))
+            if value.name and value.differentiable:
+                self._node(index, GraphNode("", "variable", "variable", value.name, name=value.name))
+            else:
+                self._node(index, GraphNode("", "constant", "constant", value_text(value.value), name=value.name))
         return self.node_of[index]
 
     def _equation(self, k: int) -> None:
@@ -141,6 +182,7 @@ class _Builder:
             node = self._node(out, GraphNode("", "op", equation.primitive, text, generated=True))
             node.scope, node.line, node.name = equation.scope, equation.line, self.names.get(out)
             node.cluster = None if equation.call is None else f"c{equation.call}"
+            node.iteration = self.iterations.get(equation.call) if equation.body else None
             if len(equation.outputs) == 1:
                 self.equation_of[node.id] = k
             for i, source in enumerate(sources):
@@ -183,18 +225,46 @@ def _label(equation: Any, refs: list[str], trace: JaxTrace) -> str:
 
 
 def _clusters(trace: JaxTrace, graph: Graph) -> list[dict[str, Any]]:
-    """The calls holding a node (and those around them), outer before inner."""
+    """The calls holding a node (and those around them), outer before inner: a module's box with its
+    ``path`` and ``class``, a loop's with its iterations (``repeat``) and its carry's norm per iteration."""
     used = set()
     for node in graph.nodes:
         k = None if node.cluster is None else int(node.cluster[1:])
         while k is not None and k not in used:
             used.add(k)
             k = trace.calls[k].parent
-    return [
-        {"id": f"c{k}", "label": call.label, "parent": None if call.parent is None else f"c{call.parent}"}
-        for k, call in enumerate(trace.calls)
-        if k in used
-    ]
+    depth: dict[int | None, int] = {None: 0}
+    boxes = []
+    for k, call in enumerate(trace.calls):
+        if k not in used:
+            continue
+        depth[k] = depth.get(call.parent, 0) + 1
+        box = {"id": f"c{k}", "label": box_label(call), "parent": None if call.parent is None else f"c{call.parent}"}
+        if call.kind == "module":
+            box.update(path=call.name, depth=depth[k], **({"class": call.module} if call.module else {}))
+        elif call.kind in ("scan", "while"):
+            box.update(kind=call.kind, repeat=call.repeat, depth=depth[k])
+        boxes.append(box)
+    return boxes
+
+
+def _place_parameters(trace: JaxTrace, graph: Graph) -> None:
+    """A model's parameter (``layers[0].weight``) in the box of the module holding it (its first call)."""
+    boxes: dict[str, str] = {}
+    for k, call in enumerate(trace.calls):
+        if call.kind == "module":
+            boxes.setdefault(call.name, f"c{k}")
+    if not boxes:
+        return
+    for node in graph.nodes:
+        if node.kind != "variable" or not node.name or node.cluster:
+            continue
+        for owner in (node.name, node.name.partition(".")[2]):  # (linen's: after its collection, params.)
+            while owner and owner not in boxes:
+                owner = owner[: max(owner.rfind("."), owner.rfind("["), 0)]
+            if owner:
+                node.cluster, node.scope = boxes[owner], owner
+                break
 
 
 def _local_derivatives(graph: Graph, builder: _Builder) -> None:
@@ -202,7 +272,7 @@ def _local_derivatives(graph: Graph, builder: _Builder) -> None:
     ``jax.vjp`` of that equation alone with cotangent 1."""
     for node in graph.nodes:
         k = builder.equation_of.get(node.id)
-        if k is None or np.size(node.value) != 1 or node.value is None:
+        if k is None or builder.trace.equations[k].eqn is None or np.size(node.value) != 1 or node.value is None:
             continue
         edges = [e for e in graph.inputs_of(node.id) if e.source != "hidden"]
         if any(np.size(graph.node(e.source).value) != 1 for e in edges):

@@ -50,6 +50,8 @@ class GraphNode:
     #: a folded box's node (kind "module", levels.module_node): its path, class, input and output shapes,
     #: operations and parameters inside, the nodes it stands for
     module: dict[str, Any] | None = None
+    #: a node of a loop's body drawn once (a JAX ``scan``): the iteration whose value it shows (1: the first)
+    iteration: int | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -195,6 +197,7 @@ class Graph:
                     **({"cluster": n.cluster} if n.cluster else {}),
                     **({"scope": n.scope} if n.scope else {}),
                     **({"line": n.line} if n.line else {}),
+                    **({"iteration": n.iteration} if n.iteration else {}),
                     **({"count": n.count, "size": n.size} if n.kind == "group" else {}),
                     **({"module": n.module} if n.module else {}),
                     **({"health": node_health(n)} if self.has_point else {}),

@@ -339,11 +339,23 @@ def edge_label_key(graph: Graph) -> str:
     return "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
 
 
+def node_order(graph: Graph) -> dict[str, int]:
+    """Each node's place in evaluation order (kept on the graph while its nodes stay the same)."""
+    kept = getattr(graph, "_order", None)
+    if kept is None or len(kept) != len(graph.nodes):
+        kept = {n.id: k for k, n in enumerate(graph.nodes)}
+        graph._order = kept  # type: ignore[attr-defined]
+    return kept
+
+
 def edge_attributes(graph: Graph, edge: Edge, label_key: str) -> dict[str, str]:
     """An edge's DOT attributes: its count (``×20``) or its local derivative, its highlight."""
     attrs: dict[str, str] = {}
     if edge.count > 1:
         attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
+        order = node_order(graph)
+        if order.get(edge.target, 0) < order.get(edge.source, 0):  # a loop edge: back to the body's start
+            attrs.update(constraint="false", style="dashed", color="#b07a1a")
     elif (
         edge.local_grad is not None
         and not _dense(graph)
@@ -368,6 +380,8 @@ def drawn_boxes(graph: Graph, collapse: bool) -> tuple[list[dict[str, Any]], dic
     box_of = {n.id: n.cluster for n in graph.nodes if n.cluster}
     if not collapse:
         for g in graph.groups:
+            if g.get("cluster"):  # (a group that is a box already: a loop's, a repeated module's)
+                continue
             members = [m for m in g["members"] if m in graph._by_id]
             around = {box_of.get(m) for m in members}
             if not members or len(members) != len(g["members"]) or len(around) != 1:
@@ -581,6 +595,8 @@ def dot_label(graph: Graph, node: GraphNode) -> str:
         lines.append('<font color="#777777" point-size="9">variable (leaf)</font>')
     if node.shape:
         lines.append(f'<font point-size="9">shape {esc(str(node.shape))}</font>')
+    if node.iteration:
+        lines.append(f'<font color="#996600" point-size="9">iteration {node.iteration:,}</font>')
     if graph.has_point and node.value is not None and node.kind != "constant":
         lines.append(f"value {esc(compact_text(node.value, HUMAN, PICTURE_VALUES))}")
     if node.grad is not None:

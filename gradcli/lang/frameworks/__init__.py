@@ -113,13 +113,13 @@ def framework_of(function: Callable[..., Any], given: Sequence[Any] = ()) -> str
     if by_value not in (None, "gradcli"):
         return by_value
     plain = inspect.unwrap(function)  # jax.jit's, functools.wraps's: the function itself
-    found = _family([function]) or _family(_referred(plain))
+    found = _family([function]) or _family(referred(plain))
     if found is None:
         found = _family(list(getattr(plain, "__globals__", {}).values()))
     return None if found == "gradcli" else found
 
 
-def _referred(function: Callable[..., Any]) -> Iterator[Any]:
+def referred(function: Callable[..., Any]) -> Iterator[Any]:
     """The global objects ``function``'s code (its nested functions' and lambdas' too) refers to."""
     code = getattr(function, "__code__", None)
     namespace = getattr(function, "__globals__", {})

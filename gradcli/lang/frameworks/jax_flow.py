@@ -32,7 +32,7 @@ def record_flow(function: Callable[..., Any], values: Mapping[str, Any], wrt: li
             rules.get(i, e.primitive), list(e.inputs), list(e.outputs), e.line, e.scope, e.primitive != "stop_gradient"
         )
         for i, e in enumerate(trace.equations)
-        if not _inside_a_rule(trace, i)
+        if not e.body and not _inside_a_rule(trace, i)
     ]
     stats = {i: Stats.of(v.value) for i, v in enumerate(trace.values) if v.value is not None}
     tracked = {i: v.differentiable or (v.kind == "result" and str(v.dtype).startswith("float")) for i, v in

@@ -31,11 +31,14 @@ import numpy as np
 
 from ...errors import UsageError
 from . import require
+from .jax_modules import ModuleTree, class_of_name, human_path, is_module, is_variables
 
 jax = require("jax")
 import jax.numpy as jnp  # noqa: E402  (after require: float64 is on before any array is made)
 from jax.extend import source_info_util  # noqa: E402
 from jax.extend.core import ClosedJaxpr, DropVar, Literal  # noqa: E402
+
+from .jax_loops import cond_branch, scan_run, while_run  # noqa: E402
 
 #: calls opened into their equations (the box takes the call's kind as its name's first part)
 OPENED = {"pjit": "pjit", "jit": "jit", "closed_call": "call", "core_call": "call", "remat2": "remat",
@@ -73,6 +76,10 @@ class JaxEquation:
     call: int | None  # the innermost call around it (index into JaxTrace.calls)
     line: str | None  # the line of the user's code that made it: "model.py:12"
     shown: bool = True  # a node of the graph (a custom call is drawn by its inner equations instead)
+    #: an equation of a loop's body or a branch, drawn once in its box with the values of one iteration
+    #: (not one of the function's own steps); ``carry``, ``slice`` and ``result`` (``eqn`` None) draw
+    #: the body's inputs and the loop's outputs
+    body: bool = False
 
 
 @dataclass
@@ -85,9 +92,20 @@ class JaxCall:
     parent: int | None
     line: str | None
     equation: int  # the equation that calls it (for a custom rule: the call evaluated as one)
+    repeat: int | None = None  # a loop's iterations (None: not known)
+    iteration: int | None = None  # the iteration whose values its body's nodes show (1: the first)
+    #: a loop's carried values: (the body's output carried, the body's input it becomes)
+    carries: list[tuple[int, int]] = field(default_factory=list)
+    norms: list[list[float]] = field(default_factory=list)  # per iteration, each floating carry's norm
+    stats: list[dict[str, float]] = field(default_factory=list)  # per iteration, the carries' statistics
+    grads: list[dict[str, float]] | None = None  # per iteration, those of d output / d the carries after it
+    branch: tuple[int, int] | None = None  # a cond's branch taken, and how many it has
+    module: str | None = None  # a module's class ("Linear"), where known
 
     @property
     def label(self) -> str:
+        if self.kind == "module":
+            return self.name
         return self.kind if self.kind in LOOPS else f"{self.kind}:{self.name}"
 
 
@@ -99,6 +117,9 @@ class _Block:
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     inner: dict[int, _Block] = field(default_factory=dict)  # a custom call's equation -> its inner block
+    call: int | None = None  # a loop's or a branch's block: its call (JaxTrace.calls)
+    branches: dict[int, list[_Block]] = field(default_factory=dict)  # a cond's equation -> its branches
+    span: tuple[int, int] = (0, 0)  # a branch's equations (drawn only where it ran)
 
 
 @dataclass
@@ -121,33 +142,46 @@ def trace_jax(
     wrt: Sequence[str] | None = None,
     seed: Any = None,
     cotangents: bool = True,
+    refers: Callable[..., Any] | None = None,
 ) -> JaxTrace:
     """``function(*args)``'s jaxpr, evaluated equation by equation: every value, and with a single
     output (a scalar, or ``seed`` as its cotangent) every cotangent. ``names``: the parameters'
     names (default the function's own); ``wrt``: the inputs differentiated (default every floating
     one; the others are constants); ``cotangents`` False: values alone. An argument may be a pytree
-    of arrays: its leaves are inputs named by their path (``params['w']``)."""
-    leaves, treedef, names = _flat_arguments(function, args, names)
+    of arrays: its leaves are inputs named by their path (``params['w']``; a model's by its module
+    path, ``layers[0].weight``), its other leaves (an activation function) passed as they are. A
+    model the function (``refers``: the function the user gave) closes over has its arrays named by
+    their path and differentiated too."""
+    leaves, treedef, names, arrays = _flat_arguments(function, args, names)
     unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
     if unknown:
         raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
-    traced = [_chosen(name, wrt) for name in names]  # (the others are plain arrays: a custom_vjp's nondiff_argnums)
+    traced = [a and _chosen(name, wrt) for name, a in zip(names, arrays)]  # (others: plain values, nondiff_argnums)
+    recorder = _Recorder()
+    recorder.tree.add_referred(refers or function)
+    positions = parameter_names(function, len(args))
 
     def flat(*xs: Any) -> Any:
         given = iter(xs)
         whole = [next(given) if t else leaf for leaf, t in zip(leaves, traced)]
-        return function(*jax.tree_util.tree_unflatten(treedef, whole))
+        rebuilt = jax.tree_util.tree_unflatten(treedef, whole)
+        recorder.tree.add_arguments(rebuilt, positions)
+        return function(*rebuilt)
 
-    closed = jax.make_jaxpr(flat)(*(leaf for leaf, t in zip(leaves, traced) if t))
-    recorder = _Recorder()
-    inputs = []
-    for leaf, name, t in zip(leaves, names, traced):
-        index = recorder.value("input", leaf, name=name, value=np.asarray(leaf))
-        recorder.values[index].differentiable = _floating(leaf.dtype) and t
-        inputs.append(index)
-    recorder.bound = {id(leaf): i for leaf, i, t in zip(leaves, inputs, traced) if not t}  # (closed over: constants)
-    top = _Block(inputs=[i for i, t in zip(inputs, traced) if t])
+    with recorder.tree.scopes():
+        closed = jax.make_jaxpr(flat)(*(leaf for leaf, t in zip(leaves, traced) if t))
+    inputs, top = [], _Block()
+    for leaf, name, t, a in zip(leaves, names, traced, arrays):
+        if a:
+            index = recorder.value("input", leaf, name=name, value=np.asarray(leaf))
+            recorder.values[index].differentiable = _floating(leaf.dtype) and t
+            inputs.append(index)
+            if t:
+                top.inputs.append(index)
+            else:
+                recorder.bound[id(leaf)] = index  # (closed over: constants)
     top.outputs = recorder.walk(closed, top.inputs, None, None, top)
+    top.inputs += recorder.parameters
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
     _drop_unused(trace)
     seed = _seed_of(trace, seed) if cotangents else None
@@ -158,6 +192,7 @@ def trace_jax(
 def _drop_unused(trace: JaxTrace) -> None:
     """Outputs nothing uses (a loop's counter, which the jaxpr prints as ``_``) are not drawn."""
     used = {i for e in trace.equations for i in e.inputs} | set(trace.outputs)
+    used |= {out for c in trace.calls for out, _ in c.carries}  # (carried to the next iteration)
     used |= {trace.shown_as[i] for i in used if i in trace.shown_as}
     for o in (o for e in trace.equations for o in e.outputs if o not in used):
         trace.values[o].dropped = True
@@ -173,7 +208,7 @@ def trace_values(
     """``trace_jax`` of ``function(**values)``, each value made a float64 array (as the CLI's ``--at``)."""
     names = list(values)
     args = [np.asarray(values[n], dtype=np.float64) for n in names]
-    return trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt, seed, cotangents)
+    return trace_jax(lambda *xs: function(**dict(zip(names, xs))), args, names, wrt, seed, cotangents, function)
 
 
 def _chosen(name: str, wrt: Sequence[str] | None) -> bool:
@@ -182,17 +217,27 @@ def _chosen(name: str, wrt: Sequence[str] | None) -> bool:
 
 
 def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
-                    names: Sequence[str] | None) -> tuple[list[Any], Any, list[str]]:  # fmt: skip
-    """The arguments' leaves (arrays), their tree, and each leaf's name."""
+                    names: Sequence[str] | None) -> tuple[list[Any], Any, list[str], list[bool]]:  # fmt: skip
+    """The arguments' leaves (arrays, and the others as they are), their tree, each leaf's name (a
+    model's by its path in the model, ``layers[0].weight``; with several models, after the argument's
+    name) and which leaves are arrays."""
     names = list(names) if names is not None else parameter_names(function, len(args))
     paths, treedef = jax.tree_util.tree_flatten_with_path(tuple(args))
-    leaves, leaf_names = [], []
+    models = [is_module(a) or is_variables(a) for a in args]
+    several = sum(is_module(a) for a in args) > 1
+    leaves, leaf_names, arrays = [], [], []
     for path, leaf in paths:
-        leaves.append(jnp.asarray(leaf))
-        rest = jax.tree_util.keystr(tuple(path[1:]))
         position = path[0].idx  # (a SequenceKey: the argument's position)
-        leaf_names.append((names[position] if position < len(names) else f"x{position}") + rest)
-    return leaves, treedef, leaf_names
+        name = names[position] if position < len(names) else f"x{position}"
+        if models[position]:
+            inside = human_path(path[1:])
+            leaf_names.append(f"{name}.{inside}" if several and is_module(args[position]) else inside or name)
+        else:
+            leaf_names.append(name + jax.tree_util.keystr(tuple(path[1:])))
+        array = isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, complex))
+        leaves.append(jnp.asarray(leaf) if array else leaf)
+        arrays.append(array)
+    return leaves, treedef, leaf_names, arrays
 
 
 def parameter_names(function: Callable[..., Any], count: int) -> list[str]:
@@ -223,6 +268,10 @@ class _Recorder:
         self.calls: list[JaxCall] = []
         self.shown_as: dict[int, int] = {}
         self.bound: dict[int, int] = {}  # an input passed as a plain array (id) -> its value, where closed over
+        self.tree = ModuleTree()  # the models met: their modules' name-stack scopes, their arrays' paths
+        self.parameters: list[int] = []  # a model's arrays the function closed over: differentiated too
+        self.in_body = 0  # inside a loop's body or a branch (their equations are drawn, not evaluated as steps)
+        self.in_rule = 0  # inside a custom rule's own equations
 
     def value(self, kind: str, aval: Any, **fields: Any) -> int:
         self.values.append(JaxValue(kind, tuple(getattr(aval, "shape", ())), getattr(aval, "dtype", None), **fields))
@@ -235,20 +284,71 @@ class _Recorder:
         inner = closed.jaxpr if closed is not None else jaxpr
         env: dict[Any, int] = {}
         for var, const in zip(inner.constvars, closed.consts if closed is not None else ()):
-            known = self.bound.get(id(const))
-            env[var] = known if known is not None else self.value("constant", var.aval, value=np.asarray(const))
+            env[var] = self.constant(var, const)
         env.update(zip(inner.invars, inputs))
+        boxes: list[tuple[str, int, str]] = []  # the name-stack scopes open: (name, call, scope)
         for eqn in inner.eqns:
             ins = [self.atom(a, env) for a in eqn.invars]
             name = eqn.primitive.name
+            where, around = self.scoped(eqn, boxes, scope, call)
             if name in OPENED and sub_jaxpr(eqn) is not None:
-                outs = self.opened(eqn, ins, scope, call, block)
+                outs = self.opened(eqn, ins, where, around, block)
             elif name in CUSTOM:
-                outs = self.custom(eqn, ins, scope, call, block)
+                outs = self.custom(eqn, ins, where, around, block)
+            elif name in ("scan", "while"):
+                outs = self.loop(eqn, ins, where, around, block)
+            elif name == "cond":
+                outs = self.branches(eqn, ins, where, around, block)
             else:
-                outs = self.equation(eqn, ins, scope, call, block)
+                outs = self.equation(eqn, ins, where, around, block)
             env.update(zip(eqn.outvars, outs))
         return [self.atom(a, env) for a in inner.outvars]
+
+    def constant(self, var: Any, const: Any) -> int:
+        """An array the jaxpr closed over: the input it is, else a constant (a model's parameter named
+        by its path, and differentiated, where it is one)."""
+        known = self.bound.get(id(const))
+        if known is not None:
+            return known
+        name = self.tree.arrays.get(id(const))
+        index = self.value("constant", var.aval, value=np.asarray(const), name=name or self.tree.constant_name(const))
+        if name is not None and _floating(var.aval.dtype) and not self.in_rule:
+            self.values[index].differentiable = True
+            self.parameters.append(index)
+            self.bound[id(const)] = index
+        return index
+
+    def scoped(self, eqn: Any, boxes: list[tuple[str, int, str]], scope: str | None,
+               call: int | None) -> tuple[str | None, int | None]:  # fmt: skip
+        """The scope and the innermost call of ``eqn`` once the boxes of its name stack are open (a
+        module's, ``layers[0]``, or a ``jax.named_scope``'s), those it is not in closed."""
+        names = self.scope_names(eqn)
+        common = 0
+        while common < min(len(names), len(boxes)) and boxes[common][0] == names[common]:
+            common += 1
+        del boxes[common:]
+        for name in names[common:]:
+            outer_scope, outer = (boxes[-1][2], boxes[-1][1]) if boxes else (scope, call)
+            found = self.tree.tags.get(name)
+            known = self.tree.linen.get(name) or class_of_name(name)
+            if found is None and len(boxes) > 1:  # (a scope inside a module's: its path goes on from it)
+                found = (f"{self.calls[boxes[-1][1]].name}.{name}", known)
+            k, path = self.new_call("module", found[0] if found else name, eqn, outer_scope, outer)
+            self.calls[k].module = found[1] if found else known
+            boxes.append((name, k, path))
+        return (boxes[-1][2], boxes[-1][1]) if boxes else (scope, call)
+
+    def scope_names(self, eqn: Any) -> list[str]:
+        """The named scopes of ``eqn``'s name stack (transformations such as ``vmap()`` left out; a
+        library's scope of a module's class, equinox's ``eqx.nn.Linear``, left for its path)."""
+        stack = getattr(getattr(eqn.source_info, "name_stack", None), "stack", ())
+        names = [s.name for s in stack if type(s).__name__ == "Scope"]
+        tags = self.tree.tags
+        return [
+            n for k, n in enumerate(names)
+            if n in tags or k + 1 >= len(names) or names[k + 1] not in tags
+            or not n.endswith(tags[names[k + 1]][1])
+        ]  # fmt: skip
 
     def atom(self, atom: Any, env: dict[Any, int]) -> int:
         if isinstance(atom, Literal):
@@ -256,24 +356,87 @@ class _Recorder:
         return env[atom]
 
     def new_call(self, kind: str, name: str, eqn: Any, scope: str | None, parent: int | None) -> tuple[int, str]:
-        label = kind if kind in LOOPS else f"{kind}:{name}"
+        label = kind if kind in LOOPS else name if kind == "module" else f"{kind}:{name}"
         path = f"{scope}/{label}" if scope else label
         self.calls.append(JaxCall(kind, name, path, parent, user_line(eqn), len(self.equations)))
         return len(self.calls) - 1, path
 
-    def equation(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block,
+    def equation(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block | None,
                  shown: bool = True) -> list[int]:  # fmt: skip
+        """``eqn`` recorded (evaluated in ``block``; None: a step of no block, its values set apart)."""
         name = eqn.primitive.name
-        if name in LOOPS and shown:
-            call, scope = self.new_call(name, name, eqn, scope, call)
         index = len(self.equations)
         outs = []
         for var in eqn.outvars:
             out = self.value("result", var.aval, producer=index, dropped=isinstance(var, DropVar))
             self.values[out].differentiable = _floating(self.values[out].dtype)
             outs.append(out)
-        self.equations.append(JaxEquation(name, ins, outs, eqn, scope, call, user_line(eqn), shown))
-        block.steps.append(index)
+        self.equations.append(JaxEquation(name, ins, outs, eqn, scope, call, user_line(eqn), shown, self.in_body > 0))
+        if block is not None:
+            block.steps.append(index)
+        return outs
+
+    def drawn(self, kind: str, source: int, out: int | None, scope: str | None, call: int | None,
+              line: str | None, aval: Any = None) -> int:  # fmt: skip
+        """A step of no block drawing a loop's input or output (``carry``, ``slice``, ``result``): its
+        output ``out`` (a new value of ``aval`` where None)."""
+        if out is None:
+            out = self.value(kind, aval)
+            self.values[out].differentiable = _floating(aval.dtype)
+        self.values[out].producer = len(self.equations)
+        self.equations.append(JaxEquation(kind, [source], [out], None, scope, call, line, True, True))
+        return out
+
+    def loop(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
+        """A ``scan`` or ``while`` evaluated as one (in ``block``), in a box of its own holding its body
+        drawn once: its carried inputs (``carry``) and the slices of its scanned ones (``slice``), its
+        equations, and the loop's outputs (``result``), each from the body's output computing it."""
+        name = eqn.primitive.name
+        call, scope = self.new_call(name, name, eqn, scope, call)
+        outs = self.equation(eqn, ins, scope, call, block, shown=False)
+        index = block.steps[-1]
+        line = user_line(eqn)
+        p = eqn.params
+        if name == "scan":
+            jaxpr, consts, carry_n = p["jaxpr"], p["num_consts"], p["num_carry"]
+            self.calls[call].repeat = p["length"]
+        else:
+            jaxpr, consts, carry_n = p["body_jaxpr"], p["body_nconsts"], len(outs)
+            ins = ins[p["cond_nconsts"] :]
+        self.in_body += 1
+        avals = [v.aval for v in getattr(jaxpr, "jaxpr", jaxpr).invars]
+        body = [
+            i if k < consts else self.drawn("carry" if k < consts + carry_n else "slice", i, None, scope, call, line, a)
+            for k, (i, a) in enumerate(zip(ins, avals))
+        ]
+        inner = _Block(inputs=body, call=call)
+        inner.outputs = self.walk(jaxpr, body, scope, call, inner)
+        self.calls[call].carries = [(inner.outputs[k], body[consts + k]) for k in range(carry_n)]
+        for out, made in zip(outs, inner.outputs):
+            if not self.values[out].dropped:
+                self.drawn("result", made, out, scope, call, line)
+        self.in_body -= 1
+        block.inner[index] = inner
+        return outs
+
+    def branches(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
+        """A ``cond`` evaluated as one (in ``block``), in a box of its own; each branch recorded, not
+        drawn until the evaluation says which one ran (its outputs drawn as the cond's by ``result``)."""
+        call, scope = self.new_call("cond", "cond", eqn, scope, call)
+        outs = self.equation(eqn, ins, scope, call, block, shown=False)
+        index = block.steps[-1]
+        self.in_body += 1
+        block.branches[index] = []
+        for branch in eqn.params["branches"]:
+            inner = _Block(inputs=ins[1:], call=call)
+            first = len(self.equations)
+            inner.outputs = self.walk(branch, ins[1:], scope, call, inner)
+            for out, made in zip(outs, inner.outputs):
+                if not self.values[out].dropped:
+                    self.drawn("result", made, out, scope, call, user_line(eqn))
+            inner.span = (first, len(self.equations))
+            block.branches[index].append(inner)
+        self.in_body -= 1
         return outs
 
     def opened(self, eqn: Any, ins: list[int], scope: str | None, call: int | None, block: _Block) -> list[int]:
@@ -290,7 +453,9 @@ class _Recorder:
         index = block.steps[-1]
         first = len(self.equations)
         inner = _Block(inputs=ins)
+        self.in_rule += 1
         inner.outputs = self.walk(eqn.params["call_jaxpr"], ins, scope, call, inner)
+        self.in_rule -= 1
         block.inner[index] = inner
         taken = set()
         for out, drawn in zip(outs, inner.outputs):
@@ -391,8 +556,58 @@ def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool
     values = _compiled(block, lambda given, xs: run(given, xs, {})[1])(fixed, xs) if found is None else found[0]
     _store(trace, values, moving, found, top)
     for k, inner in block.inner.items():
+        if inner.call is not None:
+            _evaluate_loop(trace, k, inner)
+            continue
         grads = [trace.values[o].cotangent for o in trace.equations[k].outputs]
         _evaluate(trace, inner, grads if any(g is not None for g in grads) else None, top=False)
+    for k, branches in block.branches.items():
+        _evaluate_branch(trace, k, branches)
+
+
+def _evaluate_loop(trace: JaxTrace, index: int, body: _Block) -> None:
+    """A loop's body evaluated at its first iteration (its inputs and, where there are cotangents, its
+    outputs' from ``jax_loops``), with each iteration's norms and the trip count on its call."""
+    equation, call = trace.equations[index], trace.calls[body.call]  # type: ignore[index]
+    values = [trace.values[i].value for i in equation.inputs]
+    grads = [trace.values[o].cotangent for o in equation.outputs]
+    try:
+        if equation.primitive == "scan":
+            run = scan_run(equation.eqn, values, grads if any(g is not None for g in grads) else None)
+        else:
+            run = while_run(equation.eqn, values)
+    except Exception as failed:  # (a body JAX cannot run apart): the box without values
+        trace.notes.append(f"the body of {call.scope} is drawn without its values: {_first_line(failed)}")
+        return
+    call.repeat, call.norms, call.stats, call.grads = run.count, run.norms, run.stats, run.grads
+    if run.note:
+        trace.notes.append(f"{call.scope}: {run.note}")
+    if not run.count:
+        trace.notes.append(f"the body of {call.scope} never ran: it is drawn without values")
+        return
+    call.iteration = 1
+    outer = equation.inputs[len(equation.inputs) - len(body.inputs) :]  # (a while's cond consts left out)
+    for i, source, value in zip(body.inputs, outer, run.first):
+        made = trace.values[i]
+        if made.kind in ("carry", "slice"):
+            made.value = np.asarray(value)
+            given = trace.values[source].cotangent
+            if given is not None:
+                first = len(given) - 1 if equation.eqn.params.get("reverse") else 0
+                made.cotangent = np.asarray(given if made.kind == "carry" else given[first])
+    _evaluate(trace, body, run.seeds, top=False)
+
+
+def _evaluate_branch(trace: JaxTrace, index: int, branches: list[_Block]) -> None:
+    """The branch a cond took evaluated (seeded with the cond's outputs' cotangents), the others hidden."""
+    equation = trace.equations[index]
+    taken = cond_branch([trace.values[equation.inputs[0]].value], len(branches))
+    trace.calls[branches[taken].call].branch = (taken, len(branches))  # type: ignore[index]
+    for k, branch in enumerate(branches):
+        for hidden in trace.equations[branch.span[0] : branch.span[1]] if k != taken else ():
+            hidden.shown = False
+    grads = [trace.values[o].cotangent for o in equation.outputs]
+    _evaluate(trace, branches[taken], grads if any(g is not None for g in grads) else None, top=False)
 
 
 #: equations from which a block is compiled as one program: below, bound one by one (each primitive's
