@@ -392,7 +392,7 @@ def result_text(result: Any, digits: int = 10) -> str:
     """The check's table (element | autograd | each method | abs err | rel err | ok) and its notes, as
     plain text: what a failing case shows under its line and in the JUnit report."""
 
-    table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
+    table = result.table or check_table(result.compared, result.checks, result.kinks, result.labels)
     header = [
         "",
         getattr(result, "by", "autograd"),

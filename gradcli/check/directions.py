@@ -1,0 +1,292 @@
+"""``check`` at a model's size: the gradient checked along a few random directions, then element by
+element only where a direction disagrees.
+
+Element by element, finite differences call the function 8 times an input element (and the complex
+step once): a loss in 10^6 weights is out of reach. Along a direction u, one directional derivative
+d/dt f(x + t u) at t = 0 costs what one element costs, and it must equal the gradient . u (the
+framework's VJP projected on u). ``along`` makes that a ``Road`` of the one decision
+(gradcli/check/decide.py): its point is t = 0 in R^K, its K "elements" the directions, its gradient
+the projections; Richardson's differences, the complex step (f(x + i h u), exact where f is
+analytic), SymPy's and the user's formulas (projected) and every tolerance are decided there as for
+elements, each estimate's own error deciding how close it can judge (so float32 stays free of false
+alarms). Where a direction disagrees, ``localise`` finds the elements at fault: each input's part of
+the direction alone, then halves of the disagreeing parts, recursively (the worst ``BRANCHES`` at
+each level), down to ``LEAF`` elements compared one by one, as the elementwise check compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import UsageError
+from .blame import input_scale
+from .decide import MISMATCH, Decision, Reference, Road, compare, decide, rounding_noise, tolerances
+from .numeric import CHUNK, STEP_FRACTION
+from .result import Directional, WrongElement
+
+DIRECTIONS = 8  # directions by default
+ELEMENTWISE_UP_TO = 512  # input elements checked one by one by default; above, along DIRECTIONS directions
+MOST = 1000  # directions --directions takes
+SEED = 0
+LEAF = 8  # a part this small is compared element by element
+BRANCHES = 2  # disagreeing parts followed at each level of the search
+FOUND = 50  # wrong elements kept
+SHORTER = 2.0**-4  # directions measured again on a path with kinks, as a part of their first length
+REACH = 2.0**-7  # the part of |f| the first step along a direction changes it by (within the bounds)
+
+
+def directions_asked(text: str | int | None) -> int | None:
+    """``--directions K|elementwise`` -> K, 0 for elementwise, None when not given (chosen by size)."""
+    if text is None:
+        return None
+    word = str(text).strip().lower()
+    if word in ("elementwise", "0"):
+        return 0
+    if word.isdigit() and 1 <= int(word) <= MOST:
+        return int(word)
+    raise UsageError(f"--directions must be a number of directions from 1 to {MOST}, or elementwise, got {text!r}")
+
+
+def directions_for(size: int, asked: int | None) -> int:
+    """How many directions a check of ``size`` input elements goes along (0: element by element)."""
+    if asked is not None:
+        return asked if size else 0
+    return DIRECTIONS if size > ELEMENTWISE_UP_TO else 0
+
+
+def random_directions(
+    x0: np.ndarray, count: int, seed: int = SEED, f0: float = 0.0, gradient: Any = None, smooth: bool = True
+) -> np.ndarray:
+    """(N, K) Gaussian directions, each element at its own scale (``input_scale``: a step of a few per
+    cent of log's input at 1e-300), all scaled by one factor. On a smooth path (every operation
+    complex-analytic), the factor that makes the first step of the differences (2^-6) change f by about
+    ``REACH`` of |f| as the gradient predicts, so that rounding (eps |f| / step) stays far below the
+    change measured (float32's), between 1/sqrt(N) (the whole point moved by about the step) and N^(1/4).
+    Elsewhere 1/sqrt(N): a ReLU network's million pre-activations all move along a direction, and the
+    longer the step, the more of them flip inside it (kinks too dense and small for the differences to
+    see, 1.6e-6 off at N = 10^6 with the longer steps)."""
+    rng = np.random.default_rng(seed)
+    x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
+    directions = rng.standard_normal((x0.size, count)) * input_scale(x0)[:, None]
+    low, high = 1.0 / np.sqrt(max(x0.size, 1)), max(x0.size, 1) ** 0.25
+    scale = low
+    if smooth and gradient is not None:
+        slope = float(np.sqrt(np.mean((np.asarray(gradient, dtype=np.float64).reshape(-1) @ directions) ** 2)))
+        if np.isfinite(slope) and slope > 0 and np.isfinite(f0) and f0 != 0:
+            scale = float(np.clip(REACH * abs(f0) / (STEP_FRACTION * slope), low, high))
+    return directions * scale
+
+
+def _mapped(base: Road, to_x: Callable[[np.ndarray], np.ndarray], width: int) -> tuple[Any, Any]:
+    """``evaluate`` and ``gradient_at`` of a road whose rows ``to_x`` maps to the points of ``base`` (one
+    point), a slice of rows at a time (at most ``CHUNK`` elements of moved points in memory)."""
+    per = max(1, CHUNK // max(1, base.x0.shape[1]))
+
+    def evaluate(rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        parts = [base.evaluate(to_x(rows[k : k + per]), np.zeros(len(rows[k : k + per]), dtype=int))
+                 for k in range(0, len(rows), per)]  # fmt: skip
+        return np.concatenate([np.asarray(p).reshape(-1) for p in parts]) if parts else np.zeros(0)
+
+    def gradient_at(rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        return np.concatenate([
+            np.asarray(base.gradient_at(to_x(rows[k : k + per]), np.zeros(len(rows[k : k + per]), dtype=int)))
+            for k in range(0, len(rows), per)
+        ]) if len(rows) else np.zeros((0, width))  # fmt: skip
+
+    return evaluate, gradient_at
+
+
+def along(base: Road, directions: np.ndarray, labels: Sequence[str], measure_rounding: bool = True) -> Road:
+    """``base`` (one point x0) seen along ``directions`` (N, K): the road of t -> f(x0 + directions t) at
+    t = 0, its gradient the projections gradient . u_k. Autograd's rounding is measured by moving x0
+    (t = 0 does not move), or taken as none (``measure_rounding`` False: a search's halves)."""
+    x0 = base.x0[0]
+
+    def to_x(rows: np.ndarray) -> np.ndarray:
+        return x0 + rows @ directions.T
+
+    evaluate, at = _mapped(base, to_x, directions.shape[1])
+    projected = replace(
+        base, gradient=base.gradient @ directions, gradient_at=lambda rows, owner: base.gradient_at(rows, owner) @ directions
+    )  # fmt: skip
+    count = directions.shape[1]
+    return replace(
+        base, x0=np.zeros((1, count)), gradient=projected.gradient, labels=list(labels), evaluate=evaluate,
+        gradient_at=lambda rows, owner: at(rows, owner) @ directions,
+        rounding=(lambda where: rounding_noise(projected, where)) if measure_rounding
+        else (lambda where: np.zeros((len(where), count))),
+    )  # fmt: skip
+
+
+def at_elements(base: Road, elements: np.ndarray, labels: Sequence[str]) -> Road:
+    """``base`` (one point) with only ``elements`` varied, at their own values: the elementwise check of
+    those elements alone (their steps and tolerances as the whole check would take them)."""
+    x0 = base.x0[0]
+
+    def to_x(rows: np.ndarray) -> np.ndarray:
+        points = np.repeat(x0[None, :].astype(rows.dtype), len(rows), axis=0)
+        points[:, elements] = rows
+        return points
+
+    evaluate, at = _mapped(base, to_x, x0.size)
+    part = replace(
+        base, gradient=base.gradient[:, elements], gradient_at=lambda rows, owner: base.gradient_at(rows, owner)[:, elements]
+    )  # fmt: skip
+    return replace(
+        base, x0=x0[elements][None, :], gradient=part.gradient, labels=list(labels), evaluate=evaluate,
+        gradient_at=lambda rows, owner: at(rows, owner)[:, elements],
+        rounding=lambda where: rounding_noise(part, where),
+    )  # fmt: skip
+
+
+def projected(ref: Reference, gradient: np.ndarray, directions: np.ndarray) -> Reference:
+    """An elementwise reference (SymPy's, the user's formulas) along the directions: the elements it
+    does not cover taken as autograd gives them (no difference there), its error bound summed."""
+    filled = np.where(ref.skip | ~np.isfinite(ref.reference), gradient, ref.reference)
+    value = filled @ directions
+    estimated = None if ref.estimated is None else np.nan_to_num(np.abs(ref.estimated)) @ np.abs(directions)
+    skip = np.repeat(ref.skip.all(axis=1, keepdims=True), directions.shape[1], axis=1)
+    return Reference(ref.name, value, estimated, skip, ref.label, ref.reason, ref.note, None)
+
+
+class Along:
+    """A check's point seen along ``count`` random directions: what run.py reads of its elementwise
+    record (``names``, ``shapes``, ``sizes``, ``labels``, ``gradient``, ``program``), for the directions,
+    and the road the decision takes."""
+
+    def __init__(self, recorded: Any, base: Road, count: int, seed: int = SEED) -> None:
+        self.recorded, self.base, self.count, self.seed = recorded, base, count, seed
+        self.smooth = base.not_analytic[0] is None and base.escapes is None
+        self.names, self.shapes, self.sizes = ["along"], [(count,)], [count]
+        self.labels = [f"u{k + 1}" for k in range(count)]
+        self.program = recorded.program
+        self.shortened = 1.0
+        self._set(random_directions(recorded.x0, count, seed, float(base.f0[0]), base.gradient[0], self.smooth))
+
+    def _set(self, directions: np.ndarray) -> None:
+        self.directions = directions
+        self.road = along(self.base, directions, self.labels)
+        self.gradient = {"along": self.road.gradient[0]}
+
+    def decide(
+        self, chosen: Sequence[str], rtol: float | None, atol: float | None, given: Mapping[str, Reference]
+    ) -> tuple[Decision, float, np.ndarray]:
+        """The decision along the directions, with its rtol and atol. On a path with kinks, where finite
+        differences disagree, everything is measured again along directions ``SHORTER`` times as long: a
+        ReLU network's pre-activations that flip inside the longer steps (4 of 576,000 at N = 10^6 within
+        the first, none within the last) bend the differences by 1e-6 where none lies at the point."""
+        while True:
+            rtol_, atols = tolerances(self.road.dtype, rtol, atol, self.road)
+            decision = decide(self.road, chosen, rtol_, atols, self.references(given))
+            fd = decision.checks.get("finite_difference")
+            if self.smooth or self.shortened != 1.0 or fd is None or not (fd.ok == MISMATCH).any():
+                return decision, rtol_, atols
+            self.shortened = SHORTER
+            self._set(self.directions * SHORTER)
+
+    def references(self, given: Mapping[str, Reference]) -> dict[str, Reference]:
+        return {name: projected(ref, self.base.gradient, self.directions) for name, ref in given.items()}
+
+    def found(self, decision: Decision, given: Mapping[str, Reference], rtol: float, atol: float | None) -> Directional:
+        """The directions' account, and where one disagrees, the elements at fault (``localise``)."""
+        result = Directional(self.count, self.seed, self.road.gradient[0].copy(), shortened=self.shortened)
+        worst = _worst_direction(decision)
+        if worst is None:
+            return result
+        k, method = worst
+        result.direction, result.method = self.labels[k], method
+        blocks = _blocks(self.recorded.names, self.recorded.sizes)
+        if method in given:  # SymPy's or the user's values are there for every element: compared directly
+            _compared_directly(result, self.base, given[method], rtol, atol, self.recorded.labels, blocks)
+        else:
+            localise(result, self.base, self.directions[:, k], method, rtol, atol, blocks, self.recorded.labels)
+        return result
+
+
+def _worst_direction(decision: Decision) -> tuple[int, str] | None:
+    """The direction furthest outside its tolerance, and the method that says so (the exact ones first)."""
+    found = None
+    for name in ("complex_step", "sympy", "expect", "finite_difference"):
+        c = decision.checks.get(name)
+        if c is not None and c.badness[0].size and c.badness[0].max() > 1.0:
+            found = found or (int(np.argmax(c.badness[0])), name)
+    return found
+
+
+def _blocks(names: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, int, int]]:
+    offsets = np.cumsum([0, *sizes])
+    return [(n, int(offsets[i]), int(offsets[i + 1])) for i, n in enumerate(names) if sizes[i]]
+
+
+def _disagreeing(
+    base: Road, u: np.ndarray, parts: Sequence[np.ndarray], method: str, rtol: float, atol: float | None
+) -> np.ndarray:
+    """Each part of the direction ``u`` alone (u on the part, 0 elsewhere): how far outside its tolerance
+    (above 1: it disagrees), compared by ``method``."""
+    directions = np.zeros((u.size, len(parts)))
+    for j, part in enumerate(parts):
+        directions[part, j] = u[part]
+    road = along(base, directions, [f"part {j + 1}" for j in range(len(parts))], measure_rounding=False)
+    decision = decide(road, [method], *tolerances(road.dtype, rtol, atol, road))
+    badness = np.max([c.badness[0] for c in decision.checks.values()], axis=0)
+    return np.where(decision.kinked[0] & ~decision.subgradient[0], np.inf, badness)
+
+
+def localise(
+    result: Directional, base: Road, u: np.ndarray, method: str, rtol: float, atol: float | None,
+    blocks: Sequence[tuple[str, int, int]], labels: Sequence[str],
+) -> None:  # fmt: skip
+    """The elements at fault where direction ``u`` disagrees: each input's part of it alone (``parts``),
+    then halves of the disagreeing parts, the worst ``BRANCHES`` at each level, down to parts of
+    ``LEAF`` elements, compared one by one."""
+    frontier = [np.arange(start, stop) for _, start, stop in blocks]
+    if len(frontier) > 1:
+        badness = _disagreeing(base, u, frontier, method, rtol, atol)
+        result.parts = {name: bool(b <= 1.0) for (name, _, _), b in zip(blocks, badness)}
+        frontier = [part for part, b in zip(frontier, badness) if b > 1.0]
+    else:
+        result.parts = {blocks[0][0]: False} if blocks else {}
+    while any(part.size > LEAF for part in frontier):
+        small = [part for part in frontier if part.size <= LEAF]
+        halves = [half for part in frontier if part.size > LEAF for half in np.array_split(part, 2)]
+        badness = _disagreeing(base, u, halves, method, rtol, atol)
+        order = [j for j in np.argsort(-badness, kind="stable") if badness[j] > 1.0]
+        result.complete &= len(order) <= BRANCHES
+        frontier = small + [halves[j] for j in order[:BRANCHES]]
+    if not frontier:
+        return
+    elements = np.concatenate(frontier)
+    road = at_elements(base, elements, [labels[j] for j in elements])
+    decision = decide(road, [method], *tolerances(road.dtype, rtol, atol, road))
+    result.compared = int(elements.size)
+    for c in decision.checks.values():
+        _wrong(result, c, road)
+
+
+def _compared_directly(
+    result: Directional, base: Road, ref: Reference, rtol: float, atol: float | None,
+    labels: Sequence[str], blocks: Sequence[tuple[str, int, int]],
+) -> None:  # fmt: skip
+    """SymPy's or the user's values against autograd's, element by element (no evaluation needed)."""
+    rtol, atols = tolerances(base.dtype, rtol, atol, base)
+    c = compare(base, ref, rtol, atols, np.zeros(base.x0.shape))
+    bad = c.badness[0] > 1.0
+    result.parts = {name: not bad[start:stop].any() for name, start, stop in blocks}
+    result.compared = int(c.mask[0].sum())
+    _wrong(result, c, replace(base, labels=list(labels)))
+
+
+def _wrong(result: Directional, c: Any, road: Road) -> None:
+    """The elements ``c`` finds outside their tolerance, the worst first, into ``result.wrong``."""
+    badness = c.badness[0]
+    for j in np.argsort(-badness, kind="stable"):
+        if badness[j] <= 1.0 or len(result.wrong) >= FOUND:
+            break
+        result.wrong.append(
+            WrongElement(road.labels[j], float(road.gradient[0][j]), float(c.ref.reference[0][j]), c.ref.name,
+                         float(c.abs_error[0][j]), float(c.rel_error[0][j]), float(c.tolerance[0][j]))
+        )  # fmt: skip
