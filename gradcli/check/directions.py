@@ -104,10 +104,16 @@ def along(base: Road, directions: np.ndarray, labels: Sequence[str], measure_rou
     """``base`` (one point x0) seen along ``directions`` (N, K): the road of t -> f(x0 + directions t) at
     t = 0, its gradient the projections gradient . u_k. Autograd's rounding is measured by moving x0
     (t = 0 does not move), or taken as none (``measure_rounding`` False: a search's halves)."""
-    x0 = base.x0[0]
+    x0, columns = base.x0[0], np.ascontiguousarray(directions.T)  # (each direction contiguous)
 
     def to_x(rows: np.ndarray) -> np.ndarray:
-        return x0 + rows @ directions.T
+        # a row of the differences or the complex step moves along one direction or a few: their columns
+        # alone (rows @ directions.T makes a complex copy of every direction for complex rows)
+        points = np.repeat(x0[None, :].astype(np.result_type(x0, rows)), len(rows), axis=0)
+        for r, row in enumerate(rows):
+            for k in np.flatnonzero(row):
+                points[r] += row[k] * columns[k]
+        return points
 
     evaluate, at = _mapped(base, to_x, directions.shape[1])
     projected = replace(
