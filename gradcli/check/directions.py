@@ -35,7 +35,8 @@ SEED = 0
 LEAF = 8  # a part this small is compared element by element
 BRANCHES = 2  # disagreeing parts followed at each level of the search
 FOUND = 50  # wrong elements kept
-SHORTER = 2.0**-4  # directions measured again on a path with kinks, as a part of their first length
+SHORTER = 2.0**-4  # the last length tried on a path with kinks, as a part of 1/sqrt(N)
+GAIN = 1e3  # the most an input's part of the directions is made longer for its share of the projections
 REACH = 2.0**-7  # the part of |f| the first step along a direction changes it by (within the bounds)
 
 
@@ -59,26 +60,45 @@ def directions_for(size: int, asked: int | None) -> int:
 
 
 def random_directions(
-    x0: np.ndarray, count: int, seed: int = SEED, f0: float = 0.0, gradient: Any = None, smooth: bool = True
+    x0: np.ndarray, count: int, seed: int = SEED, gradient: Any = None, sizes: Sequence[int] = ()
 ) -> np.ndarray:
     """(N, K) Gaussian directions, each element at its own scale (``input_scale``: a step of a few per
-    cent of log's input at 1e-300), all scaled by one factor. On a smooth path (every operation
-    complex-analytic), the factor that makes the first step of the differences (2^-6) change f by about
-    ``REACH`` of |f| as the gradient predicts, so that rounding (eps |f| / step) stays far below the
-    change measured (float32's), between 1/sqrt(N) (the whole point moved by about the step) and N^(1/4).
-    Elsewhere 1/sqrt(N): a ReLU network's million pre-activations all move along a direction, and the
-    longer the step, the more of them flip inside it (kinks too dense and small for the differences to
-    see, 1.6e-6 off at N = 10^6 with the longer steps)."""
+    cent of log's input at 1e-300). With the ``gradient`` and the inputs' ``sizes``, each input's part
+    is made longer (up to ``GAIN`` times) where its share of the projections is smaller than the largest
+    input's: a wrong gradient of a layer whose gradient is a ten-thousandth of another's would otherwise
+    be a ten-thousandth of every projection, below any tolerance. Unscaled: see ``scales``."""
     rng = np.random.default_rng(seed)
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     directions = rng.standard_normal((x0.size, count)) * input_scale(x0)[:, None]
-    low, high = 1.0 / np.sqrt(max(x0.size, 1)), max(x0.size, 1) ** 0.25
-    scale = low
-    if smooth and gradient is not None:
-        slope = float(np.sqrt(np.mean((np.asarray(gradient, dtype=np.float64).reshape(-1) @ directions) ** 2)))
-        if np.isfinite(slope) and slope > 0 and np.isfinite(f0) and f0 != 0:
-            scale = float(np.clip(REACH * abs(f0) / (STEP_FRACTION * slope), low, high))
-    return directions * scale
+    if gradient is None or len(sizes) < 2:
+        return directions
+    g = np.asarray(gradient, dtype=np.float64).reshape(-1)
+    offsets = np.cumsum([0, *sizes])
+    parts = [slice(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
+    with np.errstate(all="ignore"):
+        shares = np.array([np.sqrt(np.mean((g[p] @ directions[p]) ** 2)) for p in parts])
+        gains = np.where((shares > 0) & np.isfinite(shares), np.max(shares, initial=0.0) / shares, 1.0)
+    for part, gain in zip(parts, np.clip(np.nan_to_num(gains, nan=1.0), 1.0, GAIN)):
+        directions[part] *= gain
+    return directions
+
+
+def scales(directions: np.ndarray, f0: float, gradient: Any) -> list[float]:
+    """The lengths to try the directions at, in turn while finite differences disagree on a path with
+    kinks. First the one that makes the first step of the differences (2^-6) change f by about ``REACH`` of
+    |f| as the gradient predicts, so that rounding (eps |f| / step) stays far below the change measured
+    (float32's), between 1/sqrt(N) (the whole point moved by about the step) and N^(1/4); then 1/sqrt(N)
+    and ``SHORTER`` of it: a ReLU network's pre-activations all move along a direction, and the longer
+    the step, the more of them flip inside it (4 of 576,000 within the first step at 1/sqrt(N) and
+    N = 10^6, none a sixteenth of it), kinks too dense and small to be seen, which bend the differences
+    by 1e-6 where none lies at the point."""
+    n = max(directions.shape[0], 1)
+    low, high = 1.0 / np.sqrt(n), n**0.25
+    first = n**-0.25
+    slope = float(np.sqrt(np.mean((np.asarray(gradient, dtype=np.float64).reshape(-1) @ directions) ** 2)))
+    if np.isfinite(slope) and slope > 0 and np.isfinite(f0) and f0 != 0:
+        first = float(np.clip(REACH * abs(f0) / (STEP_FRACTION * slope), low, high))
+    return [first, *(s for s in (low, low * SHORTER) if s < first)]
 
 
 def _mapped(base: Road, to_x: Callable[[np.ndarray], np.ndarray], width: int) -> tuple[Any, Any]:
@@ -170,8 +190,10 @@ class Along:
         self.names, self.shapes, self.sizes = ["along"], [(count,)], [count]
         self.labels = [f"u{k + 1}" for k in range(count)]
         self.program = recorded.program
-        self.shortened = 1.0
-        self._set(random_directions(recorded.x0, count, seed, float(base.f0[0]), base.gradient[0], self.smooth))
+        self.unit = random_directions(recorded.x0, count, seed, base.gradient[0], recorded.sizes)
+        self.lengths = scales(self.unit, float(base.f0[0]), base.gradient[0])
+        self.tried = 0  # the lengths tried, less one
+        self._set(self.unit * self.lengths[0])
 
     def _set(self, directions: np.ndarray) -> None:
         self.directions = directions
@@ -181,25 +203,25 @@ class Along:
     def decide(
         self, chosen: Sequence[str], rtol: float | None, atol: float | None, given: Mapping[str, Reference]
     ) -> tuple[Decision, float, np.ndarray]:
-        """The decision along the directions, with its rtol and atol. On a path with kinks, where finite
-        differences disagree, everything is measured again along directions ``SHORTER`` times as long: a
-        ReLU network's pre-activations that flip inside the longer steps (4 of 576,000 at N = 10^6 within
-        the first, none within the last) bend the differences by 1e-6 where none lies at the point."""
+        """The decision along the directions, with its rtol and atol: on a path with kinks, while finite
+        differences disagree, measured again along shorter directions (``scales``)."""
         while True:
             rtol_, atols = tolerances(self.road.dtype, rtol, atol, self.road)
             decision = decide(self.road, chosen, rtol_, atols, self.references(given))
             fd = decision.checks.get("finite_difference")
-            if self.smooth or self.shortened != 1.0 or fd is None or not (fd.ok == MISMATCH).any():
+            last = self.tried + 1 >= len(self.lengths)
+            if self.smooth or last or fd is None or not (fd.ok == MISMATCH).any():
                 return decision, rtol_, atols
-            self.shortened = SHORTER
-            self._set(self.directions * SHORTER)
+            self.tried += 1
+            self._set(self.unit * self.lengths[self.tried])
 
     def references(self, given: Mapping[str, Reference]) -> dict[str, Reference]:
         return {name: projected(ref, self.base.gradient, self.directions) for name, ref in given.items()}
 
     def found(self, decision: Decision, given: Mapping[str, Reference], rtol: float, atol: float | None) -> Directional:
         """The directions' account, and where one disagrees, the elements at fault (``localise``)."""
-        result = Directional(self.count, self.seed, self.road.gradient[0].copy(), shortened=self.shortened)
+        shortened = self.lengths[self.tried] / self.lengths[0]
+        result = Directional(self.count, self.seed, self.road.gradient[0].copy(), shortened=shortened)
         worst = _worst_direction(decision)
         if worst is None:
             return result

@@ -233,7 +233,7 @@ def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: 
     names = _argument_names(call.call.function, len(call.args))
     road = _road(call, x0, f0, backward, ElementLabels([names[i] for i in call.positions], call.shapes))
     if x0.size > ELEMENTS:  # along random directions at each element's own scale (check's own, directions.py)
-        directions = random_directions(x0, DIRECTIONS, int(rng.integers(2**32)), f0, backward, smooth=False)
+        directions = random_directions(x0, DIRECTIONS, int(rng.integers(2**32))) / np.sqrt(x0.size)
         road = along(road, directions, [f"direction {k + 1}" for k in range(DIRECTIONS)])
     rtol, atols = tolerances(road.dtype, rtol, atol, road)
     decision = decide(road, ["finite_difference"], rtol, atols)
