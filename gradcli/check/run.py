@@ -53,7 +53,7 @@ from .decide import (
     expected_names,
     tolerances,
 )
-from .directions import Along, directions_for
+from .directions import ELEMENTWISE_UP_TO, Along, directions_for
 from .framework_blame import checked_note, framework_blame
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
@@ -264,7 +264,12 @@ def check(
     chosen = method_names(methods)
     said: list[str] = []
     given: dict[str, Reference] = {}
-    if "sympy" in chosen:
+    if "sympy" in chosen and count and not methods and recorded.x0.size > ELEMENTWISE_UP_TO:  # SymPy: 10 s at 1000
+        given["sympy"] = Reference.nowhere(
+            "sympy", 1, recorded.x0.size,
+            f"skipped: {recorded.x0.size} input elements are checked along directions (--method sympy asks for it)",
+        )  # fmt: skip
+    elif "sympy" in chosen:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             given["sympy"] = _sympy_check(recorded, sympy_timeout)
