@@ -46,7 +46,7 @@ class Road:
     x0: np.ndarray  # (P, N) the points
     f0: np.ndarray  # (P,) the (seeded) value at each
     gradient: np.ndarray  # (P, N) autograd's
-    labels: list[str]  # (N,) the elements' names, "x", "v[1]"
+    labels: Sequence[str]  # (N,) the elements' names, "x", "v[1]"
     evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (rows (R, N) real or complex, owner (R,)) -> (R,)
     gradient_at: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (rows, owner) -> (R, N) autograd's there
     not_analytic: Sequence[str | None]  # per point: the first operation on its path that is not complex-analytic

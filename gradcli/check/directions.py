@@ -240,7 +240,7 @@ def _worst_direction(decision: Decision) -> tuple[int, str] | None:
     found = None
     for name in ("complex_step", "sympy", "expect", "finite_difference"):
         c = decision.checks.get(name)
-        if c is not None and c.badness[0].size and c.badness[0].max() > 1.0:
+        if c is not None and c.ok[0] == MISMATCH and c.badness[0].size and c.badness[0].max() > 1.0:
             found = found or (int(np.argmax(c.badness[0])), name)
     return found
 
@@ -305,7 +305,7 @@ def _compared_directly(
     bad = c.badness[0] > 1.0
     result.parts = {name: not bad[start:stop].any() for name, start, stop in blocks}
     result.compared = int(c.mask[0].sum())
-    _wrong(result, c, replace(base, labels=list(labels)))
+    _wrong(result, c, replace(base, labels=labels))
 
 
 def _wrong(result: Directional, c: Any, road: Road) -> None:

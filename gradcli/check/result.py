@@ -183,8 +183,10 @@ class Directional:
         if self.direction is None:
             return said
         wrong_parts = [name for name, ok in self.parts.items() if not ok]
-        if len(self.parts) > 1:
-            said.append(f"{self.direction} disagrees in {', '.join(wrong_parts) or 'no input alone'}'s part")
+        if len(self.parts) > 1 and wrong_parts:
+            said.append(f"{self.direction} disagrees in {' and '.join(wrong_parts)}'s part")
+        elif len(self.parts) > 1:
+            said.append(f"no input's part of {self.direction} disagrees alone")
         if self.wrong:
             said += [f"wrong element: {w.text(by)}" for w in self.wrong[:WRONG_SHOWN]]
             if len(self.wrong) > WRONG_SHOWN:
