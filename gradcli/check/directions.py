@@ -17,7 +17,7 @@ each level), down to ``LEAF`` elements compared one by one, as the elementwise c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -148,9 +148,10 @@ def along(base: Road, directions: np.ndarray, labels: Sequence[str], measure_rou
     )  # fmt: skip
 
 
-def at_elements(base: Road, elements: np.ndarray, labels: Sequence[str]) -> Road:
+def at_elements(base: Road, elements: np.ndarray, labels: Sequence[str], measure_rounding: bool = True) -> Road:
     """``base`` (one point) with only ``elements`` varied, at their own values: the elementwise check of
-    those elements alone (their steps and tolerances as the whole check would take them)."""
+    those elements alone (their steps and tolerances as the whole check would take them); autograd's
+    rounding measured as ``along`` measures it."""
     x0 = base.x0[0]
 
     def to_x(rows: np.ndarray) -> np.ndarray:
@@ -165,7 +166,8 @@ def at_elements(base: Road, elements: np.ndarray, labels: Sequence[str]) -> Road
     return replace(
         base, x0=x0[elements][None, :], gradient=part.gradient, labels=list(labels), evaluate=evaluate,
         gradient_at=lambda rows, owner: at(rows, owner)[:, elements],
-        rounding=lambda where: rounding_noise(part, where),
+        rounding=(lambda where: rounding_noise(part, where)) if measure_rounding
+        else (lambda where: np.zeros((len(where), elements.size))),
     )  # fmt: skip
 
 
@@ -250,18 +252,42 @@ def _blocks(names: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, int, 
     return [(n, int(offsets[i]), int(offsets[i + 1])) for i, n in enumerate(names) if sizes[i]]
 
 
-def _disagreeing(
+@dataclass
+class _Part:
+    """A part of the direction searched (its elements) as its own direction: autograd's projection less the
+    method's (``off``), the method's value and own error, the tolerance, and how far outside it (above 1:
+    it disagrees)."""
+
+    elements: np.ndarray
+    off: float
+    reference: float
+    error: float
+    atol: float
+    badness: float
+
+    def rest(self, first: _Part, elements: np.ndarray, rtol: float) -> _Part:
+        """The part less ``first`` (its other half), from the two without evaluating it: the projections
+        are linear in the direction, so its difference is the part's less the first's."""
+        off, reference, error = self.off - first.off, self.reference - first.reference, self.error + first.error
+        tolerance = first.atol + rtol * abs(reference) + 3.0 * error
+        return _Part(elements, off, reference, error, first.atol, abs(off) / tolerance if off else 0.0)
+
+
+def _judged(
     base: Road, u: np.ndarray, parts: Sequence[np.ndarray], method: str, rtol: float, atol: float | None
-) -> np.ndarray:
-    """Each part of the direction ``u`` alone (u on the part, 0 elsewhere): how far outside its tolerance
-    (above 1: it disagrees), compared by ``method``."""
+) -> list[_Part]:
+    """Each part of the direction ``u`` alone (u on the part, 0 elsewhere), compared by ``method``."""
     directions = np.zeros((u.size, len(parts)))
     for j, part in enumerate(parts):
         directions[part, j] = u[part]
     road = along(base, directions, [f"part {j + 1}" for j in range(len(parts))], measure_rounding=False)
-    decision = decide(road, [method], *tolerances(road.dtype, rtol, atol, road))
-    badness = np.max([c.badness[0] for c in decision.checks.values()], axis=0)
-    return np.where(decision.kinked[0] & ~decision.subgradient[0], np.inf, badness)
+    rtol, atols = tolerances(road.dtype, rtol, atol, road)
+    decision = decide(road, [method], rtol, atols)
+    c = max(decision.checks.values(), key=lambda c: float(np.max(c.badness[0], initial=0.0)))
+    badness = np.where(decision.kinked[0] & ~decision.subgradient[0], np.inf, c.badness[0])
+    error = np.zeros(len(parts)) if c.ref.estimated is None else np.nan_to_num(c.ref.estimated[0])
+    return [_Part(part, float(road.gradient[0][j] - c.ref.reference[0][j]), float(c.ref.reference[0][j]),
+                  float(error[j]), float(atols[0]), float(badness[j])) for j, part in enumerate(parts)]  # fmt: skip
 
 
 def localise(
@@ -269,26 +295,24 @@ def localise(
     blocks: Sequence[tuple[str, int, int]], labels: Sequence[str],
 ) -> None:  # fmt: skip
     """The elements at fault where direction ``u`` disagrees: each input's part of it alone (``parts``),
-    then halves of the disagreeing parts, the worst ``BRANCHES`` at each level, down to parts of
-    ``LEAF`` elements, compared one by one."""
-    frontier = [np.arange(start, stop) for _, start, stop in blocks]
-    if len(frontier) > 1:
-        badness = _disagreeing(base, u, frontier, method, rtol, atol)
-        result.parts = {name: bool(b <= 1.0) for (name, _, _), b in zip(blocks, badness)}
-        frontier = [part for part, b in zip(frontier, badness) if b > 1.0]
-    else:
-        result.parts = {blocks[0][0]: False} if blocks else {}
-    while any(part.size > LEAF for part in frontier):
-        small = [part for part in frontier if part.size <= LEAF]
-        halves = [half for part in frontier if part.size > LEAF for half in np.array_split(part, 2)]
-        badness = _disagreeing(base, u, halves, method, rtol, atol)
-        order = [j for j in np.argsort(-badness, kind="stable") if badness[j] > 1.0]
-        result.complete &= len(order) <= BRANCHES
-        frontier = small + [halves[j] for j in order[:BRANCHES]]
+    then halves of the disagreeing parts (the first measured, the other by difference), the worst
+    ``BRANCHES`` at each level, down to parts of ``LEAF`` elements, compared one by one."""
+    judged = _judged(base, u, [np.arange(start, stop) for _, start, stop in blocks], method, rtol, atol)
+    result.parts = {name: part.badness <= 1.0 for (name, _, _), part in zip(blocks, judged)}
+    frontier = [part for part in judged if part.badness > 1.0]
+    while any(part.elements.size > LEAF for part in frontier):
+        small = [part for part in frontier if part.elements.size <= LEAF]
+        split = [(part, *np.array_split(part.elements, 2)) for part in frontier if part.elements.size > LEAF]
+        firsts = _judged(base, u, [first for _, first, _ in split], method, rtol, atol)
+        halves = [h for (part, _, rest), first in zip(split, firsts) for h in (first, part.rest(first, rest, rtol))]
+        wrong = sorted((h for h in halves if h.badness > 1.0), key=lambda h: -h.badness)
+        result.complete &= len(wrong) <= BRANCHES
+        frontier = small + wrong[:BRANCHES]
     if not frontier:
         return
-    elements = np.concatenate(frontier)
-    road = at_elements(base, elements, [labels[j] for j in elements])
+    elements = np.concatenate([part.elements for part in frontier])
+    # (autograd's rounding not measured again: the direction's disagreement has survived it already)
+    road = at_elements(base, elements, [labels[j] for j in elements], measure_rounding=False)
     decision = decide(road, [method], *tolerances(road.dtype, rtol, atol, road))
     result.compared = int(elements.size)
     for c in decision.checks.values():
