@@ -253,7 +253,7 @@ def _blocks(names: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, int, 
 
 
 @dataclass
-class _Part:
+class _Searched:
     """A part of the direction searched (its elements) as its own direction: autograd's projection less the
     method's (``off``), the method's value and own error, the tolerance, and how far outside it (above 1:
     it disagrees)."""
@@ -265,17 +265,17 @@ class _Part:
     atol: float
     badness: float
 
-    def rest(self, first: _Part, elements: np.ndarray, rtol: float) -> _Part:
+    def rest(self, first: _Searched, elements: np.ndarray, rtol: float) -> _Searched:
         """The part less ``first`` (its other half), from the two without evaluating it: the projections
         are linear in the direction, so its difference is the part's less the first's."""
         off, reference, error = self.off - first.off, self.reference - first.reference, self.error + first.error
         tolerance = first.atol + rtol * abs(reference) + 3.0 * error
-        return _Part(elements, off, reference, error, first.atol, abs(off) / tolerance if off else 0.0)
+        return _Searched(elements, off, reference, error, first.atol, abs(off) / tolerance if off else 0.0)
 
 
 def _judged(
     base: Road, u: np.ndarray, parts: Sequence[np.ndarray], method: str, rtol: float, atol: float | None
-) -> list[_Part]:
+) -> list[_Searched]:
     """Each part of the direction ``u`` alone (u on the part, 0 elsewhere), compared by ``method``."""
     directions = np.zeros((u.size, len(parts)))
     for j, part in enumerate(parts):
@@ -286,7 +286,7 @@ def _judged(
     c = max(decision.checks.values(), key=lambda c: float(np.max(c.badness[0], initial=0.0)))
     badness = np.where(decision.kinked[0] & ~decision.subgradient[0], np.inf, c.badness[0])
     error = np.zeros(len(parts)) if c.ref.estimated is None else np.nan_to_num(c.ref.estimated[0])
-    return [_Part(part, float(road.gradient[0][j] - c.ref.reference[0][j]), float(c.ref.reference[0][j]),
+    return [_Searched(part, float(road.gradient[0][j] - c.ref.reference[0][j]), float(c.ref.reference[0][j]),
                   float(error[j]), float(atols[0]), float(badness[j])) for j, part in enumerate(parts)]  # fmt: skip
 
 
