@@ -26,13 +26,14 @@ from ..lang.parser import parse
 from ..lang.program import TreeProgram, load
 from ..lang.values import NOT_FINITE, assignments, constant, read_text
 from ..text import number
+from .directions import directions_asked
 from .result import METHOD_NAMES, check_table
 from .run import check
 
 #: the keys a case may have, and which of them ``[defaults]`` may give
 CASE_KEYS = ("name", "expr", "file", "function", "at", "points", "expect", "wrt", "seed", "rtol", "atol", "methods",
-             "blame")  # fmt: skip
-DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods", "blame")
+             "blame", "directions")  # fmt: skip
+DEFAULT_KEYS = ("at", "wrt", "seed", "rtol", "atol", "methods", "blame", "directions")
 PROGRAM_KEYS = ("expr", "file", "function")
 Locator = Callable[[Any, Mapping[str, Any], Any], Any] | None  # (program, values, wrt) -> check's locate hook
 STATUSES = ("ok", "MISMATCH", "FAILED", "INCONCLUSIVE", "ERROR")  # FAILED: a non-finite value or gradient
@@ -148,7 +149,7 @@ def _check_case(raw: Mapping[str, Any], where: str) -> None:
     kinds = {
         "name": str, "expr": str, "file": str, "function": str, "points": str, "seed": str,
         "at": (dict, str), "expect": dict, "wrt": (list, str), "methods": (list, str),
-        "rtol": (int, float), "atol": (int, float), "blame": bool,
+        "rtol": (int, float), "atol": (int, float), "blame": bool, "directions": (int, str),
     }  # fmt: skip
     for key, value in raw.items():
         if not isinstance(value, kinds[key]) or (isinstance(value, bool) and kinds[key] is not bool):
@@ -279,9 +280,10 @@ def _check_case_program(
     methods = _names(f.get("methods"))
     expect = dict(f.get("expect", {})) or None
     said = [unused_values(program, values)] if unused_values(program, values) else []
+    directions = directions_asked(f.get("directions"))
     run = lambda point: check(  # noqa: E731
         program, point, wrt, methods, f.get("rtol"), f.get("atol"), expect, f.get("seed"), bool(f.get("blame")),
-        sympy_timeout, None if locator is None or not f.get("blame") else locator(program, point, wrt),
+        sympy_timeout, None if locator is None or not f.get("blame") else locator(program, point, wrt), directions,
     )  # fmt: skip
     if "points" in f:
         return _check_points(case, run, values, said, digits)
@@ -392,7 +394,7 @@ def result_text(result: Any, digits: int = 10) -> str:
     """The check's table (element | autograd | each method | abs err | rel err | ok) and its notes, as
     plain text: what a failing case shows under its line and in the JUnit report."""
 
-    table = result.table or check_table(result.gradient, result.checks, result.kinks, result.labels)
+    table = result.table or check_table(result.compared, result.checks, result.kinks, result.labels)
     header = [
         "",
         getattr(result, "by", "autograd"),

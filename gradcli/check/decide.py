@@ -46,13 +46,16 @@ class Road:
     x0: np.ndarray  # (P, N) the points
     f0: np.ndarray  # (P,) the (seeded) value at each
     gradient: np.ndarray  # (P, N) autograd's
-    labels: list[str]  # (N,) the elements' names, "x", "v[1]"
+    labels: Sequence[str]  # (N,) the elements' names, "x", "v[1]"
     evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (rows (R, N) real or complex, owner (R,)) -> (R,)
     gradient_at: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (rows, owner) -> (R, N) autograd's there
     not_analytic: Sequence[str | None]  # per point: the first operation on its path that is not complex-analytic
     escapes: str | None = None  # why a complex step cannot follow the program at all (a Python escape)
     continuation: Sequence[str | None] | None = None  # per point: an operation whose complex form is not analytic
     dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float64))
+    #: autograd's own rounding error at the points given (P', N), where moving ``x0`` does not measure it
+    #: (a road along directions: its point t = 0 stays 0); None: ``rounding_noise`` of this road
+    rounding: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -185,7 +188,8 @@ def decide(
     ]  # a method disagreed, or could not judge
     again = finite & bool(n) & np.any(doubt or [np.zeros(points, bool)], axis=0)
     if again.any():  # autograd's own rounding may be the cause: measured where it matters, then compared again
-        noise[again] = rounding_noise(road, np.flatnonzero(again))
+        where = np.flatnonzero(again)
+        noise[again] = rounding_noise(road, where) if road.rounding is None else road.rounding(where)
         checks = {name: compare(road, ref, rtol, atol, noise) for name, ref in references.items()}
     _overrule(checks)
     nonfinite = ~finite | ~np.isfinite(road.gradient).all(axis=1)

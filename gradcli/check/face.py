@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .directions import directions_asked
 from .result import CheckResult
 from .run import check
 
@@ -28,9 +29,11 @@ def check_function(
     expect: Mapping[str, str] | None = None,
     blame: bool = False,
     framework: str | None = None,
+    directions: int | str | None = None,
     **at: Any,
 ) -> CheckResult:
-    """Check ``f``'s gradient at a point, every way ``gradcli check`` does.
+    """Check ``f``'s gradient at a point, every way ``gradcli check`` does. ``directions``: K random
+    directions, ``"elementwise"``, or None (8 directions above 512 input elements, else elementwise).
 
     >>> import gradcli as gc
     >>> gc.check("x^2 * y", x=2, y=3).ok
@@ -51,7 +54,9 @@ def check_function(
             raise TypeError(f"{program.origin} takes {len(names)} inputs ({', '.join(names)}), {len(args)} given")
         given = {**dict(zip(names, args)), **at}
     values = {name: as_array(value) for name, value in given.items()}
-    return check(program, values, wrt, methods, rtol, atol, expect, blame=blame)
+    return check(
+        program, values, wrt, methods, rtol, atol, expect, blame=blame, directions=directions_asked(directions)
+    )
 
 
 def as_array(value: Any) -> np.ndarray:

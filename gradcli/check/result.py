@@ -131,6 +131,96 @@ def _kinked(kinks: list[Kink]) -> list[str]:
     return parts
 
 
+@dataclass
+class WrongElement:
+    """One input element whose derivative a check along directions found wrong, compared alone."""
+
+    element: str  # its label ("w[3]")
+    autograd: float
+    reference: float  # the method's value
+    method: str  # "finite_difference", "complex_step", "sympy" or "expect"
+    abs_error: float
+    rel_error: float
+    tolerance: float
+
+    def text(self, by: str) -> str:
+        return (
+            f"d/d{self.element}: {by} {in_message(self.autograd)} but {METHOD_NAMES[self.method]} "
+            f"{in_message(self.reference)} (rel error {self.rel_error:.3g})"
+        )
+
+
+@dataclass
+class Directional:
+    """How a check along random directions went: ``count`` directions u1..uK (Gaussian, at each element's
+    scale, from ``seed``), the gradient's projections on them (``along``), and where one disagreed, the
+    search for the elements at fault: each input's part of that direction (``parts``: agrees or not),
+    then halves of the disagreeing parts, recursively, down to elements compared one by one."""
+
+    count: int
+    seed: int
+    along: np.ndarray  # (K,) the gradient . u_k
+    direction: str | None = None  # the direction searched ("u3"); None: none disagreed
+    method: str | None = None  # the method the search compared with
+    parts: dict[str, bool] = field(default_factory=dict)  # input -> its part of the direction agrees
+    wrong: list[WrongElement] = field(default_factory=list)  # the wrong elements found
+    compared: int = 0  # elements compared one by one
+    complete: bool = True  # every disagreeing half followed (False: the search kept the worst few)
+    shortened: float = 1.0  # the directions' length against their first (measured again on a path with kinks)
+
+    def lines(self, by: str) -> list[str]:
+        """The report's lines about the directions and the search."""
+        said = [
+            f"checked along {self.count} random directions u1..u{self.count} (Gaussian, seed {self.seed}): d/du_k is "
+            "the derivative of f(x + t u_k) at t = 0, against the gradient . u_k; --directions elementwise "
+            "compares every element alone"
+        ]
+        if self.shortened != 1.0:
+            said.append(
+                f"finite differences disagreed on a path with kinks: measured again along directions {self.shortened:g} "
+                "times as long (fewer kinks inside the steps)"
+            )
+        if self.direction is None:
+            return said
+        wrong_parts = [name for name, ok in self.parts.items() if not ok]
+        if len(self.parts) > 1 and wrong_parts:
+            said.append(f"{self.direction} disagrees in {' and '.join(wrong_parts)}'s part")
+        elif len(self.parts) > 1:
+            said.append(f"no input's part of {self.direction} disagrees alone")
+        if self.wrong:
+            said += [f"wrong element: {w.text(by)}" for w in self.wrong[:WRONG_SHOWN]]
+            if len(self.wrong) > WRONG_SHOWN:
+                said.append(f"and {len(self.wrong) - WRONG_SHOWN} more wrong elements (--json lists them)")
+            if not self.complete:
+                said.append("more elements may be wrong: the search followed the worst disagreeing halves only")
+        else:
+            said.append(
+                f"no element of {self.direction}'s support disagrees alone among the {self.compared} compared: "
+                "the error is spread over many elements, each too small to see alone"
+            )
+        return said
+
+    def verdict(self, by: str) -> str:
+        """What the verdict adds to the direction's mismatch: the wrong elements found."""
+        if not self.wrong:
+            return ""
+        first = self.wrong[0].text(by)
+        more = f" and {len(self.wrong) - 1} more" if len(self.wrong) > 1 else ""
+        return f"; found by bisection: {first}{more}"
+
+    def to_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"count": self.count, "seed": self.seed, "along": self.along.tolist()}
+        if self.direction is not None:
+            document["localised"] = {
+                "direction": self.direction, "method": self.method, "parts": self.parts, "compared": self.compared,
+                "complete": self.complete,
+                "wrong": [{"element": w.element, "autograd": w.autograd, w.method: w.reference,
+                           "abs_error": w.abs_error, "rel_error": w.rel_error} for w in self.wrong],
+            }  # fmt: skip
+        return document
+
+
+WRONG_SHOWN = 5  # wrong elements a report lists one by one
 CHECK_ROWS = 12  # elements listed one by one; beyond, the worst element of each variable
 
 
@@ -237,11 +327,17 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)  # Python warnings caught on the way, in gradcli's words
     table: CheckTable | None = field(default=None, repr=False)  # the rows a report shows (check_table)
     framework: str | None = None  # "torch" or "jax": the gradient checked is that framework's own
+    directional: Directional | None = None  # checked along random directions (None: element by element)
 
     @property
     def by(self) -> str:
         """Whose gradient was checked: autograd's (gradcli's), PyTorch's or JAX's."""
         return "autograd" if self.framework is None else title(self.framework)
+
+    @property
+    def compared(self) -> dict[str, np.ndarray]:
+        """What the methods' values stand beside: the gradient, or its projections on the directions."""
+        return self.gradient if self.directional is None else {"along": self.directional.along}
 
     def ran(self) -> list[MethodCheck]:
         return [c for c in self.checks.values() if c.ok is not None]
@@ -249,11 +345,14 @@ class CheckResult:
     def report(self, places: int | None = None) -> tuple[list[str], list[list[str]], list[str], str | None]:
         """What ``gradcli check`` prints: the table's header and rows (numbers with ``places``
         significant digits, all of them by default), the lines under it, and the table's note."""
-        table = self.table or check_table(self.gradient, self.checks, self.kinks, self.labels)
+        table = self.table or check_table(self.compared, self.checks, self.kinks, self.labels)
         header = ["", self.by, *(METHOD_NAMES[name] for name in table.methods), "abs err", "rel err", ""]
         body = [_cells(row, places) for row in table.rows]
         lines = [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in self.checks.values() if c.reason]
         lines += [k.text() for k in self.kinks]
+        if self.directional is not None:
+            lines += self.directional.lines(self.by)
+            body += [_cells(row, places) for row in _wrong_rows(self.directional, table.methods)]
         lines += self.notes
         if self.blame is not None:
             lines.append(f"blame: node {self.blame.node}: {self.blame.text()}")
@@ -282,7 +381,8 @@ class CheckResult:
         if bad:
             c = bad[0]
             more = f" (and {len(bad) - 1} more method{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
-            return f"MISMATCH: {c.worst_detail}{more}"
+            found = "" if self.directional is None else self.directional.verdict(self.by)
+            return f"MISMATCH: {c.worst_detail}{more}{found}"
         if self.kinks and not all(k.subgradient for k in self.kinks):
             k = next(k for k in self.kinks if not k.subgradient)
             return f"MISMATCH: {k.text()}"
@@ -299,11 +399,12 @@ class CheckResult:
         if not bad or not agreeing or any(c.name not in REFERENCES for c in bad) or bad[0].worst not in self.labels:
             return None
         k = self.labels.index(bad[0].worst)
-        values = [(c, _flat_values(c, self.gradient, len(self.labels))[k]) for c in (bad[0], *agreeing)]
+        compared = self.compared
+        values = [(c, _flat_values(c, compared, len(self.labels))[k]) for c in (bad[0], *agreeing)]
         values = [(METHOD_NAMES[c.name], v) for c, v in values if np.isfinite(v)]
         if len(values) < 2:
             return None
-        autograd = _flat_values(MethodCheck("", None, self.gradient), self.gradient, len(self.labels))[k]
+        autograd = _flat_values(MethodCheck("", None, compared), compared, len(self.labels))[k]
         said = ", ".join(f"{name} {in_message(v)}" for name, v in values)
         return (
             f"INCONCLUSIVE: the references disagree at d/d{bad[0].worst}: {said} ({self.by} gives "
@@ -321,7 +422,8 @@ class CheckResult:
             return "NOTHING CHECKED: no method could run (see the reasons)"
         names = ", ".join(METHOD_NAMES[c.name] for c in ran)
         worst = max((c.max_rel_error or 0.0) for c in ran)
-        text = f"OK: {self.by} agrees with {names} (largest relative error {worst:.2g})"
+        along = "" if self.directional is None else f" along {self.directional.count} random directions"
+        text = f"OK: {self.by} agrees with {names}{along} (largest relative error {worst:.2g})"
         if self.kinks:
             text += f"; not differentiable at {len(self.kinks)} element{'s' if len(self.kinks) > 1 else ''} (see above)"
         return text
@@ -336,7 +438,11 @@ class CheckResult:
             "atol": self.atol,
             "verdict": self.verdict(),
             **({"framework": self.framework} if self.framework else {}),
+            "method": "elementwise" if self.directional is None else "directions",
         }
+        if self.directional is not None:
+            document["directions"] = self.directional.count
+            document["along"] = self.directional.to_dict()
         if self.kinks:
             document["not_differentiable"] = [
                 {
@@ -360,6 +466,15 @@ class CheckResult:
             if self.blame is not None and self.blame.framework is not None:
                 document["blame"].update(framework=self.blame.framework, scope=self.blame.scope, line=self.blame.line)
         return document
+
+
+def _wrong_rows(directional: Directional, methods: list[str]) -> list[CheckRow]:
+    """The wrong elements a search along a direction found, as rows of the table (its own columns)."""
+    return [
+        CheckRow(w.element, w.autograd, [w.reference if m == w.method else np.nan for m in methods], w.abs_error,
+                 w.rel_error, "MISMATCH")
+        for w in directional.wrong[:WRONG_SHOWN]
+    ]  # fmt: skip
 
 
 def _cells(row: Any, places: int | None) -> list[str]:

@@ -29,7 +29,7 @@ from ..autograd.node import OpNode
 from ..autograd.replay import replay
 from ..autograd.tape import recording
 from ..errors import UsageError
-from ..lang.compute import backward_anomaly, element_labels, leaves_autograd, resolve_wrt, single_output
+from ..lang.compute import ElementLabels, backward_anomaly, leaves_autograd, resolve_wrt, single_output
 from ..lang.evaluate import evaluate
 from ..lang.frameworks import title
 from ..lang.functions import not_analytic_call
@@ -53,6 +53,7 @@ from .decide import (
     expected_names,
     tolerances,
 )
+from .directions import ELEMENTWISE_UP_TO, Along, directions_for
 from .framework_blame import checked_note, framework_blame
 from .numeric import Estimate, machine_epsilon, tolerance_problem
 from .result import METHOD_NAMES, Blame, CheckResult, Kink, MethodCheck, check_table
@@ -128,7 +129,7 @@ class Recorded:
             if self.inputs
             else np.zeros(0)
         )
-        self.labels = [label for n, shape in zip(names, self.shapes) for label in element_labels(n, shape)]
+        self.labels = ElementLabels(names, self.shapes)  # (each made when asked: a model has millions)
         self.f0 = np.asarray(scalar.array, dtype=np.float64).reshape(1)
         self.dtype = computed_in(tape, np.result_type(*(t.array for t in self.inputs)) if self.inputs else np.float64)
 
@@ -245,45 +246,67 @@ def check(
     blame: bool = False,
     sympy_timeout: float | None = None,
     locate: Callable[[Blame, Sequence[Any], Sequence[Any]], None] | None = None,
+    directions: int | None = None,
 ) -> CheckResult:
     """Check the gradient of ``program`` at ``values`` every way asked for: the decision is the one every
-    road takes (gradcli/check/decide.py), at this one point; here it is put into words."""
+    road takes (gradcli/check/decide.py), at this one point; here it is put into words. ``directions``:
+    K checks along K random directions, 0 element by element, None: chosen by the number of input
+    elements (check/directions.py)."""
     _check_values(values, rtol, atol)
     names = resolve_wrt(program, values, wrt)
     recorded = Recorded(program, values, names, seed)
     random = program.random_difference(recorded.values, names)  # two more calls: does the value change by itself?
     road = recorded.road()
+    count = directions_for(recorded.x0.size, directions)
+    view: Any = Along(recorded, road, count) if count else recorded  # what the methods' values are compared on
+    atol_given, rtol_given = atol, rtol
     rtol, atols = tolerances(recorded.dtype, rtol, atol, road)
     chosen = method_names(methods)
     said: list[str] = []
     given: dict[str, Reference] = {}
-    if "sympy" in chosen:
+    if "sympy" in chosen and count and not methods and recorded.x0.size > ELEMENTWISE_UP_TO:  # SymPy: 10 s at 1000
+        given["sympy"] = Reference.nowhere(
+            "sympy", 1, recorded.x0.size,
+            f"skipped: {recorded.x0.size} input elements are checked along directions (--method sympy asks for it)",
+        )  # fmt: skip
+    elif "sympy" in chosen:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             given["sympy"] = _sympy_check(recorded, sympy_timeout)
         said.extend(_sympy_warning(caught))
     if expect:
         given["expect"] = _expect_check(recorded, expect)
-    decision = decide(road, chosen, rtol, atols, given)
-    checks = {name: _method_check(c, recorded, decision) for name, c in decision.checks.items()}
+    if count:
+        decision, rtol, atols = view.decide(chosen, rtol_given, atol_given, given)
+    else:
+        decision = decide(road, chosen, rtol, atols, given)
+    checks = {name: _method_check(c, view, decision) for name, c in decision.checks.items()}
     _escaped(recorded, checks)
     fd = None if decision.fd is None else decision.fd.at(0)
-    ag = road.gradient[0]
-    kinks = [Kink(recorded.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k]),
-                  None if fd.jump is None or np.isnan(fd.jump[0, k]) else float(fd.jump[0, k]))
-             for k in np.flatnonzero(decision.kinked[0])] if fd is not None else []  # fmt: skip
+    kinks = _kinks(view, fd, decision)
     nonfinite = _nonfinite(recorded)
-    found, blamed = _blame(recorded, locate, rtol, atol) if blame else (None, 0)
+    found, blamed = _blame(recorded, locate, rtol, atol_given) if blame else (None, 0)
     ok = bool(decision.ok[0]) and found is None
     atol = float(atols[0])
     result = CheckResult(
         ok, recorded.scalar.array if seed is None else recorded.evaluation.outputs[0].array, recorded.gradient,
-        checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=recorded.labels,
-        notes=_notes(recorded, fd, decision.noise[0], rtol, atol) + checked_note(recorded.program, blame, blamed),
-        warnings=said, table=check_table(recorded.gradient, checks, kinks, recorded.labels),
+        checks, rtol, atol, nonfinite, kinks, blame=found, blame_checked=blamed, labels=view.labels,
+        notes=_notes(view, fd, decision.noise[0], rtol, atol) + checked_note(recorded.program, blame, blamed),
+        warnings=said, table=check_table(view.gradient, checks, kinks, view.labels),
         framework=recorded.program.framework,
+        directional=view.found(decision, given, rtol, atol_given) if count else None,
     )  # fmt: skip
     return result if random is None else RandomCheck.of(result, program, random)
+
+
+def _kinks(view: Any, fd: Estimate | None, decision: Decision) -> list[Kink]:
+    """The elements (or directions) along which the function is not differentiable at the point."""
+    if fd is None:
+        return []
+    ag = _flat(view.gradient, view.names)
+    return [Kink(view.labels[k], float(fd.left[0, k]), float(fd.right[0, k]), float(ag[k]),
+                 None if fd.jump is None or np.isnan(fd.jump[0, k]) else float(fd.jump[0, k]))
+            for k in np.flatnonzero(decision.kinked[0])]  # fmt: skip
 
 
 @dataclass

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..lang.compute import element_labels
+from ..lang.compute import ElementLabels
 from ..lang.frameworks.torch_adapter import dispatched
 from ..lang.frameworks.torch_record import CustomCall, input_tensor, module_roots, recording_torch
 from .blame import input_scale, inputs_text
 from .decide import MISMATCH, Decision, Road, decide, tolerances
+from .directions import along, random_directions
 
 #: calls with up to this many input elements are varied element by element; larger ones along
 #: DIRECTIONS random directions (each a column of differences, as many forward calls as an element)
@@ -230,13 +231,10 @@ def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: 
     if not (np.isfinite(f0) and np.isfinite(x0).all()):
         return None  # no difference quotient means anything at an infinite value
     names = _argument_names(call.call.function, len(call.args))
-    directions = None
-    if x0.size > ELEMENTS:  # along random directions at each element's own scale
-        directions = rng.standard_normal((x0.size, DIRECTIONS)) * input_scale(x0)[:, None]
-        labels = [f"direction {k + 1}" for k in range(DIRECTIONS)]
-    else:
-        labels = [label for i, shape in zip(call.positions, call.shapes) for label in element_labels(names[i], shape)]
-    road = _road(call, x0, f0, backward, labels, directions)
+    road = _road(call, x0, f0, backward, ElementLabels([names[i] for i in call.positions], call.shapes))
+    if x0.size > ELEMENTS:  # along random directions at each element's own scale (check's own, directions.py)
+        directions = random_directions(x0, DIRECTIONS, int(rng.integers(2**32))) / np.sqrt(x0.size)
+        road = along(road, directions, [f"direction {k + 1}" for k in range(DIRECTIONS)])
     rtol, atols = tolerances(road.dtype, rtol, atol, road)
     decision = decide(road, ["finite_difference"], rtol, atols)
     fd = decision.checks["finite_difference"]
@@ -245,29 +243,19 @@ def _judged(call: _Checked, rng: np.random.Generator, rtol: float | None, atol: 
     return _describe(call, decision, road, names, rng)
 
 
-def _road(
-    call: _Checked, x0: np.ndarray, f0: float, backward: np.ndarray, labels: list[str], directions: np.ndarray | None
-) -> Road:
-    """The call as check's decision takes a point: v . forward as the function, v^T J as its gradient
-    (along ``directions`` when given: the point is then t = 0 in x0 + directions t)."""
-    if directions is None:
-        point, gradient = x0, backward
-        at: Callable[[np.ndarray], np.ndarray] = lambda row: row  # noqa: E731
-    else:
-        point, gradient = np.zeros(directions.shape[1]), backward @ directions
-        at = lambda row: x0 + directions @ row  # noqa: E731
+def _road(call: _Checked, x0: np.ndarray, f0: float, backward: np.ndarray, labels: Sequence[str]) -> Road:
+    """The call as check's decision takes a point: v . forward as the function, v^T J as its gradient."""
 
     def evaluate(rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        return np.array([call.value(at(row)) for row in rows])
+        return np.array([call.value(row) for row in rows])
 
     def gradient_at(rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        found = np.stack([call.vjp(at(row)) for row in rows])
-        return found if directions is None else found @ directions
+        return np.stack([call.vjp(row) for row in rows])
 
     why = f"the custom Function {call.call.function.__name__} may not be complex-analytic"
     return Road(
-        point[None, :], np.array([f0]), gradient[None, :], labels, evaluate, gradient_at, [why], dtype=call.dtype
-    )
+        x0[None, :], np.array([f0]), backward[None, :], labels, evaluate, gradient_at, [why], dtype=call.dtype
+    )  # fmt: skip
 
 
 def _describe(call: _Checked, decision: Decision, road: Road, names: list[str], rng: np.random.Generator) -> TorchBlame:

@@ -334,6 +334,11 @@ for _name, _body, _text in (
     With --cases FILE.toml: every case of the file, a line each and a summary (exit 1 if any fails).
 
     Example: gradcli check "x^2 * y" --at x=2,y=3 --expect x="2*x*y"
+
+    Above 512 input elements, along 8 random directions, then element by element where one disagrees
+    (--directions K|elementwise chooses):
+
+    Example: gradcli check "sum(sin(w) * w)" --at w=[0.1,0.2,0.3,0.4] --directions 2
     """),
 ):  # fmt: skip
     command(_name, _body, _text)

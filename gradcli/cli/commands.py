@@ -549,11 +549,15 @@ def check(given: Given) -> None:
         return
     with reported():
         from ..check import check as run_check  # lazy: start-up, eval checks nothing
+        from ..check.directions import directions_asked  # lazy: start-up, as check
 
         output.use_digits(given.digits, "json" if given.as_json else None)
         program, values = read = read_program(given)
         formulas = _expectations(given.expect)
+        directions = directions_asked(given.directions)
         if given.points is not None:
+            if directions is not None:
+                raise UsageError("--directions goes with --at (one point), not --points")
             options = (given.method, given.rtol, given.atol, given.seed, formulas, given.as_json, given.chunk_rows)
             _check_points(program, given.points, values, read.wrt, *options)
         locate = None
@@ -567,7 +571,7 @@ def check(given: Given) -> None:
         with working(what, quiet=given.as_json):
             result = run_check(
                 program, values, read.wrt or None, given.method, given.rtol, given.atol, formulas, given.seed,
-                given.blame, given.sympy_timeout, locate,
+                given.blame, given.sympy_timeout, locate, directions,
             )  # fmt: skip
         for said in result.warnings:
             output.warn(said)

@@ -214,6 +214,14 @@ CHECK = (
     DIGITS,
     Declared("points", ("--points",), str, "DATA", "check at every row of a data set (fd, complex step: batched)"),
     CHUNK_ROWS,
+    Declared(
+        "directions",
+        ("--directions",),
+        str,
+        "K|elementwise",
+        "check along K random directions, then element by element only where one disagrees; or every element "
+        "alone (default: 8 directions above 512 input elements, else elementwise)",
+    ),  # fmt: skip
     *CASES,
 )
 

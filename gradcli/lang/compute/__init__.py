@@ -17,7 +17,7 @@ from ...autograd import lazy
 
 _NAMES = {
     ".gradient": ["Gradient", "SCALAR_ONLY", "backward_anomaly", "resolve_wrt", "single_output", "value_and_grad"],
-    ".matrices": ["Matrix", "element_labels", "output_bases", "program_hessian", "program_jacobian"],
+    ".matrices": ["ElementLabels", "Matrix", "element_labels", "output_bases", "program_hessian", "program_jacobian"],
     ".points": ["PointsResult", "derivative_series", "evaluate_points", "given_once", "point_values",
                 "recorded_points"],
     ".symbolic": ["Explanation", "SymbolicRow", "derivative_text", "evaluate_text", "explain_derivatives",

@@ -28,6 +28,40 @@ def element_labels(base: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{base}[{','.join(map(str, idx))}]" for idx in np.ndindex(shape)]
 
 
+class ElementLabels(Sequence[str]):
+    """``element_labels`` of several inputs end to end, each made when asked: a million weights' labels
+    take half a second to make as a list, and a check along directions reads a few of them.
+
+    >>> labels = ElementLabels(["x", "A"], [(), (2, 2)])
+    >>> len(labels), labels[0], labels[4], list(labels)[1:3]
+    (5, 'x', 'A[1,1]', ['A[0,0]', 'A[0,1]'])
+    """
+
+    def __init__(self, names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> None:
+        self.names, self.shapes = list(names), [tuple(shape) for shape in shapes]
+        self.offsets = np.cumsum([0, *(int(np.prod(shape, dtype=int)) for shape in self.shapes)])
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        k = int(k) + (len(self) if int(k) < 0 else 0)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        block = int(np.searchsorted(self.offsets, k, side="right")) - 1
+        shape = self.shapes[block]
+        if not shape:
+            return self.names[block]
+        index = np.unravel_index(k - int(self.offsets[block]), shape)
+        return f"{self.names[block]}[{','.join(str(int(i)) for i in index)}]"
+
+    def __iter__(self) -> Any:
+        for name, shape in zip(self.names, self.shapes):
+            yield from element_labels(name, shape)
+
+
 def output_bases(program: Program, evaluation: Evaluation) -> list[str]:
     """Names for the outputs: a program's own name, ``f`` for one unnamed output, else its text."""
     items = program.tree.outputs.items if program.tree is not None else []
