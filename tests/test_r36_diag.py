@@ -1,0 +1,159 @@
+"""Issue 36: ``--blame`` of backward hooks (a ``register_hook`` that scales a gradient, a module's
+``register_full_backward_hook`` that replaces ``grad_input``) names the hook, its module path and its
+lines; a hook that only reads is not blamed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from frameworks import need
+from typer.testing import CliRunner
+
+import gradcli as gc
+from gradcli.cli.app import app
+
+MODEL = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(Block(), Block(), Block())
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+model = Net().double()
+seen = []
+
+
+def scale(grad):  # the scaling hook
+    return grad * 1.0001
+
+
+def register(module, args, output):
+    output.register_hook(scale)  # registered here
+
+
+def log(module, grad_input, grad_output):  # the logging hook
+    seen.append(float(grad_output[0].norm()))
+
+
+def halve(module, grad_input, grad_output):  # the wrong full backward hook
+    return (grad_input[0] * 0.5,)
+
+
+def f(x):
+    return model(x).sum()
+"""
+X = np.array([0.1, 0.2, 0.3])
+
+
+def _model(tmp_path: Path, name: str, *hooks: str) -> tuple[Path, object]:
+    """The model file with ``hooks`` (lines of Python run after it), written and imported."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(MODEL + "\n".join(hooks) + "\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        sys.modules.pop(name, None)
+        module = __import__(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
+    return path, module
+
+
+def _line(path: Path, marker: str) -> str:
+    number = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if marker in text)
+    return f"{path.name}:{number}"
+
+
+def _true_gradient(module: object) -> np.ndarray:
+    """d/dx of the model without any hook: PyTorch's own, on a copy of the model."""
+    import copy
+
+    torch = need("torch")
+    clean = copy.deepcopy(module.model)  # (deepcopy keeps hooks: cleared)
+    for sub in clean.modules():
+        sub._backward_hooks.clear()
+        sub._forward_hooks.clear()
+    x = torch.tensor(X, requires_grad=True)
+    (g,) = torch.autograd.grad(clean(x).sum(), x)
+    return g.numpy()
+
+
+def test_a_tensor_hook_scaling_by_1e4_is_blamed_at_its_module_and_line(tmp_path):
+    need("torch")
+    path, module = _model(tmp_path, "scaled", "model.encoder[1].register_forward_hook(register)")
+    result = gc.check(module.f, X, blame=True)
+    assert not result.ok
+    found = result.blame
+    assert (found.hook, found.op, found.scope, found.node) == ("tensor hook", "scale", "model.encoder.1", "hook 1")
+    assert found.line == _line(path, "the scaling hook")
+    assert found.registered == _line(path, "registered here")
+    # with the hook the gradient is 1.0001 times the true one along the direction; without it, the true one
+    assert found.autograd == pytest.approx(found.without * 1.0001, rel=1e-9)
+    assert found.without == pytest.approx(found.numeric, rel=1e-8)
+    np.testing.assert_allclose(result.gradient["x"], _true_gradient(module) * 1.0001, rtol=1e-12)
+    assert result.notes[-1].startswith("--blame checked 0 custom torch.autograd.Function calls")
+    assert ", and 1 backward hook (" in result.notes[-1]
+
+
+def test_a_full_backward_hook_returning_a_wrong_grad_input_is_blamed(tmp_path):
+    need("torch")
+    path, module = _model(
+        tmp_path, "halved",
+        "model.encoder[0].register_full_backward_hook(log)", "model.encoder[2].lin.register_full_backward_hook(halve)",
+    )  # fmt: skip
+    result = gc.check(module.f, X, blame=True)
+    found = result.blame
+    assert (found.hook, found.op, found.scope, found.line) == (
+        "full backward hook", "halve", "model.encoder.2.lin", _line(path, "the wrong full backward hook")
+    )  # fmt: skip
+    assert found.autograd == pytest.approx(found.without * 0.5, rel=1e-9)
+    np.testing.assert_allclose(result.gradient["x"], _true_gradient(module) * 0.5, rtol=1e-12)
+    assert module.seen  # the logging hook ran, and is not the one blamed
+    assert result.to_dict()["blame"]["hook"] == "full backward hook"
+    # the hooks are put back as they were: the model's own functions, not gradcli's watchers
+    assert list(module.model.encoder[2].lin._backward_hooks.values()) == [module.halve]
+
+
+def test_a_logging_hook_is_not_blamed(tmp_path):
+    need("torch")
+    _, module = _model(tmp_path, "logged", "model.encoder[1].register_full_backward_hook(log)")
+    result = gc.check(module.f, X, blame=True)
+    assert result.ok and result.blame is None
+    assert len(module.seen) > 0
+    assert "and 1 backward hook (" in result.notes[-1]
+    np.testing.assert_allclose(result.gradient["x"], _true_gradient(module), rtol=1e-12)
+
+
+def test_check_blame_on_the_command_line_exits_1_with_the_hooks_line(tmp_path):
+    need("torch")
+    path, _ = _model(tmp_path, "cli_scaled", "model.encoder[1].register_forward_hook(register)")
+    result = CliRunner().invoke(app, ["check", f"{path}:f", "--at", "x=[0.1,0.2,0.3]", "--blame"])
+    assert result.exit_code == 1, result.output
+    blame = next(line for line in result.output.splitlines() if line.startswith("blame: "))
+    assert blame.startswith(
+        f"blame: the tensor hook scale on model.encoder.1 (defined at {_line(path, 'the scaling hook')}, "
+        f"registered at {_line(path, 'registered here')}) changes the gradient: along a random direction, "
+        "PyTorch's gradient gives "
+    )
+    assert result.output.splitlines()[-1].startswith("MISMATCH: d/dx[")
