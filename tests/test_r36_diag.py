@@ -157,3 +157,95 @@ def test_check_blame_on_the_command_line_exits_1_with_the_hooks_line(tmp_path):
         "PyTorch's gradient gives "
     )
     assert result.output.splitlines()[-1].startswith("MISMATCH: d/dx[")
+
+
+# --- gradcli why of a program of the language ---------------------------------------------------------------------
+
+#: (expression, point, the exact lines gradcli why prints)
+WHY = {
+    "issue": ("sqrt(x) * 0 + floor(w)", "x=0,w=1.5", [
+        "x: gradient nan: sqrt at column 1: every value is finite, but its derivative is not at input 0 "
+        "(sqrt's derivative 1/(2 sqrt(x)) is inf at x = 0)",
+        "w: gradient zero: floor at column 15: floor has derivative 0 wherever it has one",
+    ]),
+    "unused": ("a = x^2; w", "x=1,w=2", [
+        "x: gradient None: x is used, but the output is not computed from it",
+        "w: gradient finite and not zero",
+    ]),
+    "round_sign": ("sign(x) + round(w)", "x=1,w=2.2", [
+        "x: gradient zero: sign at column 1: sign has derivative 0 wherever it has one",
+        "w: gradient zero: round at column 11: round has derivative 0 wherever it has one",
+    ]),
+    "comparison": ("(x > 0) * w", "x=1,w=2", [
+        "x: gradient None: gt at column 4: gt is a comparison: its values (0 or 1) carry no gradient",
+        "w: gradient finite and not zero",
+    ]),
+    "argmax": ("w * argmax([x, 2])", "x=1,w=2", [
+        "x: gradient None: argmax at column 5: argmax returns int64 values: no gradient flows through it",
+        "w: gradient finite and not zero",
+    ]),
+    "detach": ("detach(x) * w", "x=1,w=2", [
+        "x: gradient None: detach at column 1: it is detached (detach(...)): autograd does not follow it",
+        "w: gradient finite and not zero",
+    ]),
+    "relu": ("relu(x - 10) + w", "x=[1,-2],w=2", [
+        "x: gradient zero: relu at column 1: the ReLU is off for every element (its input is at most -9)",
+        "w: gradient finite and not zero",
+    ]),
+    "clamp": ("clamp(x, 5, 6) + w", "x=1,w=2", [
+        "x: gradient zero: clamp at column 1: the clamp is at its bound: every element is below its min 5 by at least 4",
+        "w: gradient finite and not zero",
+    ]),
+    "tanh": ("tanh(x * 100) + w", "x=1,w=2", [
+        "x: gradient zero: tanh at column 1: tanh is saturated: its derivative is 0 in float64 for every element "
+        "(|input| >= 100; 100)",
+        "w: gradient finite and not zero",
+    ]),
+    "log_negative": ("log(x) + w", "x=-1,w=2", [
+        "output: value nan: log at column 1: it makes nan from finite inputs (log of a negative number or of 0: input -1)",
+        "x, w: gradient finite and not zero",
+    ]),
+    "where_trick": ("where(x > 0, sqrt(x), 0) + w", "x=-1,w=2", [
+        "x: gradient nan: sqrt at column 14: it makes nan from finite inputs (sqrt of a negative number: input -1); "
+        "where at column 1 drops that nan from the value, but not from the gradient (0 * nan = nan): compute sqrt "
+        "on a safe input in the branch not taken",
+        "w: gradient finite and not zero",
+    ]),
+    "power_at_zero": ("x^0.5 * 0 + w", "x=0,w=2", [
+        "x: gradient nan: pow at column 2: every value is finite, but its derivative is not at input 0 "
+        "(a fractional power's derivative is inf at 0)",
+        "w: gradient finite and not zero",
+    ]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(WHY))
+def test_why_names_each_cause_in_a_gradcli_program(case):
+    expression, point, lines = WHY[case]
+    result = CliRunner().invoke(app, ["why", expression, "--at", point])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == lines
+
+
+def test_why_of_a_gradcli_program_gives_gradclis_own_gradient():
+    """The gradients the lines above say are gradcli's own: nan, zero, None."""
+    x, w = gc.tensor(0.0, requires_grad=True), gc.tensor(1.5, requires_grad=True)
+    gx, gw = gc.grad(gc.sqrt(x) * 0 + gc.floor(w), [x, w])
+    assert np.isnan(gx.item()) and gw.item() == 0.0
+    x = gc.tensor(1.0, requires_grad=True)
+    assert not (gc.detach(x) * 2).requires_grad  # no gradient function: autograd's None
+    found = gc.why("clamp(x, 5, 6) + w", x=[1.0, 2.0], w=2.0)
+    (finding,) = found.findings
+    assert (finding.input, finding.cause, finding.op, finding.line) == ("x", "clamped", "clamp", "column 1")
+    assert finding.values == {"input_min": 1.0, "input_max": 2.0, "bounds": [5, 6]}
+    assert found.to_dict()["framework"] == "gradcli" and found.healthy == ["w"]
+
+
+def test_why_of_a_multi_line_program_names_the_line():
+    result = CliRunner().invoke(app, ["why", "a = x * 2\nb = relu(a - 10)\nb + w", "--at", "x=1,w=2", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    (finding,) = json.loads(result.stdout)["findings"]
+    assert (finding["cause"], finding["op"], finding["line"]) == ("relu_off", "relu", "line 2, column 5")
+    assert finding["values"] == {"input_min": -8.0, "input_max": -8.0}
