@@ -15,6 +15,10 @@ the same venv's python, in the same round:
 - ``--baseline REV``: the same regular install of another revision (git archive), to compare;
 - blocks: the same two commands, 21 runs of one then 21 of the other, instead of alternating:
   the machine's drift between the blocks lands in the ratio.
+
+``--commands`` times the commands issue 36 sets targets for, as ratios to ``eval`` in the same round
+(this interpreter, ``python -m gradcli`` on this checkout's sources; no install): ``check`` of a
+small expression within 2x, ``diff`` within 3x, ``--version`` and ``help`` within 0.8x.
 """
 
 from __future__ import annotations
@@ -88,14 +92,45 @@ def scalar_variants(rounds: int) -> None:
     )
 
 
+#: issue 36's commands (``--commands``): name -> gradcli's arguments
+COMMANDS = {
+    "eval": EVAL,
+    "check x^2": ["check", "x^2", "--at", "x=1"],
+    "diff x^2": ["diff", "x^2"],
+    "diff sin(x) (SymPy's road)": ["diff", "sin(x)"],
+    "--version": ["--version"],
+    "help eval": ["help", "eval"],
+    "eval --help": ["eval", "--help"],
+}
+
+
+def command_ratios(rounds: int, source: Path = ROOT) -> None:
+    """Each of ``COMMANDS`` as a new process, interleaved round by round, as ratios to eval's median
+    (``source``: the checkout whose gradcli runs)."""
+    env = dict(os.environ, PYTHONPATH=str(source))
+    python = [sys.executable, "-m", "gradcli"]
+    for arguments in COMMANDS.values():  # warm the page cache
+        timed([*python, *arguments], env)
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for _ in range(rounds):
+        for name, arguments in COMMANDS.items():
+            times[name].append(timed([*python, *arguments], env))
+    report(f"python -m gradcli, interleaved, {rounds} rounds", times, dict.fromkeys(times, "eval"))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--baseline", help="also a regular install of this git revision (e.g. main)")
     parser.add_argument("--scalar", action="store_true", help="the scalar graph's variants instead (5 rounds)")
+    parser.add_argument("--commands", action="store_true", help="issue 36's commands as ratios to eval")
+    parser.add_argument("--source", type=Path, default=ROOT, help="with --commands: the checkout to run")
     args = parser.parse_args()
     if args.scalar:
         return scalar_variants(args.rounds)
+    if args.commands:
+        return command_ratios(args.rounds, args.source)
 
     venv = installed()
     regular_python, regular = str(venv / "bin" / "python"), str(venv / "bin" / "gradcli")

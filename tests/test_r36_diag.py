@@ -249,3 +249,40 @@ def test_why_of_a_multi_line_program_names_the_line():
     (finding,) = json.loads(result.stdout)["findings"]
     assert (finding["cause"], finding["op"], finding["line"]) == ("relu_off", "relu", "line 2, column 5")
     assert finding["values"] == {"input_min": -8.0, "input_max": -8.0}
+
+
+# --- diff without SymPy where SymEngine's text is SymPy's road's ----------------------------------------------------
+
+QUICK = ["x^2", "x^3 * y - 4*y", "x*y*z", "-x^2", "2*x", "x", "x^2 + y", "B*a^2", "5 - x^2", "x^10", "x*x",
+         "x10*x2*x1", "xy*x^2 - 100*xy", "(x^3)^2 * w"]  # fmt: skip
+QUICK_FIRST = {"B*a^2": "B", "xy*x^2 - 100*xy": "xy", "x10*x2*x1": "x10"}
+SYMPYS = ["sin(x)", "(x+w)*(w+1)", "x^2*y^3/3", "pi*x", "x^0.5", "abs(x)", "x^2/y", "4*x - x^2", "a = x^2; a*y"]
+
+
+@pytest.mark.parametrize("text", QUICK)
+def test_diff_prints_symengines_derivative_as_sympys_road_does(text, monkeypatch):
+    from gradcli.cli import commands
+
+    with monkeypatch.context() as patched:  # SymPy's road, as before
+        patched.setattr(commands, "quick_texts", lambda *a: None)
+        before = CliRunner().invoke(app, ["diff", text])
+    monkeypatch.setattr(commands, "_symbolic", lambda *a: pytest.fail("SymPy's road was taken"))
+    result = CliRunner().invoke(app, ["diff", text])
+    assert result.exit_code == before.exit_code == 0, result.output
+    assert result.stdout == before.stdout and result.stderr == before.stderr == ""
+    assert result.stdout.startswith(f"d/d{QUICK_FIRST.get(text, 'x')}")
+
+
+@pytest.mark.parametrize("text", SYMPYS)
+def test_what_symengine_does_not_print_as_sympy_goes_to_sympy(text):
+    from gradcli.lang.compute import quick_texts
+    from gradcli.lang.program import load
+
+    assert quick_texts(load(text), None) is None
+
+
+def test_diff_with_a_point_or_json_keeps_sympys_road(monkeypatch):
+    result = CliRunner().invoke(app, ["diff", "x^3", "--at", "x=2"])
+    assert result.stdout == "d/dx = 3*x^2 = 12\n"
+    result = CliRunner().invoke(app, ["diff", "x^3", "--json"])
+    assert result.stdout.startswith('{"derivative": {"x": "3*x^2"}')
