@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import EVAL, ROOT, installed  # noqa: E402
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+def timed(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.PIPE, check=True, env=env)
+    subprocess.run(command, stdout=subprocess.PIPE, check=True, env=env, cwd=cwd)
     return time.perf_counter() - start
 
 
@@ -104,18 +104,26 @@ COMMANDS = {
 }
 
 
-def command_ratios(rounds: int, source: Path = ROOT) -> None:
-    """Each of ``COMMANDS`` as a new process, interleaved round by round, as ratios to eval's median
-    (``source``: the checkout whose gradcli runs)."""
-    env = dict(os.environ, PYTHONPATH=str(source))
-    python = [sys.executable, "-m", "gradcli"]
-    for arguments in COMMANDS.values():  # warm the page cache
-        timed([*python, *arguments], env)
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for _ in range(rounds):
+def command_ratios(rounds: int, sources: list[Path]) -> None:
+    """Each of ``COMMANDS`` as a new process, interleaved round by round, as ratios to eval's median in
+    the same checkout (``sources``: the checkouts whose gradcli runs, all in the same rounds)."""
+    runs = {}
+    away = tempfile.mkdtemp(prefix="gradcli-startup-")  # the working folder: python -m puts it first on sys.path
+    for source in sources:
+        label = f"{source.name}: " if len(sources) > 1 else ""
         for name, arguments in COMMANDS.items():
-            times[name].append(timed([*python, *arguments], env))
-    report(f"python -m gradcli, interleaved, {rounds} rounds", times, dict.fromkeys(times, "eval"))
+            runs[f"{label}{name}"] = (
+                [sys.executable, "-m", "gradcli", *arguments],
+                dict(os.environ, PYTHONPATH=str(source)),
+            )
+    for command, env in runs.values():  # warm the page cache
+        timed(command, env, away)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (command, env) in runs.items():
+            times[name].append(timed(command, env, away))
+    reference = {name: name.rpartition(": ")[0] + (": " if ": " in name else "") + "eval" for name in runs}
+    report(f"python -m gradcli, interleaved, {rounds} rounds", times, reference)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
@@ -125,12 +133,14 @@ def main() -> None:
     parser.add_argument("--baseline", help="also a regular install of this git revision (e.g. main)")
     parser.add_argument("--scalar", action="store_true", help="the scalar graph's variants instead (5 rounds)")
     parser.add_argument("--commands", action="store_true", help="issue 36's commands as ratios to eval")
-    parser.add_argument("--source", type=Path, default=ROOT, help="with --commands: the checkout to run")
+    parser.add_argument(
+        "--source", type=Path, action="append", help="with --commands: a checkout to run (repeatable; default this one)"
+    )
     args = parser.parse_args()
     if args.scalar:
         return scalar_variants(args.rounds)
     if args.commands:
-        return command_ratios(args.rounds, args.source)
+        return command_ratios(args.rounds, args.source or [ROOT])
 
     venv = installed()
     regular_python, regular = str(venv / "bin" / "python"), str(venv / "bin" / "gradcli")

@@ -157,6 +157,9 @@ def test_check_blame_on_the_command_line_exits_1_with_the_hooks_line(tmp_path):
         "PyTorch's gradient gives "
     )
     assert result.output.splitlines()[-1].startswith("MISMATCH: d/dx[")
+    drawn = CliRunner().invoke(app, ["graph", f"{path}:f", "--at", "x=[0.1,0.2,0.3]", "--blame", "--format", "text"])
+    assert drawn.exit_code == 0, drawn.output
+    assert drawn.stderr.splitlines()[-1] == blame  # (no node of the graph is the hook's: none marked)
 
 
 # --- gradcli why of a program of the language ---------------------------------------------------------------------
