@@ -15,6 +15,10 @@ the same venv's python, in the same round:
 - ``--baseline REV``: the same regular install of another revision (git archive), to compare;
 - blocks: the same two commands, 21 runs of one then 21 of the other, instead of alternating:
   the machine's drift between the blocks lands in the ratio.
+
+``--commands`` times the commands issue 36 sets targets for, as ratios to ``eval`` in the same round
+(this interpreter, ``python -m gradcli`` on this checkout's sources; no install): ``check`` of a
+small expression within 2x, ``diff`` within 3x, ``--version`` and ``help`` within 0.8x.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import EVAL, ROOT, installed  # noqa: E402
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+def timed(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.PIPE, check=True, env=env)
+    subprocess.run(command, stdout=subprocess.PIPE, check=True, env=env, cwd=cwd)
     return time.perf_counter() - start
 
 
@@ -88,14 +92,55 @@ def scalar_variants(rounds: int) -> None:
     )
 
 
+#: issue 36's commands (``--commands``): name -> gradcli's arguments
+COMMANDS = {
+    "eval": EVAL,
+    "check x^2": ["check", "x^2", "--at", "x=1"],
+    "diff x^2": ["diff", "x^2"],
+    "diff sin(x) (SymPy's road)": ["diff", "sin(x)"],
+    "--version": ["--version"],
+    "help eval": ["help", "eval"],
+    "eval --help": ["eval", "--help"],
+}
+
+
+def command_ratios(rounds: int, sources: list[Path]) -> None:
+    """Each of ``COMMANDS`` as a new process, interleaved round by round, as ratios to eval's median in
+    the same checkout (``sources``: the checkouts whose gradcli runs, all in the same rounds)."""
+    runs = {}
+    away = tempfile.mkdtemp(prefix="gradcli-startup-")  # the working folder: python -m puts it first on sys.path
+    for source in sources:
+        label = f"{source.name}: " if len(sources) > 1 else ""
+        for name, arguments in COMMANDS.items():
+            runs[f"{label}{name}"] = (
+                [sys.executable, "-m", "gradcli", *arguments],
+                dict(os.environ, PYTHONPATH=str(source)),
+            )
+    for command, env in runs.values():  # warm the page cache
+        timed(command, env, away)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (command, env) in runs.items():
+            times[name].append(timed(command, env, away))
+    reference = {name: name.rpartition(": ")[0] + (": " if ": " in name else "") + "eval" for name in runs}
+    report(f"python -m gradcli, interleaved, {rounds} rounds", times, reference)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--baseline", help="also a regular install of this git revision (e.g. main)")
     parser.add_argument("--scalar", action="store_true", help="the scalar graph's variants instead (5 rounds)")
+    parser.add_argument("--commands", action="store_true", help="issue 36's commands as ratios to eval")
+    parser.add_argument(
+        "--source", type=Path, action="append", help="with --commands: a checkout to run (repeatable; default this one)"
+    )
     args = parser.parse_args()
     if args.scalar:
         return scalar_variants(args.rounds)
+    if args.commands:
+        return command_ratios(args.rounds, args.source or [ROOT])
 
     venv = installed()
     regular_python, regular = str(venv / "bin" / "python"), str(venv / "bin" / "gradcli")

@@ -420,7 +420,7 @@ def result_text(result: Any, digits: int = 10) -> str:
     lines += [f"{METHOD_NAMES[c.name]}: {c.reason}" for c in result.checks.values() if c.reason]
     lines += [k.text() for k in result.kinks] + list(result.notes)
     if result.blame is not None:  # (blame = true: which node, or which custom Function, is wrong)
-        lines.append(f"blame: node {result.blame.node}: {result.blame.text()}")
+        lines.append(f"blame: {result.blame.where}{result.blame.text()}")
     return "\n".join(lines)
 
 

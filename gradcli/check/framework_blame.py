@@ -43,10 +43,13 @@ def framework_finding(found: Any) -> Blame:
     """A framework's finding (``TorchBlame``, ``JaxBlame``: both carry what gradcli's own ``Blame``
     words, v . J u for random directions by the backward and by finite differences) as a ``Blame``,
     so that the report words it and keys it as for gradcli's nodes."""
+    node = f"{'call' if getattr(found, 'hook', None) is None else 'hook'} {found.index + 1}"
     return Blame(
-        f"call {found.index + 1}", found.name, found.grad_fn or found.name, found.label or found.name,
+        node, found.name, found.grad_fn or found.name, found.label or found.name,
         float(found.autograd), float(found.numeric), found.inputs,
         scope=found.scope, line=found.line, framework=found.framework, occurrence=getattr(found, "occurrence", 0),
+        hook=getattr(found, "hook", None), without=getattr(found, "without", None),
+        registered=getattr(found, "registered", None),
     )  # fmt: skip
 
 
@@ -60,7 +63,14 @@ def checked_note(program: Any, blame: bool, checked: int) -> list[str]:
     kind, part = (
         ("custom torch.autograd.Function", "backward") if framework == "torch" else ("custom_vjp/custom_jvp", "rule")
     )
+    hooks = getattr(checked, "hooks", 0)
+    watched = (
+        f", and {hooks} backward hook{'' if hooks == 1 else 's'} (the gradient with and without each hook that changed "
+        "one, against finite differences of the function)"
+        if hooks
+        else ""
+    )
     return said + [
         f"--blame checked {checked} {kind} call{'' if checked == 1 else 's'}, each {part} against finite "
-        f"differences of its own forward; {title(framework)}'s built-in operations are its own and not checked"
+        f"differences of its own forward{watched}; {title(framework)}'s built-in operations are its own and not checked"
     ]

@@ -102,8 +102,13 @@ class Blame:
     line: str | None = None  # a framework's node: the user's line that called it ("model.py:12")
     framework: str | None = None  # "torch" or "jax" for a framework's custom Function, None for gradcli's node
     occurrence: int = 0  # a framework's node: earlier calls from the same line in the same scope (a loop)
+    hook: str | None = None  # a backward hook blamed (torch): its kind ("tensor hook"); op is its function's name
+    without: float | None = None  # a hook blamed: v . J u by the backward with the hook removed
+    registered: str | None = None  # a tensor hook blamed: the user's line that registered it
 
     def text(self) -> str:
+        if self.hook is not None:
+            return self._hook_text()
         where = "".join((f" in {self.scope}" if self.scope else "", f" at {self.line}" if self.line else ""))
         return (
             f"{self.grad_fn} ({self.label}) computes a wrong derivative: for random directions, "
@@ -111,6 +116,27 @@ class Blame:
             + (f" (at input{'s' if ',' in self.inputs else ''} {self.inputs})" if self.inputs else "")
             + (f"; called{where}" if where else "")
         )
+
+    def _hook_text(self) -> str:
+        lines = ", ".join(
+            part
+            for part in (
+                f"defined at {self.line}" if self.line else "",
+                f"registered at {self.registered}" if self.registered else "",
+            )
+            if part
+        )
+        return (
+            f"the {self.hook} {self.op}{f' on {self.scope}' if self.scope else ''}{f' ({lines})' if lines else ''} "
+            f"changes the gradient: along a random direction, {title(self.framework or 'torch')}'s gradient gives "
+            f"{in_message(self.autograd)} with it and {in_message(self.without)} without it, where finite differences "
+            f"of the function give {in_message(self.numeric)}"
+        )  # fmt: skip
+
+    @property
+    def where(self) -> str:
+        """How a report line names it: ``node n4: `` (a node of the graph), nothing for a hook (its text names it)."""
+        return "" if self.hook is not None else f"node {self.node}: "
 
 
 def _kinked(kinks: list[Kink]) -> list[str]:
@@ -355,7 +381,7 @@ class CheckResult:
             body += [_cells(row, places) for row in _wrong_rows(self.directional, table.methods)]
         lines += self.notes
         if self.blame is not None:
-            lines.append(f"blame: node {self.blame.node}: {self.blame.text()}")
+            lines.append(f"blame: {self.blame.where}{self.blame.text()}")
         elif self.blame_checked:
             lines.append(f"blame: the derivatives of all {self.blame_checked} nodes agree with finite differences")
         return header, body, lines, table.note
@@ -465,6 +491,9 @@ class CheckResult:
             }  # fmt: skip
             if self.blame is not None and self.blame.framework is not None:
                 document["blame"].update(framework=self.blame.framework, scope=self.blame.scope, line=self.blame.line)
+            if self.blame is not None and self.blame.hook is not None:
+                document["blame"].update(hook=self.blame.hook, without_hook=self.blame.without,
+                                         registered=self.blame.registered)  # fmt: skip
         return document
 
 

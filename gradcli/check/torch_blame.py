@@ -25,10 +25,12 @@ import torch
 
 from ..lang.compute import ElementLabels
 from ..lang.frameworks.torch_adapter import dispatched
+from ..lang.frameworks.torch_hooks import watching_hooks
 from ..lang.frameworks.torch_record import CustomCall, input_tensor, module_roots, recording_torch
 from .blame import input_scale, inputs_text
 from .decide import MISMATCH, Decision, Road, decide, tolerances
 from .directions import along, random_directions
+from .torch_hooks import HookFinding, blame_hooks
 
 #: calls with up to this many input elements are varied element by element; larger ones along
 #: DIRECTIONS random directions (each a column of differences, as many forward calls as an element)
@@ -61,6 +63,11 @@ class TorchBlame:
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # by finite differences
     cotangent: list[np.ndarray] = field(default_factory=list, repr=False)  # v: one per differentiable output
     arguments: list[Any] = field(default_factory=list, repr=False)  # the call's arguments (tensors as float64 arrays)
+    hook: str | None = (
+        None  # a backward hook blamed: its kind ("tensor hook", "full backward hook"); name is its function's
+    )
+    without: float = float("nan")  # a hook blamed: v . J u by the backward with that hook removed
+    registered: str | None = None  # a tensor hook blamed: the user's line that registered it
 
 
 @dataclass
@@ -144,11 +151,39 @@ def blame_torch(
 def blame_torch_calls(
     function: Callable[..., Any], values: Mapping[str, Any], wrt: Names = None, rtol: Tol = None, atol: Tol = None
 ) -> tuple[TorchBlame | None, int]:
-    """``blame_torch``'s finding and how many custom Function calls were checked."""
-    record_calls = recorded_calls(function, values, wrt)
+    """``blame_torch``'s finding and how many custom Function calls were checked (``Checked``: with
+    how many backward hooks were watched). Where no custom Function is wrong, the backward hooks the
+    gradient passes through are judged (check/torch_hooks.py)."""
+    roots = module_roots(function)
+    tensors = {name: input_tensor(getattr(v, "array", v), wrt is None or name in wrt) for name, v in values.items()}
+    with watching_hooks(roots) as watch:
+        with torch.enable_grad(), _eager(), watch.registering(), recording_torch(roots) as record:
+            output = function(**tensors)
+        found, checked = _first_wrong(record.calls, rtol, atol)
+        if found is None and watch.sites:
+            hook = blame_hooks(function, tensors, output, watch, record, wrt)
+            found = None if hook is None else _hook_blame(hook, watch.sites.index(hook.site))
+    return found, Checked(checked, len(watch.sites))
+
+
+class Checked(int):
+    """How many custom Function calls ``--blame`` checked, with ``hooks``: how many backward hooks it watched."""
+
+    hooks: int
+
+    def __new__(cls, calls: int, hooks: int = 0) -> Checked:
+        made = super().__new__(cls, calls)
+        made.hooks = hooks
+        return made
+
+
+def _first_wrong(record_calls: list[CustomCall], rtol: Tol, atol: Tol) -> tuple[TorchBlame | None, int]:
+    """The first custom call whose backward disagrees with differences of its forward, and how many were checked."""
     rng = np.random.default_rng(0)
     checked = 0
     for index, call in enumerate(record_calls):
+        if call.function.__module__.startswith("torch."):
+            continue  # PyTorch's own (the BackwardHookFunction of a module's backward hook): trusted as its operations
         prepared = _prepared(call, rng)
         if prepared is None:
             continue
@@ -162,15 +197,16 @@ def blame_torch_calls(
     return None, checked
 
 
-def recorded_calls(
-    function: Callable[..., Any], values: Mapping[str, Any], wrt: Sequence[str] | None
-) -> list[CustomCall]:
-    """The custom Function calls of one run of ``function`` on float64 tensors (``wrt``, all when
-    None, requiring grad), module paths named from the ``nn.Module`` objects its globals hold."""
-    tensors = {name: input_tensor(getattr(v, "array", v), wrt is None or name in wrt) for name, v in values.items()}
-    with torch.enable_grad(), _eager(), recording_torch(module_roots(function)) as record:
-        function(**tensors)
-    return record.calls
+def _hook_blame(hook: HookFinding, index: int) -> TorchBlame:
+    """A hook's finding as a ``TorchBlame``: named by its function, at its module, at its function's line
+    (``index``: which hook it is, in the order met)."""
+    site, error = hook.site, abs(hook.autograd - hook.numeric)
+    return TorchBlame(
+        site.name, hook.scope, site.defined, error, error / max(abs(hook.numeric), np.finfo(float).tiny),
+        index=index, grad_fn=site.kind, autograd=hook.autograd, numeric=hook.numeric, label=site.name,
+        hook=("global " if site.global_ else "") + site.kind, without=hook.without,
+        registered=site.registered,
+    )  # fmt: skip
 
 
 def _eager() -> Any:

@@ -20,6 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import UsageError
 from ..lang.flow import Flow, Stats, Step
 
@@ -75,16 +77,20 @@ class Diagnosis:
 
 def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> Diagnosis:
     """Why ``program``'s gradient at ``values`` is None, zero or not finite, for each input in ``wrt``
-    (default: every input given a value). Reads a PyTorch function's run (frameworks/torch_flow.py) or a
-    JAX function's evaluated jaxpr (frameworks/jax_flow.py)."""
-    if program.framework not in ("torch", "jax"):
-        raise UsageError(
-            "gradcli why reads a PyTorch or JAX function (FILE.py:f computing with torch or jax); "
-            "a gradcli program is not read yet"
-        )
+    (default: every input given a value). Reads a program of the language's run (lang/gradcli_flow.py),
+    a PyTorch function's (frameworks/torch_flow.py) or a JAX function's evaluated jaxpr (frameworks/jax_flow.py)."""
     from ..lang.compute import resolve_wrt  # lazy: start-up, as every command's body
 
     names = resolve_wrt(program, values, wrt)
+    if program.framework is None:
+        if program.tree is None:
+            raise UsageError(
+                "gradcli why reads a program of the language, or a PyTorch or JAX function (FILE.py:f "
+                "computing with torch or jax); a Python function computing with gradcli is not read yet"
+            )
+        from ..lang.gradcli_flow import record_flow as gradcli_flow  # lazy: start-up, eval diagnoses nothing
+
+        return diagnose(gradcli_flow(program, values, names))
     if program.framework == "jax":
         from ..lang.frameworks.jax_flow import record_flow  # lazy: imports JAX
     else:
@@ -93,19 +99,24 @@ def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> D
     return diagnose(record_flow(function, given, names))
 
 
-def why_function(function: Any, *args: Any, wrt: list[str] | None = None) -> Diagnosis:
+def why_function(function: Any, *args: Any, wrt: list[str] | None = None, **at: Any) -> Diagnosis:
     """``gc.why(f, *args)``: ``why`` of a Python function called with ``args`` (torch tensors or arrays),
-    by its parameters' names.
+    by its parameters' names; or of an expression of the language, its point given as keywords.
 
-    >>> import torch  # doctest: +SKIP
-    >>> print(gc.why(lambda x: torch.relu(x - 10).sum(), torch.tensor([1.0, 2.0])))  # doctest: +SKIP
-    x: gradient zero: relu at <stdin>:1: the ReLU is off for every element (its input is at most -8)
+    >>> import gradcli as gc
+    >>> print(gc.why("sqrt(x) * 0 + floor(w)", x=0, w=1.5))
+    x: gradient nan: sqrt at column 1: every value is finite, but its derivative is not at input 0 (sqrt's derivative 1/(2 sqrt(x)) is inf at x = 0)
+    w: gradient zero: floor at column 15: floor has derivative 0 wherever it has one
     """
-    from ..lang.program import function_program  # lazy: start-up, as the rest of why
+    from ..lang.program import function_program, load  # lazy: start-up, as the rest of why
 
+    if isinstance(function, str):
+        if args:
+            raise TypeError("gc.why(EXPR, ...) takes the point as keywords: gc.why('sqrt(x)', x=0)")
+        return why(load(function), {name: np.asarray(v, dtype=np.float64) for name, v in at.items()}, wrt)
     program = function_program(function, given=args)
     names = program.variables[: len(args)]
-    return why(program, dict(zip(names, args)), wrt)
+    return why(program, {**dict(zip(names, args)), **at}, wrt)
 
 
 def diagnose(flow: Flow) -> Diagnosis:
@@ -220,7 +231,8 @@ class _Graph:
         if step.op == "_local_scalar_dense":
             return "item", "it is read as a Python number (.item(), float() or int()): autograd does not follow it"
         if step.op == "detach":
-            return "detach", "it is detached (.detach() or .data): autograd does not follow it"
+            how = "detach(...)" if self.flow.framework == "gradcli" else ".detach() or .data"
+            return "detach", f"it is detached ({how}): autograd does not follow it"
         if step.op == "stop_gradient":
             return "stop_gradient", "jax.lax.stop_gradient: autograd does not follow it"
         if not step.tracked:
@@ -231,6 +243,8 @@ class _Graph:
         made = [self.flow.values[k] for k in step.outputs if k in self.flow.values]
         if step.op in COMPARE or any(s.integral for s in made):
             dtype = made[0].dtype if made else "an integer"
+            if made and not made[0].integral:  # (gradcli's comparisons give 0.0 and 1.0)
+                return "integer", f"{step.op} is a comparison: its values (0 or 1) carry no gradient"
             return "integer", f"{step.op} returns {dtype} values: no gradient flows through it"
         return None
 

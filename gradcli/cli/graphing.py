@@ -158,6 +158,8 @@ def _say_blame(graph: Any, found: Any) -> None:
     marked = next((n for n in graph.nodes if n.blamed), None)
     if found is None:
         sys.stderr.write("blame: every node's derivative agrees with finite differences\n")
+    elif getattr(found, "hook", None) is not None:  # a backward hook: no node of the graph is its own
+        sys.stderr.write(f"blame: {found.text()}\n")
     else:
         where = f"node {marked.id} ({marked.titled_label})" if marked else "a node not shown"
         sys.stderr.write(f"blame: {where}, marked in red: {found.text()}\n")

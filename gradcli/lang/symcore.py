@@ -169,3 +169,74 @@ def _number(derivative: Any, point: dict[Any, Any], se: Any) -> float:
     if math.isinf(found.real):  # 1/0: SymPy's exact road says zoo, which check reads as no number
         return math.nan
     return found.real
+
+
+def derivative_texts(tree: Any, names: Sequence[str] | None) -> dict[str, str] | None:
+    """``gradcli diff``'s text of d output / d name for each of ``names`` (the variables when None),
+    by SymEngine, where the text is the one SymPy's road prints: each derivative an integer times
+    a product of whole positive powers of variables (``2*x``, ``-3*x^2*y``, ``7``), which SymPy's
+    simplification leaves as it is. None where SymPy must answer (anything else, or a name that is
+    not a variable: SymPy's road says so).
+
+    >>> from gradcli.lang.parser import parse
+    >>> derivative_texts(parse("x^3 * y - 4*y"), None)
+    {'x': '3*x^2*y', 'y': 'x^3 - 4'}
+    """
+    if tree.statements or len(tree.outputs.items) != 1:
+        return None
+    from .evaluate import free_variables  # lazy: start-up (as this module: check's and diff's only)
+
+    variables = free_variables(tree)
+    if names and any(n not in variables for n in names):
+        return None
+    try:
+        import symengine as se
+    except ImportError:
+        return None
+    try:
+        output = _lowered(tree.outputs.items[0], se, set())
+        texts = {n: _polynomial_text(output.diff(se.Symbol(n)), se) for n in (names or variables)}
+    except (NotScalar, RuntimeError, TypeError, ValueError, AttributeError, ArithmeticError):
+        return None
+    return None if any(t is None for t in texts.values()) or not texts else texts  # type: ignore[return-value]
+
+
+def _polynomial_text(expr: Any, se: Any) -> str | None:
+    """A monomial's text as SymPy's printer writes it in gradcli's language (the integer first, the
+    variables by name, ``^`` for a power); a sum of them only where it is of two terms, a monomial
+    and an integer, which SymPy orders so (``x^3 - 4``). None for anything else."""
+    if expr.is_Add:
+        terms = list(expr.args)
+        numbers = [t for t in terms if t.is_Integer]
+        if len(terms) != 2 or len(numbers) != 1:
+            return None
+        monomial = _monomial_text(next(t for t in terms if not t.is_Integer), se)
+        if monomial is None or monomial.startswith("-"):
+            return None  # (SymPy puts a positive term first: -x + 4 prints as 4 - x)
+        number = int(numbers[0])
+        return f"{monomial} {'-' if number < 0 else '+'} {abs(number)}"
+    return _monomial_text(expr, se)
+
+
+def _monomial_text(expr: Any, se: Any) -> str | None:
+    """``c*x^a*y^b`` (integer c, whole a, b >= 1), as SymPy prints it: None for any other form."""
+    if expr.is_Integer:
+        return str(int(expr))
+    factors = list(expr.args) if expr.is_Mul else [expr]
+    coefficient = 1
+    powers: list[tuple[str, int]] = []
+    for factor in factors:
+        if factor.is_Integer:
+            coefficient *= int(factor)
+        elif factor.is_Symbol:
+            powers.append((factor.name, 1))
+        elif factor.is_Pow and factor.args[0].is_Symbol and factor.args[1].is_Integer and int(factor.args[1]) > 1:
+            powers.append((factor.args[0].name, int(factor.args[1])))
+        else:
+            return None
+    if not powers or coefficient == 0:
+        return None if coefficient else "0"
+    body = "*".join(name if power == 1 else f"{name}^{power}" for name, power in sorted(powers))
+    if coefficient in (1, -1):
+        return ("-" if coefficient < 0 else "") + body
+    return f"{coefficient}*{body}"

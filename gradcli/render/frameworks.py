@@ -65,6 +65,8 @@ def framework_locate(program: Any, values: Mapping[str, Any], wrt: Sequence[str]
     on the graph ``gradcli graph`` draws of it (``locate(found, outputs, tape)``, as build's)."""
 
     def locate(found: Any, *_: Any) -> None:
+        if getattr(found, "hook", None) is not None:
+            return  # a backward hook: no node of the graph is its own (its text names its module and lines)
         names = resolve_wrt(program, values, wrt)
         try:
             graph = function_graph(program, values, names, point=False)

@@ -21,7 +21,7 @@ _NAMES = {
     ".points": ["PointsResult", "derivative_series", "evaluate_points", "given_once", "point_values",
                 "recorded_points"],
     ".symbolic": ["Explanation", "SymbolicRow", "derivative_text", "evaluate_text", "explain_derivatives",
-                  "formatted", "program_value", "symbolic_derivatives"],
+                  "formatted", "program_value", "quick_texts", "symbolic_derivatives"],
     ".unseen": ["leaves_autograd", "nothing_to_differentiate", "unseen_derivative", "unseen_in_gradient",
                 "unused_values"],
 }  # fmt: skip

@@ -1,7 +1,8 @@
 """A program's derivative by SymPy: what ``gradcli diff`` shows (and ``check --cases`` prints).
 
 ``explain_derivatives(load("x^2*y"), None).rows`` holds d/dx = 2*x*y and d/dy = x^2;
-``formatted`` writes one as the language, SymPy or LaTeX.
+``formatted`` writes one as the language, SymPy or LaTeX. ``quick_texts`` gives the language's text
+without importing SymPy, where SymEngine's derivative is one SymPy's road prints the same.
 """
 
 from __future__ import annotations
@@ -107,6 +108,17 @@ def explain_derivatives(
         derivative = symbolic.derivative_of(outputs[0], symbols[name])
         rows.append(SymbolicRow(name, False, derivative, derivative))
     return Explanation(None, rows, lambda expr, point: symbolic.value_at(expr, symbols, point))
+
+
+def quick_texts(program: Program, wrt: Sequence[str] | None) -> dict[str, str] | None:
+    """``diff``'s texts without SymPy where SymEngine's derivative prints as SymPy's road prints it
+    (lang/symcore.py: ``derivative_texts``), by variable; None where SymPy answers (and says what is wrong)."""
+    tree = program.tree if program.symbolic else None
+    if tree is None:
+        return None
+    from ..symcore import derivative_texts  # lazy: start-up, SymEngine only for diff and check
+
+    return derivative_texts(tree, wrt)
 
 
 def _wrt_names(wrt: Sequence[str] | None, symbols: Mapping[str, Any]) -> list[str]:

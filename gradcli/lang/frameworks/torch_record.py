@@ -90,15 +90,18 @@ def _skipped_prefixes() -> tuple[str, ...]:
 
 
 _SKIPPED = _skipped_prefixes()
-_USER: dict[Any, str | None] = {}  # code object -> its file's name if the user's, else None
+#: (code object, its file) -> the file's name if the user's, else None. By the file too: two code objects
+#: of the same function written in two files are equal (their file is no part of a code object's equality)
+_USER: dict[tuple[Any, str], str | None] = {}
 
 
 def _user_file(code: Any) -> str | None:
-    if code not in _USER:
+    key = (code, code.co_filename)
+    if key not in _USER:
         name = code.co_filename
         mine = not name.startswith("<") and not str(Path(name).resolve()).startswith(_SKIPPED)
-        _USER[code] = Path(name).name if mine else None
-    return _USER[code]
+        _USER[key] = Path(name).name if mine else None
+    return _USER[key]
 
 
 def user_line(frame: Any) -> str | None:
