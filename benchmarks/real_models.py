@@ -3,7 +3,7 @@
     python benchmarks/real_models.py                      # every model, every tool installed (~30 min)
     python benchmarks/real_models.py --tools gradcli      # gradcli's side only (the table keeps the peers' rows)
     python benchmarks/real_models.py --models gpt2-12 gru # models whose name contains these
-    python benchmarks/real_models.py --table              # the table again from the saved results
+    python benchmarks/real_models.py --table              # README.md's table again from the saved results
 
 Models (random weights, eval mode, the output a scalar loss): ResNet-18 (torchvision's
 ``resnet18(weights=None)``, or benchmarks/resnet18.py when torchvision does not load with this torch),
@@ -50,6 +50,7 @@ import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import struct  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -522,30 +523,32 @@ def save_results(results: dict[str, Any]) -> None:
     temporary.replace(OUT / "results.json")
 
 
-def cell(r: dict[str, Any] | None) -> list[str]:
-    """The table's cells for one run: time, peak memory, pixels, nodes (boxes), smallest text."""
-    if r is None:
-        return ["not run", "", "", "", ""]
-    if "skipped" in r:
-        return [r["skipped"], "", "", "", ""]
+def cell(r: dict[str, Any]) -> list[str]:
+    """The table's cells for one run: time, peak memory, pixels, nodes (boxes), smallest text, notes."""
     if "error" in r:
-        return [f"**fails**: {r['error'][:160]}".replace("|", "\\|"), "", "", "", ""]
+        return ["**fails**", "", "", "", "", r["error"][:140].replace("|", "\\|")]
     w, h = r.get("pixels", (0, 0))
     text = r.get("text_px")
-    nodes = f"{r['nodes']}" + (f" ({r['boxes']} boxes)" if r.get("boxes") else "") if "nodes" in r else "?"
+    nodes = f"{r['nodes']}" + (f" ({r['boxes']})" if r.get("boxes") else "") if "nodes" in r else "?"
+    notes = []
     if "fallback" in r:
-        nodes += f" at depth={r['options']['depth']} (depth=3: {r['fallback'].split(':')[1].strip()})"
+        notes.append(f"depth={r['options']['depth']}: depth=3 fails ({r['fallback'].split(':')[1].strip()})")
+    if isinstance(r.get("hidden"), int):
+        notes.append(f"{r['hidden']} nodes not drawn")
+    notes += [
+        f"drawn at {m.group(1)}" for w_ in r.get("warnings", []) for m in [re.search(r"drawn at ([0-9.]+)", w_)] if m
+    ]
     return [f"{r['seconds']:.1f} s", f"{r['peak_mb']:.0f} MB (+{r['peak_mb'] - r['rss_before_mb']:.0f})",
-            f"{w}×{h}", nodes, "?" if text is None else f"{text:.1f} px"]  # fmt: skip
+            f"{w}×{h}", nodes, "?" if text is None else f"{text:.1f} px", "; ".join(notes)]  # fmt: skip
 
 
 def table(results: dict[str, Any]) -> str:
-    lines = ["| model | tool | time | peak RSS (+ over the model) | PNG pixels | nodes drawn (boxes) | smallest text at 100% |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| model | tool | time | peak RSS (+ above the model) | PNG pixels | nodes drawn (boxes) | smallest text at 100% | notes |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for model in MODELS:
         for tool in TOOLS:
             r = results["runs"].get(f"{model}/{tool}")
-            if r is None:
+            if r is None or "skipped" in r:
                 continue
             lines.append(f"| {model} | {'**gradcli**' if tool == 'gradcli' else tool} | " + " | ".join(cell(r)) + " |")
     return "\n".join(lines)
@@ -590,24 +593,32 @@ def write_readme(results: dict[str, Any]) -> None:
     said = ", ".join(f"{k} {v[k]}" for k in v)
     pictures = []
     for model in SHOWN:
-        row = []
-        for tool in TOOLS:
-            name = f"{model}_{tool}.png"
-            if (OUT / name).exists():
-                row.append(f"[{tool}]({name}) ([at 100%]({model}_{tool}_100.png))")
-        pictures.append(f"- {model}: " + ", ".join(row))
+        tools = [t for t in TOOLS if (OUT / f"{model}_{t}.png").exists()]
+        missing = [t for t in TOOLS if t not in tools]
+        pictures += [f"### {model}" + (f" (no picture: {', '.join(missing)})" if missing else ""), "",
+                     "| " + " | ".join(tools) + " |", "|" + "---|" * len(tools),
+                     "| " + " | ".join(f"![{t}]({model}_{t}.png)" for t in tools) + " |",
+                     "| " + " | ".join(f"![{t} at 100%]({model}_{t}_100.png)" for t in tools) + " |", ""]  # fmt: skip
+    when = sorted({r["when"] for r in results["runs"].values() if "when" in r})
     text = "\n".join([
         "# Real models: gradcli beside torchview, torchlens and torchviz (issue 35)",
         "",
-        "Written by `python benchmarks/real_models.py` (see its docstring for what each column measures).",
+        "Written by `python benchmarks/real_models.py` (its docstring says what each column measures); runs of "
+        f"{when[0]} to {when[-1]}." if when else "",
         f"Versions: {said}.",
+        "",
+        "Peak RSS is the tool's process while it ran (the model's own memory included); in brackets how far "
+        "above the process's RSS before the tool began it went. Nodes drawn: the nodes of the DOT source the "
+        "PNG was drawn from; boxes: its clusters (module boxes). Smallest text: the smallest font Graphviz "
+        "placed, in pixels of the PNG as written. The JAX models have no peer (torchview, torchlens and "
+        "torchviz draw PyTorch only).",
         "",
         table(results),
         "",
-        "Pictures (downscaled copies to at most 1400 px a side, and the top-left 700x700 px at 100%):",
+        "Pictures: each downscaled to at most 1400 px a side, then the 700x700 px of the PNG at 100% that "
+        "hold the most ink.",
         "",
         *pictures,
-        "",
     ])  # fmt: skip
     (OUT / "README.md").write_text(text)
 
@@ -619,7 +630,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a tool gets for a model (600)")
     parser.add_argument("--pictures", default=str(Path(tempfile.gettempdir()) / "gradcli-real-models"),
                         help="folder for the full-size PNGs")  # fmt: skip
-    parser.add_argument("--table", action="store_true", help="print the table of the saved results and stop")
+    parser.add_argument("--table", action="store_true", help="write the table of the saved results (README.md) and stop")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     pictures = Path(args.pictures)
@@ -632,6 +643,7 @@ def main() -> None:
         return
     results = load_results()
     if args.table:
+        write_readme(results)
         print(table(results))
         return
     pictures.mkdir(parents=True, exist_ok=True)
