@@ -10,7 +10,8 @@ Models (random weights, eval mode, the output a scalar loss): ResNet-18 (torchvi
 Hugging Face GPT-2 (``GPT2LMHeadModel`` from a ``GPT2Config``, GPT-2 small's width, 2, 12 and 48
 blocks, 16 and 128 tokens, the language-model loss), six GRUCells stepped 20 times in a Python loop,
 ``nn.LSTM`` (2 layers, 20 steps), a JAX ``lax.scan`` RNN (20 steps), flax (nnx and linen) and equinox
-MLPs. Tools: gradcli (``gc.render.graph(loss, *inputs).save("x.png")``, its default view, with
+MLPs. Tools: gradcli (its default view: for a torch model ``with gc.render.recording():`` around the forward,
+``loss.backward()``, ``gc.render.graph(loss).save("x.png")``; for JAX ``gc.render.graph(f, *inputs)``; with
 ``color_by="grad-norm"`` when gradcli has it), torchview (``draw_graph(depth=3, roll=True)``),
 torchlens (``trace(save_grads=True)``, ``log_backward``, ``draw(vis_mode="rolled", collapse="auto",
 color_by="grad_norm")``) and torchviz (``make_dot(loss, params)``). A tool that is not installed is
@@ -337,8 +338,10 @@ def _peak_reset() -> bool:
     return True
 
 
-def gradcli_picture(function: Any, inputs: tuple[Any, ...], png: Path) -> dict[str, Any]:
-    """What a user does: ``gc.render.graph(loss, *inputs).save("x.png")`` with gradcli's default view."""
+def gradcli_picture(model: Any, inputs: tuple[Any, ...], png: Path) -> dict[str, Any]:
+    """What a user does, with gradcli's default view: for a torch model, ``with gc.render.recording():``
+    around its forward, ``loss.backward()``, then ``gc.render.graph(loss).save("x.png")``; for a JAX
+    function ``gc.render.graph(f, *inputs).save("x.png")``. ``color_by="grad-norm"`` where gradcli has it."""
     import gradcli as gc
 
     options: dict[str, Any] = {}
@@ -346,10 +349,20 @@ def gradcli_picture(function: Any, inputs: tuple[Any, ...], png: Path) -> dict[s
     if "color_by" in inspect.signature(gc.render.graph).parameters:
         options["color_by"] = "grad-norm"
     with warnings_kept() as warned:
-        view = gc.render.graph(function, *inputs, **options)
+        if hasattr(model, "named_parameters"):  # a torch nn.Module (named by this variable: model.h.0...)
+            with gc.render.recording():
+                loss = model(*inputs)
+            loss.backward()
+            view = gc.render.graph(loss, **options)
+            said["road"] = "recording, backward, graph(loss)"
+        else:
+            view = gc.render.graph(model, *inputs, **options)  # (a JAX function)
+            said["road"] = "graph(f, *inputs)"
         view.save(png)
     said["warnings"] = warned
     said["model_nodes"] = len(view.nodes)
+    said["with_value"] = sum(getattr(n, "value", None) is not None for n in view.nodes)
+    said["with_grad"] = sum(getattr(n, "grad", None) is not None for n in view.nodes)
     said["options"] = options
     hidden = getattr(view.model, "hidden", None)
     if hidden:
@@ -432,12 +445,6 @@ def worker(model_name: str, tool: str, folder: Path) -> dict[str, Any]:
         model(*inputs).backward()  # torch's warm-up, outside the figures
         model.zero_grad(set_to_none=True)
         call = model
-        if tool == "gradcli":
-
-            def loss(*args: Any) -> Any:
-                return model(*args)
-
-            call = loss
     watched = Graphviz()
     png = folder / f"{model_name}_{tool}.png"
     found["peak_reset"] = _peak_reset()
@@ -533,6 +540,8 @@ def cell(r: dict[str, Any]) -> list[str]:
     notes = []
     if "fallback" in r:
         notes.append(f"depth={r['options']['depth']}: depth=3 fails ({r['fallback'].split(':')[1].strip()})")
+    if r.get("with_value") is not None and r["with_value"] < r.get("model_nodes", 0):
+        notes.append(f"values on {r['with_value']} of {r['model_nodes']} nodes")
     if isinstance(r.get("hidden"), int):
         notes.append(f"{r['hidden']} nodes not drawn")
     notes += [
@@ -630,7 +639,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a tool gets for a model (600)")
     parser.add_argument("--pictures", default=str(Path(tempfile.gettempdir()) / "gradcli-real-models"),
                         help="folder for the full-size PNGs")  # fmt: skip
-    parser.add_argument("--table", action="store_true", help="write the table of the saved results (README.md) and stop")
+    parser.add_argument(
+        "--table", action="store_true", help="write the table of the saved results (README.md) and stop"
+    )
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     pictures = Path(args.pictures)
