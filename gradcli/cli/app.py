@@ -318,7 +318,6 @@ for _name, _body, _text in (
 
     Example: gradcli graph "x * y" --at x=1,y=100 --color-by grad-norm -o health.png
 
-    Example: gradcli graph -f examples/cli/seed002.gc --at x=2,w=1 --depth 0
     """),
     ("jacobian", commands.jacobian, """Jacobian of all outputs of EXPR with respect to the variables (rows: outputs).
 

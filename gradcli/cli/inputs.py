@@ -177,14 +177,6 @@ GRAPH = (
         "colour the picture's nodes and module boxes by gradient norm, NaN/inf, fraction of zero gradient or "
         "gradient/value norm, with a key (NaN and inf are red in every mode)",
     ),  # fmt: skip
-    Declared(
-        "depth",
-        ("--depth",),
-        str,
-        "N|all",
-        "boxes (modules, calls, statements) deeper than N drawn folded, one node each (name, class, shapes, "
-        "value and gradient); all: every operation; default: a picture's deepest legible depth",
-    ),  # fmt: skip
 )
 
 MODE = Declared("mode", ("--mode",), str, "auto|forward|reverse", "forward or reverse accumulation", "auto")
