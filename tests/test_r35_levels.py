@@ -254,11 +254,12 @@ def test_a_2000_operation_model_is_drawn_folded_with_text_of_10_px(tmp_path):
 
     torch.manual_seed(0)
 
-    class Block(nn.Module):  # 49 operations a block, as GPT-2's (2 heads, d=8)
-        def __init__(self):
+    class Block(nn.Module):  # 49 operations a block, as GPT-2's (2 heads, d=8); each of its own width,
+        def __init__(self, width):  # so that none repeats (render/repeats.py would draw them once, ×40)
             super().__init__()
             self.ln_1, self.qkv, self.proj = nn.LayerNorm(8), nn.Linear(8, 24), nn.Linear(8, 8)
-            self.ln_2, self.fc, self.act, self.out = nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8)
+            self.ln_2, self.fc, self.act = nn.LayerNorm(8), nn.Linear(8, width), nn.GELU()
+            self.out = nn.Linear(width, 8)
 
         def forward(self, x):
             heads = [z.view(1, 4, 2, 4).transpose(1, 2) for z in self.qkv(self.ln_1(x)).split(8, dim=-1)]
@@ -266,7 +267,7 @@ def test_a_2000_operation_model_is_drawn_folded_with_text_of_10_px(tmp_path):
             x = x + self.proj(a.transpose(1, 2).reshape(1, 4, 8))
             return x + self.out(self.act(self.fc(self.ln_2(x))))
 
-    blocks = nn.Sequential(*[Block() for _ in range(40)]).double()
+    blocks = nn.Sequential(*[Block(16 + i) for i in range(40)]).double()
     view = gc.render.graph(lambda x: blocks(x).pow(2).mean(), torch.randn(1, 4, 8, dtype=torch.float64))
     operations = sum(n.kind == "op" for n in view.nodes)
     assert operations > 1500 and view.model.hidden == 0  # (built whole: a model's boxes fold, never cut)
