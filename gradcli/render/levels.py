@@ -382,33 +382,34 @@ def cuts(graph: Graph, limit: int, ratio: float) -> Graph | None:
     return cut
 
 
-def legible(graph: Graph, draw: Callable[[Graph], str], limit: int) -> tuple[Graph, str]:
+def legible(graph: Graph, draw: Callable[[Graph], str], limit: int, wanted: str | None = None) -> tuple[Graph, str]:
     """The graph a picture of ``graph`` shows and its DOT source (``draw``): given ``--depth`` (or
     ``--max-nodes``), as asked; else the most detailed of ``candidates`` whose layout can be read (text of
     at least ``LEGIBLE_PX`` at the PNG's resolution, ``layout.bitmap_dpi``), and failing every depth
     (a graph without boxes, or too big at its top boxes) fewer of its nodes than ``limit`` (``cuts``).
-    Each layout is kept for the formats drawn of it (``layout.laid_out``)."""
+    Each layout is kept for the formats drawn of it (``layout.laid_out``); ``wanted``: the format asked for,
+    named if Graphviz is missing."""
     best, room = (graph, ""), 1.0
     for shown in candidates(graph, limit):
         best = (shown, draw(shown))
         if graph.as_built or graph.depth is not None:
             return best
-        room = _room(best[1], shown)
+        room = _room(best[1], shown, wanted)
         if room >= 1:
             return best
     base = best[0]
     limit = min(limit, len(base.nodes))
     while (cut := cuts(base, limit, room)) is not None:
         best = (cut, draw(cut))
-        room, limit = _room(best[1], cut), len(cut.nodes) - 1
+        room, limit = _room(best[1], cut, wanted), len(cut.nodes) - 1
         if room >= 1:
             break
     return best
 
 
-def _room(source: str, graph: Graph) -> float:
+def _room(source: str, graph: Graph, wanted: str | None = None) -> float:
     """How much larger than needed the PNG of ``source`` is drawn: 1 or more, its text can be read."""
-    laid, _ = laid_out(source, current_limit(), graph.drawn_nodes)
+    laid, _ = laid_out(source, current_limit(), graph.drawn_nodes, wanted=wanted)
     dpi, needed = bitmap_dpi(laid)
     return dpi / needed
 

@@ -645,7 +645,7 @@ def picture(graph: Graph, fmt: str, collapse: bool = True, wanted: str | None = 
     (``layout.time_limit``, 30 s by default; a UsageError with advice when it takes longer);
     ``collapse`` as for ``dot``; ``wanted``: what the user asked for (the page's SVG is a step)."""
     if collapse:  # without --depth: the deepest depth (else the most nodes) whose picture can be read
-        graph, source = legible(graph, dot, PICTURE_MAX_NODES)
+        graph, source = legible(graph, dot, PICTURE_MAX_NODES, wanted or fmt)
     else:
         source = dot(graph, collapse)
     nodes = graph.drawn_nodes
