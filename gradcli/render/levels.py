@@ -122,7 +122,8 @@ def module_node(graph: Graph, box_id: str, members: list[str] | None = None) -> 
     sources, outs = _ends(graph, members)
     main = outs[-1] if outs else (nodes[-1] if nodes else None)
     path = box.get("path")
-    label = box["label"] + (f" ×{box['repeat']:,}" if box.get("repeat") and "×" not in box["label"] else "")
+    label = box["label"].replace("\n", "  ")  # (a repeat's statistics line: one line in a node's title)
+    label += f" ×{box['repeat']:,}" if box.get("repeat") and "×" not in label else ""
     named = main is not None and main.kind == "op" and not main.named_by_view
     name = path or (main.name if named else None)  # (a statement's box: the name it assigns)
     node = GraphNode(box_id, "module", box.get("class") or "folded", label, name=name)
