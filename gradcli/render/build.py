@@ -25,7 +25,7 @@ from ..errors import UsageError
 from ..ops import Meta
 from .clusters import place
 from .labels import expression, formula, value_text
-from .model import Edge, Graph, GraphNode, kinds
+from .model import Edge, Graph, GraphNode, kinds, whole_or_all
 from .recorded import recording as recording  # gradcli's tape, and torch's operations where torch is imported
 from .repeats import expression_groups, grouped, has_repeats
 from .summary import collapsed, cut_to, find_groups
@@ -37,20 +37,12 @@ ALL_NODES = 0  # --max-nodes 0 (or all): every node, drawn as itself
 def checked_max_nodes(value: int | str | None) -> int | None:
     """``--max-nodes``: None (not given: ``DEFAULT_MAX_NODES``, pictures summarised), a count of at
     least 1, or ``ALL_NODES`` for ``0`` and ``all``."""
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text == "all":
-        return ALL_NODES
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if count < 0 or isinstance(value, (bool, float)):
+    count = whole_or_all(value)
+    if count == -1:
         raise UsageError(
             f"invalid value for '--max-nodes': {str(value)!r} is not a count of nodes (N, or 0 or all: every node)"
         )
-    return count
+    return ALL_NODES if count == "all" else count
 
 
 def build(

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import UsageError
 from ..stats import light
 from .layout import LEGIBLE_PX, bitmap_dpi, current_limit, laid_out
-from .model import Edge, Graph, GraphNode
+from .model import Edge, Graph, GraphNode, whole_or_all
 from .summary import SUMMARY_NODES, as_drawn, collapsed, summarised
 
 ALL = "all"  # --depth all: every box drawn as a box, every operation drawn
@@ -33,16 +33,8 @@ ALL = "all"  # --depth all: every box drawn as a box, every operation drawn
 def checked_depth(value: int | str | None) -> int | str | None:
     """``--depth``: None (not given: the deepest legible one for a picture), a whole number >= 0, or
     ``"all"`` (every operation drawn); anything else is a UsageError."""
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text == ALL:
-        return ALL
-    try:
-        depth = int(text)
-    except ValueError:
-        depth = -1
-    if depth < 0 or isinstance(value, (float, bool)):
+    depth = whole_or_all(value)
+    if depth == -1:
         raise UsageError(f"--depth must be a whole number >= 0 or all, not {value!r}")
     return depth
 

@@ -21,6 +21,21 @@ from ..stats import FULL_LIMIT, TensorStats, light, tensor_stats
 from .health import module_boxes, module_rows, node_health
 
 
+def whole_or_all(value: int | str | None) -> int | str | None:
+    """An option's ``N|all`` (``--depth``, ``--max-nodes``): None when not given, ``"all"``, a whole
+    number >= 0, or -1 for anything else (a float or a bool too), for the option to refuse in its words."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == "all":
+        return "all"
+    try:
+        number = int(text)
+    except ValueError:
+        return -1
+    return -1 if number < 0 or isinstance(value, (bool, float)) else number
+
+
 @dataclass
 class GraphNode:
     id: str
