@@ -149,6 +149,14 @@ class Graph:
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
         self._indexed = -1  # len(edges) when the indexes below were built
+        self._positions: dict[str, int] = {}
+
+    def position(self, node_id: str) -> int:
+        """The node's place in evaluation order (0 for a node not in the graph): an edge to an earlier
+        node is a loop's back edge."""
+        if len(self._positions) != len(self.nodes):
+            self._positions = {n.id: k for k, n in enumerate(self.nodes)}
+        return self._positions.get(node_id, 0)
 
     def inputs_of(self, node_id: str) -> list[Edge]:
         return list(self._index()[0].get(node_id, ()))

@@ -339,22 +339,12 @@ def edge_label_key(graph: Graph) -> str:
     return "xlabel" if len(graph.nodes) > LARGE_PICTURE else "label"
 
 
-def node_order(graph: Graph) -> dict[str, int]:
-    """Each node's place in evaluation order (kept on the graph while its nodes stay the same)."""
-    kept = getattr(graph, "_order", None)
-    if kept is None or len(kept) != len(graph.nodes):
-        kept = {n.id: k for k, n in enumerate(graph.nodes)}
-        graph._order = kept  # type: ignore[attr-defined]
-    return kept
-
-
 def edge_attributes(graph: Graph, edge: Edge, label_key: str) -> dict[str, str]:
     """An edge's DOT attributes: its count (``×20``) or its local derivative, its highlight."""
     attrs: dict[str, str] = {}
     if edge.count > 1:
         attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
-        order = node_order(graph)
-        if order.get(edge.target, 0) < order.get(edge.source, 0):  # a loop edge: back to the body's start
+        if graph.position(edge.target) < graph.position(edge.source):  # a loop edge: back to the body's start
             attrs.update(constraint="false", style="dashed", color="#b07a1a")
     elif (
         edge.local_grad is not None
