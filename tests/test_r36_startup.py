@@ -6,6 +6,7 @@ first use of a name (PEP 562) with the package's face unchanged. Timed by
 from __future__ import annotations
 
 import doctest
+import io
 import os
 import subprocess
 import sys
@@ -110,6 +111,18 @@ def test_anything_else_goes_to_typer(monkeypatch, capsys, argv, code, said):
         assert (out.out, out.err) == ("", said)
     else:  # click's eager --help: gradcli's own page
         assert out.out == typer_help("") + "\n"
+
+
+def test_an_ascii_output_gets_utf8_as_typer_gives_it(monkeypatch):
+    """click writes UTF-8 to a standard output whose encoding is ASCII (its remedy for a C locale):
+    the page's f′ and f″ (plot's summary) arrive as typer prints them, not as an encoding error."""
+    monkeypatch.setenv("COLUMNS", "90")
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
+    monkeypatch.setattr(sys, "argv", ["gradcli", "help"])
+    main()
+    assert raw.getvalue() == (typer_help("") + "\n").encode("utf-8")
+    assert "f′ (and f″)".encode() in raw.getvalue()
 
 
 def test_shell_completion_is_left_to_click(monkeypatch):

@@ -4,6 +4,8 @@ Modules, in the order a command line meets them: ``inputs`` (every command's opt
 once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
 ``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
 ``commands`` (the bodies; ``graphing`` the graph's), ``output`` (formats), ``report`` (errors and exit codes: the edge).
+``--version`` (``version``) and the help pages (``helptext``: typer's pages, recorded by ``helprecord``) are
+answered without typer or NumPy.
 """
 
 from __future__ import annotations
@@ -328,7 +330,7 @@ def main() -> None:
 
             page = helptext.page_asked(sys.argv[1:])
             if page is not None:
-                _run(lambda: print(helptext.help_text(page)))
+                _run(lambda: helptext.show(helptext.help_text(page)))
                 return
         fast = fast_eval(sys.argv[1:])
         if fast is not None:

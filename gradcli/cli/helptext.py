@@ -13,9 +13,11 @@ completion) goes to typer as before.
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 
 from .helppages import MAX_WIDTH, PAGES
+from .report import ReaderLeft, StreamProblem
 
 #: the words that ask for help
 _HELP = ("--help", "-h")
@@ -42,6 +44,34 @@ def help_text(page: str, width: int | None = None) -> str:
     for call, *args in PAGES[page]:
         getattr(formatter, call)(*args)
     return "".join(formatter.buffer).rstrip("\n")
+
+
+def show(text: str) -> None:
+    """Print ``text`` as ``typer.echo`` does: to a standard output whose encoding is ASCII (what click
+    takes for a misconfigured locale) as UTF-8 into its buffer, otherwise as any result."""
+    out = sys.stdout
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or not _ascii(getattr(out, "encoding", None) or "ascii"):
+        out.write(text + "\n")
+        out.flush()
+        return
+    out.flush()
+    try:
+        buffer.write((text + "\n").encode("utf-8"))
+        buffer.flush()
+    except BrokenPipeError:
+        raise ReaderLeft() from None
+    except (OSError, ValueError) as exc:
+        raise StreamProblem.writing(exc) from None
+
+
+def _ascii(encoding: str) -> bool:
+    import codecs  # lazy: start-up, only for a help page (already loaded by the interpreter)
+
+    try:
+        return codecs.lookup(encoding).name == "ascii"
+    except LookupError:
+        return False
 
 
 def terminal_width() -> int:
