@@ -19,19 +19,29 @@ the same venv's python, in the same round:
 ``--commands`` times the commands issue 36 sets targets for, as ratios to ``eval`` in the same round
 (this interpreter, ``python -m gradcli`` on this checkout's sources; no install): ``check`` of a
 small expression within 2x, ``diff`` within 3x, ``--version`` and ``help`` within 0.8x.
+``--only WORD`` (repeatable) keeps the commands whose name contains a word, and eval, the reference:
+
+    python benchmarks/startup_modes.py --commands --only version --only help
+
+Every library is pinned to one thread, as in benchmarks/run.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"  # one thread per library, as benchmarks/run.py: the children inherit it
+
+import argparse  # noqa: E402
+import compileall  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -104,18 +114,22 @@ COMMANDS = {
 }
 
 
-def command_ratios(rounds: int, sources: list[Path]) -> None:
+def command_ratios(rounds: int, sources: list[Path], only: list[str] | None = None) -> None:
     """Each of ``COMMANDS`` as a new process, interleaved round by round, as ratios to eval's median in
-    the same checkout (``sources``: the checkouts whose gradcli runs, all in the same rounds)."""
+    the same checkout (``sources``: the checkouts whose gradcli runs, all in the same rounds; ``only``:
+    words, the commands whose name contains one, and eval)."""
+    chosen = {n: a for n, a in COMMANDS.items() if n == "eval" or not only or any(w in n for w in only)}
     runs = {}
     away = tempfile.mkdtemp(prefix="gradcli-startup-")  # the working folder: python -m puts it first on sys.path
     for source in sources:
         label = f"{source.name}: " if len(sources) > 1 else ""
-        for name, arguments in COMMANDS.items():
+        for name, arguments in chosen.items():
             runs[f"{label}{name}"] = (
                 [sys.executable, "-m", "gradcli", *arguments],
                 dict(os.environ, PYTHONPATH=str(source)),
             )
+    for source in sources:  # bytecode, as an install has it (with PYTHONDONTWRITEBYTECODE set no run writes it)
+        compileall.compile_dir(str(source / "gradcli"), quiet=1)
     for command, env in runs.values():  # warm the page cache
         timed(command, env, away)
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -136,11 +150,12 @@ def main() -> None:
     parser.add_argument(
         "--source", type=Path, action="append", help="with --commands: a checkout to run (repeatable; default this one)"
     )
+    parser.add_argument("--only", action="append", help="with --commands: only the commands whose name has this word")
     args = parser.parse_args()
     if args.scalar:
         return scalar_variants(args.rounds)
     if args.commands:
-        return command_ratios(args.rounds, args.source or [ROOT])
+        return command_ratios(args.rounds, args.source or [ROOT], args.only)
 
     venv = installed()
     regular_python, regular = str(venv / "bin" / "python"), str(venv / "bin" / "gradcli")

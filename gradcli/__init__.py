@@ -13,34 +13,12 @@ tensor(5.)
 <MulBackward0 object at ...>
 """
 
-import gc as _gc
-
-if _gc.isenabled():  # start-up: no cycle collections while NumPy and the engine load (nothing to free)
-    _gc.disable()
-    try:
-        # NumPy first, on its own: imported from inside gradcli.ops (which autograd loads first), its
-        # typing modules took 7 ms more to import, measured with python -X importtime (about a
-        # tenth of `gradcli eval`'s start-up); imported here they take what `import numpy` takes.
-        import numpy  # noqa: F401
-
-        from . import autograd
-    finally:
-        # What the import allocated is not garbage: it goes to the oldest generation unscanned
-        # (freeze, then unfreeze) instead of being scanned all at once by the first collection
-        # after this, about 10 ms of a plain `gradcli eval`. The importing program's own objects
-        # go there too (its cyclic garbage then waits for the next full collection, as any
-        # object that outlives two collections does). A program that froze objects itself
-        # (before forking, say) keeps them frozen: it is left alone.
-        if not _gc.get_freeze_count():
-            _gc.freeze()
-            _gc.unfreeze()
-        _gc.enable()
-
-from . import autograd
 from .about import VERSION as __version__  # noqa: F401  (the package's version, as every package gives it)
-from .autograd import factory as _factory
-from .autograd import functions as _functions
-from .autograd.methods import FUNCTION_METHODS
+from .startup import unscanned
+
+# `import gradcli` loads nothing more: NumPy and the engine load on the first use of a name of the
+# library (PEP 562), so that `gradcli --version` and `gradcli help`, which import the package
+# first, answer without them (issue 36).
 
 _FACTORIES = (
     "arange",
@@ -72,9 +50,8 @@ _FACTORIES = (
     "zeros",
     "zeros_like",
 )
-#: the library functions: those that are Tensor methods too, and these
+#: the library functions: those that are Tensor methods too (``autograd.methods.FUNCTION_METHODS``), and these
 _FUNCTIONS = (
-    *FUNCTION_METHODS,
     "solve",
     "inv",
     "as_tensor",
@@ -91,44 +68,76 @@ _FUNCTIONS = (
     "var_mean",
 )
 
-# Tensor, grad and the grad modes, the factories, the functions written over the table, and
-# every elementwise primitive of the table (gc.sin, gc.atan2, ...), which ``functions`` generates.
-globals().update({name: getattr(autograd, name) for name in autograd.LIBRARY})
-globals().update({name: getattr(_factory, name) for name in _FACTORIES})
-globals().update({name: getattr(_functions, name) for name in _FUNCTIONS})
-globals().update(_functions.GENERATED)
+#: loaded on first use: graphviz only for render, the checkers only for testing; Jacobians,
+#: custom Functions, einsum and linalg: a plain evaluation needs none of them
+_LATER = {
+    "render": (".render", None),
+    "testing": (".testing", None),
+    "functional": (".functional", None),
+    "linalg": (".autograd.linalg", None),
+    "Function": (".autograd.function", "Function"),
+    "einsum": (".autograd.contract", "einsum"),
+    "tensordot": (".autograd.contract", "tensordot"),
+    "why": (".check.why", "why_function"),
+    "check": (".check", None),
+}
 
 
-# loaded on first use: graphviz only for render, the checkers only for testing; Jacobians,
-# custom Functions, einsum and linalg: a plain evaluation needs none of them
-autograd.lazy(
-    globals(),
-    {
-        "render": (".render", None),
-        "testing": (".testing", None),
-        "functional": (".functional", None),
-        "linalg": (".autograd.linalg", None),
-        "Function": (".autograd.function", "Function"),
-        "einsum": (".autograd.contract", "einsum"),
-        "tensordot": (".autograd.contract", "tensordot"),
-        "why": (".check.why", "why_function"),
-        "check": (".check", None),
-    },
-)
+def _import_engine() -> None:
+    # NumPy first, on its own: imported from inside gradcli.ops (which autograd loads first), its
+    # typing modules took 7 ms more to import, measured with python -X importtime (about a
+    # tenth of `gradcli eval`'s start-up); imported here they take what `import numpy` takes.
+    import importlib
+
+    import numpy  # noqa: F401
+
+    importlib.import_module(f"{__name__}.autograd")  # (`from . import autograd` would ask __getattr__ first)
 
 
-__all__ = [
-    "Function",
-    "einsum",
-    "functional",
-    "linalg",
-    "tensordot",
-    "autograd",
-    "testing",
-    "why",
-    "check",
-    *autograd.LIBRARY,
-    *_FACTORIES,
-    *_FUNCTIONS,
-    *sorted(_functions.GENERATED),
-]
+def _load_engine() -> None:
+    """NumPy, the engine and the library's names, into the package (once): Tensor, grad and the
+    grad modes, the factories, the functions written over the table, and every elementwise
+    primitive of the table (gc.sin, gc.atan2, ...), which ``functions`` generates; then the
+    names loaded later (``_LATER``) by the engine's own PEP 562 hook."""
+    unscanned(_import_engine)
+    from . import autograd  # lazy: start-up, imported by _import_engine
+    from .autograd import factory, functions  # lazy: start-up, imported by _import_engine
+    from .autograd.methods import FUNCTION_METHODS  # lazy: start-up, imported by _import_engine
+
+    names = (*FUNCTION_METHODS, *_FUNCTIONS)
+    found = {name: getattr(autograd, name) for name in autograd.LIBRARY}
+    found.update({name: getattr(factory, name) for name in _FACTORIES})
+    found.update({name: getattr(functions, name) for name in names})
+    found.update(functions.GENERATED)
+    later = [name for name in _LATER if name != "render"]  # (not with *: graphviz's import is not for everyone)
+    found["__all__"] = [*later, "autograd", *autograd.LIBRARY, *_FACTORIES, *names, *sorted(functions.GENERATED)]
+    globals().update(found)
+    autograd.lazy(globals(), _LATER)  # replaces this module's __getattr__ and __dir__
+
+
+def __getattr__(name: str) -> object:
+    """The library's names, loaded with the engine on the first read of any (``gc.tensor``,
+    ``gc.sin``, ``__all__`` for ``from gradcli import *``), then read as plain attributes; a
+    submodule other than the engine alone (``from gradcli import cli`` asks for it here first)."""
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name != "autograd" and name not in _LATER and _is_submodule(name):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    _load_engine()
+    return globals()["__getattr__"](name) if name not in globals() else globals()[name]
+
+
+def _is_submodule(name: str) -> bool:
+    import os
+
+    folder = os.path.dirname(__file__)
+    return name.isidentifier() and (
+        os.path.isfile(os.path.join(folder, f"{name}.py")) or os.path.isfile(os.path.join(folder, name, "__init__.py"))
+    )
+
+
+def __dir__() -> list[str]:
+    _load_engine()
+    return globals()["__dir__"]()

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gradcli"
 
 LAYERS = ["base", "ops", "autograd", "lang", "check", "render", "testing", "cli"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
-BASE_MODULES = {"errors", "files", "text", "memory", "records", "stats", "about"}
+BASE_MODULES = {"errors", "files", "text", "memory", "records", "stats", "about", "startup"}
 FACE = {"gradcli", "gradcli.__main__", "gradcli.functional"}
 
 

@@ -4,6 +4,8 @@ Modules, in the order a command line meets them: ``inputs`` (every command's opt
 once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
 ``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
 ``commands`` (the bodies; ``graphing`` the graph's), ``output`` (formats), ``report`` (errors and exit codes: the edge).
+``--version`` (``version``) and the help pages (``helptext``: typer's pages, recorded by ``helprecord``) are
+answered without typer or NumPy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import suppress
 
 from ..errors import loaded_user_code
+from ..startup import unscanned
 from .inputs import COMMANDS, Given, dash_expression, defaults, option_table
 from .report import ReaderLeft, StreamProblem, errors_as_json
 
@@ -293,6 +296,24 @@ def _ends_quickly(entry):  # noqa: ANN001, ANN202
     return run
 
 
+def _commands() -> object:
+    """The commands' bodies, NumPy first on its own: imported from inside gradcli.ops, its typing
+    modules took 7 ms more to import (python -X importtime), about a tenth of ``gradcli eval``."""
+    import numpy  # noqa: F401
+
+    from . import commands  # lazy: start-up, only eval's fast path runs a command without typer
+
+    return commands
+
+
+def _app() -> object:
+    import numpy  # noqa: F401
+
+    from .app import app  # lazy: start-up, eval's fast path and the help pages never build the typer commands
+
+    return app
+
+
 @_ends_quickly
 def main() -> None:
     """Entry point of the ``gradcli`` console script."""
@@ -304,16 +325,21 @@ def main() -> None:
 
             print(version_text("--verbose" in sys.argv))
             return
+        if not sys.argv[1:] or {"help", "--help", "-h"} & set(sys.argv[1:]):
+            from . import helptext  # lazy: start-up, typer's help pages without typer (and NumPy)
+
+            page = helptext.page_asked(sys.argv[1:])
+            if page is not None:
+                _run(lambda: helptext.show(helptext.help_text(page)))
+                return
         fast = fast_eval(sys.argv[1:])
         if fast is not None:
-            from . import commands  # lazy: start-up, only eval's fast path runs a command without typer
-
+            commands = unscanned(_commands)
             errors_as_json(fast["as_json"])
-            _run(lambda: commands.evaluate(Given(**fast)))
+            _run(lambda: commands.evaluate(Given(**fast)))  # type: ignore[attr-defined]
             return
-        from .app import app  # lazy: start-up, eval's fast path never builds the typer commands
-
-        _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))
+        app = unscanned(_app)
+        _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))  # type: ignore[operator]
     finally:
         if isinstance(sys.stdout, (_CheckedOutput, _ClosedOutput)):  # called in-process (tests): as it was
             sys.stdout = original
