@@ -168,3 +168,58 @@ def test_the_key_of_nine_decades_is_labelled_every_second_decade():
     assert cells == [(scale_colour(k / 5), f"1e{e}") for k, e in enumerate(range(-8, 3, 2))] + [
         ("#d9d9d9", "0"), ("#ff7f7f", "NaN/inf")]  # fmt: skip
     assert fills["x"] == "#fdae61" and fills["y"] == scale_colour(0.1)  # 1e-7: a tenth of the scale
+
+
+# --- a block drawn once for ×N is opened before it hides the model ------------------------------------
+
+STEM_AND_BLOCKS = """
+import torch
+from torch import nn
+
+
+class Stem(nn.Module):  # 100 operations of its own, no module inside: opened, a level too big
+    def forward(self, x):
+        for _ in range(50):
+            x = torch.sin(x) * 1.01
+        return x
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln, self.fc = nn.LayerNorm(4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc(self.ln(x)))
+
+
+torch.manual_seed(0)
+stem, blocks = Stem(), nn.ModuleList(Block() for _ in range(12)).double()
+
+
+def f(x):
+    x = stem(x)
+    for block in blocks:
+        x = block(x)
+    return x.sum()
+"""
+
+
+def test_a_block_drawn_once_opens_before_its_level_folds_it():
+    need("torch")
+    space: dict = {}
+    exec(compile(STEM_AND_BLOCKS, "stem.py", "exec"), space)
+    graph = gc.render.graph(space["f"], np.linspace(-1, 1, 8).reshape(2, 4)).model
+    depths = levels.box_depths(graph)
+    assert sorted(depths.values()) == [1, 1, 2, 2] and levels.drawn_count(graph, 1) > 100  # the stem open
+    # most 40: depths 2 and 1 draw the stem's 100 operations; depth 0 folds blocks.0–11 ×12, most of the model
+    first, *rest = levels.candidates(graph, 40)  # on main: depth 0 alone, four nodes
+    assert first.depth == 0 and [len(g.nodes) for g in rest] == [4]
+    assert [n.label for n in first.nodes if n.kind == "module"] == ["stem (Stem)", "blocks.0.ln (LayerNorm)",
+                                                                    "blocks.0.fc (Linear)"]  # fmt: skip
+    (block,) = [c for c in first.clusters if c.get("repeat") == 12]
+    assert not block.get("collapsed") and block["label"].startswith("blocks.0–11 (Block) ×12")
+    assert (
+        "drawn at depth 0 (a block drawn once for ×N at depth 1), the deepest whose picture can be read"
+        in (first.notes[0])
+    )

@@ -389,14 +389,39 @@ def candidates(graph: Graph, most: int) -> Iterator[Graph]:
     """The graphs a picture of ``graph`` drawn without ``--depth`` may show, most detailed first: the
     graph itself, then folded a level more at a time, each drawing at most ``most`` nodes (the most a
     picture draws: folding, not cutting, brings a model within), the graph folded to its top boxes
-    last whatever its size."""
+    last whatever its size. Before a depth that would fold a box drawn once for ×N (a repeated block,
+    ``"repeat"``), the same depth with that box open, the boxes inside it folded (``opened``): a block
+    standing for most of a model is not one node while its siblings are what makes a level too big."""
     if graph.as_built or graph.depth is not None or not graph.clusters:
         yield graph
         return
-    top = deepest(graph)
+    depths = box_depths(graph)
+    top = max(depths.values(), default=0)
     for depth in range(top, -1, -1):
+        if depth < top and (shown := opened(graph, depth, depths)) is not None and len(shown.nodes) <= most:
+            yield shown
         if depth == 0 or drawn_count(graph, depth) <= most:
             yield graph if depth == top else at_depth(graph, depth, chosen=True)
+
+
+def opened(graph: Graph, depth: int, depths: dict[str, int] | None = None) -> Graph | None:
+    """``graph`` at ``depth`` but for its boxes drawn once for ×N one level deeper (``"repeat"``, a
+    depth of ``depth + 1``), drawn open with the boxes inside them folded; None when there are none,
+    or when nothing else of that level would stay folded (it would be ``depth + 1`` itself)."""
+    depths = box_depths(graph) if depths is None else depths
+    rolled = loops(graph)  # (a loop's box folds with its parent only; its calls are its steps, not blocks)
+    repeated = {
+        c["id"]
+        for c in graph.clusters
+        if c.get("repeat") and depths[c["id"]] == depth + 1 and c["id"] not in rolled and c.get("parent") not in rolled
+    }
+    if not repeated or all(d != depth + 1 or b in repeated for b, d in depths.items()):
+        return None
+    boxes = [b for b, d in depths.items() if d > depth + 1 or (d > depth and b not in repeated)]
+    shown = folded(graph, boxes, depth, chosen=True)
+    said = f"drawn at depth {depth}"
+    shown.notes[0] = shown.notes[0].replace(said, f"{said} (a block drawn once for ×N at depth {depth + 1})", 1)
+    return shown
 
 
 def cuts(graph: Graph, limit: int, ratio: float) -> Graph | None:
