@@ -80,7 +80,7 @@ def test_the_default_gru_picture_opens_the_loop_and_draws_its_six_cells_as_modul
     assert [n.label for n in cells] == [f"model.cells.{k} (GRUCell) ×20" for k in range(LAYERS)]
     (group,) = [g for g in view.model.groups if g.get("kind") == "loop"]
     loop = _box(shown, group["cluster"])
-    assert not loop.get("collapsed") and loop["label"].startswith("loop ×20 (step 0–19)")
+    assert not loop.get("collapsed") and loop["label"].startswith("loop ×20 (step 0–19), step 0 drawn\n")
     assert {n.cluster for n in cells} == {loop["id"]}  # inside the open loop box
     assert [n.op for n in shown.nodes if n.kind == "op"] == ["pow", "mean"]
     for k, node in enumerate(cells):  # each cell's statistics: its output at step 0, torch's own
@@ -223,3 +223,19 @@ def test_a_block_drawn_once_opens_before_its_level_folds_it():
         "drawn at depth 0 (a block drawn once for ×N at depth 1), the deepest whose picture can be read"
         in (first.notes[0])
     )
+
+
+@needs_dot
+def test_the_keys_cells_are_as_wide_as_one_another_under_a_long_title():
+    torch = need("torch")
+    import graphviz
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh()).double()
+    dot = gc.render.graph(lambda x: net(x).sum(), torch.ones(3, 2, dtype=torch.float64), color_by="grad-norm").dot()
+    assert re.findall(r"<td bgcolor=[^>]*>([^<]*)</td>", dot) == ["0.1", "0.3", "1", "3", "10", "0", "NaN/inf"]
+    svg = graphviz.Source(dot).pipe("svg").decode()
+    key = svg[svg.index("gradcli_legend") :]
+    cells = re.findall(r'<polygon fill="#[0-9a-f]{6}" stroke="transparent" points="([^"]+)"', key[: key.index("</g>")])
+    widths = {round(np.ptp([float(p.split(",")[0]) for p in c.split()])) for c in cells}
+    assert len(cells) == 7 and len(widths) == 1, widths  # (on main: 124 to 47 pt, the title's width spread unevenly)

@@ -127,8 +127,9 @@ class Painter:
         else:
             cells += [(f"{k * 100 // (len(STOPS) - 1)}%", colour) for k, colour in enumerate(STOPS)]
         cells.append(("NaN/inf", NONFINITE))
-        row = "".join(f'<td bgcolor="{c}" width="44">{html.escape(text)}</td>' for text, c in cells)
         title = f"colour: {TITLES[self.by]}" + ("; a box: its parameters' (or output's)" if self.rows else "")
+        width = max(44, math.ceil(len(title) * 7.5 / len(cells)))  # (cells as wide as one another under the title)
+        row = "".join(f'<td bgcolor="{c}" width="{width}">{html.escape(text)}</td>' for text, c in cells)
         label = (
             f'<<table border="0" cellborder="1" cellspacing="0" cellpadding="4"><tr><td colspan="{len(cells)}" '
             f'border="0"><b>{html.escape(title)}</b></td></tr><tr>{row}</tr></table>>'
