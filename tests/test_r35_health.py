@@ -180,8 +180,9 @@ def test_color_by_fills_a_known_graph():
     dot = cli_dot("graph", "x * y", "--at", "x=1,y=100", "--color-by", "grad-norm", "--format", "dot")
     assert fills(dot) == {"x": "#fdae61", "y": "#e0f3f8", "f = x * y": "#e0f3f8"}
     cells = re.findall(r'<td bgcolor="(#[0-9a-f]{6})"[^>]*>([^<]*)</td>', dot)
-    assert cells == [("#e0f3f8", "1e0"), ("#abd9e9", "3e0"), ("#ffffbf", "1e1"), ("#fee090", "3e1"),
-                     ("#fdae61", "1e2"), ("#d9d9d9", "0"), ("#ff7f7f", "NaN/inf")]  # fmt: skip
+    # the key at round values (1, 3, 10 ...), each cell the colour its value gets (3: 0.24 of the scale)
+    assert cells == [("#e0f3f8", "1"), ("#addaea", "3"), ("#ffffbf", "10"), ("#fee192", "30"),
+                     ("#fdae61", "100"), ("#d9d9d9", "0"), ("#ff7f7f", "NaN/inf")]  # fmt: skip
     # the ratio: 100 / 1 for x, 1 / 100 for y and f: 1e-2 to 1e2, x at the top, y and f at the bottom
     dot = cli_dot("graph", "x * y", "--at", "x=1,y=100", "--color-by", "ratio", "--format", "dot")
     assert fills(dot) == {"x": "#fdae61", "y": "#e0f3f8", "f = x * y": "#e0f3f8"}

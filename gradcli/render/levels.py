@@ -43,19 +43,32 @@ def checked_depth(value: int | str | None) -> int | str | None:
 
 
 def box_depths(graph: Graph) -> dict[str, int]:
-    """Each box's depth: its ``"depth"`` when it says, else 1 + its parents' count (1 = a top box)."""
+    """Each box's depth: its ``"depth"`` when it says, else 1 + its parents' count (1 = a top box). A
+    rolled loop's box (``loops``) is no level of its own: it has its parent's depth (0 at the top) and
+    is not counted in the depth of the boxes inside it, so that the depth that draws a loop's module
+    calls as nodes draws them inside their open ``loop ×N`` box (as torchview's ``roll=True`` does),
+    never the whole loop as one node."""
     parent = {c["id"]: c.get("parent") for c in graph.clusters}
+    rolled = loops(graph)
     depths: dict[str, int] = {}
     for box in graph.clusters:
         if "depth" in box:
             depths[box["id"]] = int(box["depth"])
             continue
-        chain, inner = 0, box["id"]
-        while inner is not None and chain <= len(parent):  # (a circle of parents ends)
-            chain += 1
+        chain, inner = 0, box["id"] if box["id"] not in rolled else parent.get(box["id"])
+        for _ in range(len(parent) + 1):  # (a circle of parents ends)
+            if inner is None:
+                break
+            chain += inner not in rolled
             inner = parent.get(inner)
         depths[box["id"]] = chain
     return depths
+
+
+def loops(graph: Graph) -> set[str]:
+    """The boxes of rolled loops of module calls (``repeats.py``'s ``loop ×N``: its ``groups`` entry of
+    kind ``"loop"``), which hold the boxes of one step's calls."""
+    return {g["cluster"] for g in graph.groups if g.get("kind") == "loop" and g.get("cluster")}
 
 
 def _outermost(graph: Graph, boxes: Iterable[str]) -> dict[str, str]:
@@ -162,9 +175,10 @@ def module_facts(node: GraphNode) -> str:
 
     def shapes(found: list[list[int]]) -> str:
         text = ", ".join("(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in found[:3])
-        return (text + (f" +{len(found) - 3}" if len(found) > 3 else "")) or "()"
+        return text + (f" +{len(found) - 3}" if len(found) > 3 else "")
 
-    facts = [f"{shapes(info.get('inputs', []))} → {shapes(info.get('outputs', []))}"]
+    # (a box reading nothing drawn, a loop's first cell reading constants: "→ (1, 32)", not "()", a scalar)
+    facts = [f"{shapes(info.get('inputs', []))} → {shapes(info.get('outputs', [])) or '()'}".lstrip()]
     operations, parameters = info.get("operations", 0), info.get("parameters", 0)
     facts.append(f"{operations:,} operation{'s' if operations != 1 else ''}")
     if parameters:
@@ -262,13 +276,17 @@ def _ordered(graph: Graph, where: dict[str, str], modules: dict[str, GraphNode])
 
 
 def _rewired(graph: Graph, where: dict[str, str]) -> list[Edge]:
-    """The edges between what is drawn: an edge inside a folded box is gone, one into or out of it
-    goes to or from its node, and those between the same two ends are one edge counting them."""
+    """The edges between what is drawn: an edge inside a folded box is gone (but a loop edge of a box
+    drawn once for ×N, which stays on its node, ``_looped``), one into or out of it goes to or from its
+    node, and those between the same two ends are one edge counting them."""
+    boxes = {c["id"]: c for c in graph.clusters}
+    once = {b for b in where.values() if boxes[b].get("repeat")}  # (folded boxes drawn once for ×N)
     kept: dict[tuple[str, str], list[Edge]] = {}
     for e in graph.edges:
         ends = (where.get(e.source, e.source), where.get(e.target, e.target))
-        if ends[0] != ends[1]:
+        if ends[0] != ends[1] or (ends[0] in once and _looped(graph, e)):
             kept.setdefault(ends, []).append(e)
+    steps = _steps_around(graph, boxes, once)
     port: dict[str, dict[str, int]] = {}  # a module -> the input number of each source into it
     edges = []
     for (s, t), run in kept.items():
@@ -280,8 +298,29 @@ def _rewired(graph: Graph, where: dict[str, str]) -> list[Edge]:
             number = port.setdefault(t, {}).setdefault(s, len(port[t]))
         edge = Edge(s, t, number, highlighted=any(e.highlighted for e in run))
         edge.count = len(run)
+        if s == t:  # a loop edge on a box drawn once: as many times as the state goes round
+            edge.count = max(e.count for e in run)
+        elif s in steps and steps[s] == steps.get(t):  # from one call to the next in each step: N times
+            edge.count = steps[s][1]
         edges.append(edge)
     return edges
+
+
+def _looped(graph: Graph, edge: Edge) -> bool:
+    """Whether ``edge`` (inside a folded box drawn once for ×N) is a loop edge: from a step's node back
+    to an earlier one (``Graph.position``), standing for several; it stays, on the box's node."""
+    return edge.source != "hidden" and edge.count > 1 and graph.position(edge.target) < graph.position(edge.source)
+
+
+def _steps_around(graph: Graph, boxes: dict[str, dict[str, Any]], once: set[str]) -> dict[str, tuple[str, int]]:
+    """Each folded box drawn once directly inside a rolled loop's box (``loops``) -> that loop and its ``×N``."""
+    rolled = loops(graph)
+    found = {}
+    for box in once:
+        around = boxes[box].get("parent")
+        if around in rolled:
+            found[box] = (around, int(boxes[around].get("repeat") or 1))
+    return found
 
 
 def _fold_note(modules: dict[str, GraphNode], depth: int | str | None, chosen: bool = False) -> str:
@@ -350,14 +389,39 @@ def candidates(graph: Graph, most: int) -> Iterator[Graph]:
     """The graphs a picture of ``graph`` drawn without ``--depth`` may show, most detailed first: the
     graph itself, then folded a level more at a time, each drawing at most ``most`` nodes (the most a
     picture draws: folding, not cutting, brings a model within), the graph folded to its top boxes
-    last whatever its size."""
+    last whatever its size. Before a depth that would fold a box drawn once for ×N (a repeated block,
+    ``"repeat"``), the same depth with that box open, the boxes inside it folded (``opened``): a block
+    standing for most of a model is not one node while its siblings are what makes a level too big."""
     if graph.as_built or graph.depth is not None or not graph.clusters:
         yield graph
         return
-    top = deepest(graph)
+    depths = box_depths(graph)
+    top = max(depths.values(), default=0)
     for depth in range(top, -1, -1):
+        if depth < top and (shown := opened(graph, depth, depths)) is not None and len(shown.nodes) <= most:
+            yield shown
         if depth == 0 or drawn_count(graph, depth) <= most:
             yield graph if depth == top else at_depth(graph, depth, chosen=True)
+
+
+def opened(graph: Graph, depth: int, depths: dict[str, int] | None = None) -> Graph | None:
+    """``graph`` at ``depth`` but for its boxes drawn once for ×N one level deeper (``"repeat"``, a
+    depth of ``depth + 1``), drawn open with the boxes inside them folded; None when there are none,
+    or when nothing else of that level would stay folded (it would be ``depth + 1`` itself)."""
+    depths = box_depths(graph) if depths is None else depths
+    rolled = loops(graph)  # (a loop's box folds with its parent only; its calls are its steps, not blocks)
+    repeated = {
+        c["id"]
+        for c in graph.clusters
+        if c.get("repeat") and depths[c["id"]] == depth + 1 and c["id"] not in rolled and c.get("parent") not in rolled
+    }
+    if not repeated or all(d != depth + 1 or b in repeated for b, d in depths.items()):
+        return None
+    boxes = [b for b, d in depths.items() if d > depth + 1 or (d > depth and b not in repeated)]
+    shown = folded(graph, boxes, depth, chosen=True)
+    said = f"drawn at depth {depth}"
+    shown.notes[0] = shown.notes[0].replace(said, f"{said} (a block drawn once for ×N at depth {depth + 1})", 1)
+    return shown
 
 
 def cuts(graph: Graph, limit: int, ratio: float) -> Graph | None:

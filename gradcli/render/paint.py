@@ -2,8 +2,8 @@
 and tinted, by their gradient health (``health.py``), with a key in the picture (the colour scale and
 its range); a NaN or an infinity is red in every mode.
 
-Norms and ratios are coloured on a log10 scale over whole decades (``1e-08`` to ``1e+02``), zeros on
-0 to 100 %; cool (pale blue) is small, warm (orange) large, so the red of NaN and inf stands apart.
+Norms and ratios are coloured on a log10 scale over whole decades (``1e-08`` to ``1e+02``), the key
+labelled at round values (``key_marks``: 1, 3, 10, 30, 100 or whole decades), zeros on 0 to 100 %; cool (pale blue) is small, warm (orange) large, so the red of NaN and inf stands apart.
 The views call a ``Painter`` (``painter(graph)``) for each node's and box's style; ``NO_PAINT`` adds nothing.
 
 >>> scale_colour(0.0), scale_colour(1.0), scale_colour(0.5)
@@ -73,7 +73,8 @@ class Painter:
         if self.log:
             logs = [math.log10(v) for v in found if v > 0]
             low, high = (math.floor(min(logs)), math.ceil(max(logs))) if logs else (0, 1)
-            self.range = (low, high if high > low else low + 1)
+            high = high if high > low else low + 1
+            self.range = (low - (-(high - low)) % _every(high - low), high)  # (the key's decades evenly spaced)
         else:
             self.range = (0.0, 1.0)
 
@@ -119,16 +120,16 @@ class Painter:
         cells = []
         if self.by == "nan":
             cells.append(("finite", FINITE))
-        else:
+        elif self.log:
             low, high = self.range
-            for k in range(len(STOPS)):
-                at = low + (high - low) * k / (len(STOPS) - 1)
-                cells.append((_decade(at) if self.log else f"{at * 100:.0f}%", STOPS[k]))
-            if self.log:
-                cells.append(("0", ZERO))
+            cells += [(text, scale_colour((at - low) / (high - low))) for at, text in key_marks(low, high)]
+            cells.append(("0", ZERO))
+        else:
+            cells += [(f"{k * 100 // (len(STOPS) - 1)}%", colour) for k, colour in enumerate(STOPS)]
         cells.append(("NaN/inf", NONFINITE))
-        row = "".join(f'<td bgcolor="{c}" width="44">{html.escape(text)}</td>' for text, c in cells)
         title = f"colour: {TITLES[self.by]}" + ("; a box: its parameters' (or output's)" if self.rows else "")
+        width = max(44, math.ceil(len(title) * 7.5 / len(cells)))  # (cells as wide as one another under the title)
+        row = "".join(f'<td bgcolor="{c}" width="{width}">{html.escape(text)}</td>' for text, c in cells)
         label = (
             f'<<table border="0" cellborder="1" cellspacing="0" cellpadding="4"><tr><td colspan="{len(cells)}" '
             f'border="0"><b>{html.escape(title)}</b></td></tr><tr>{row}</tr></table>>'
@@ -158,10 +159,38 @@ def painter(graph: Any) -> Painter | _NoPaint:
     return NO_PAINT if by is None else Painter(graph, by)
 
 
-def _decade(at: float) -> str:
-    """``10**at`` in a key's cell: ``1e-8``, ``3e-6``, ``1e2``."""
-    mantissa, exponent = f"{10**at:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
+KEY_MARKS = 7  # values labelled in a log scale's key, at most
+
+
+def key_marks(low: int, high: int) -> list[tuple[float, str]]:
+    """The values a log scale's key labels between decades ``10**low`` and ``10**high``, as (log10,
+    text): over one or two decades 1, 3, 10, 30, 100; over more, whole decades, every k-th when
+    there are more than ``KEY_MARKS`` (the range starting where they come out even, ``Painter``).
+    Written plainly between 0.001 and 1000 (``0.03``, ``30``), else all alike as powers of ten
+    (``1e-6``, ``3e-5``, ``1e0``).
+
+    >>> [text for _, text in key_marks(0, 2)], [text for _, text in key_marks(-8, 2)]
+    (['1', '3', '10', '30', '100'], ['1e-8', '1e-6', '1e-4', '1e-2', '1e0', '1e2'])
+    """
+    if high - low <= 2:
+        marks = [(d + step, m) for d in range(low, high) for step, m in ((0.0, 1), (math.log10(3), 3))]
+    else:
+        marks = [(float(d), 1) for d in range(low, high, _every(high - low))]
+    marks.append((float(high), 1))
+    plain = all(-3 <= math.floor(at) <= 3 for at, _ in marks)
+    return [(at, _number(m, math.floor(at), plain)) for at, m in marks]
+
+
+def _every(decades: int) -> int:
+    """Decades from one mark of a log scale's key to the next (1 up to ``KEY_MARKS - 1`` decades)."""
+    return 1 if decades <= 2 else -(-decades // (KEY_MARKS - 1))
+
+
+def _number(mantissa: int, exponent: int, plain: bool) -> str:
+    """``mantissa * 10**exponent`` in a key's cell: ``0.03``, ``30`` (``plain``), ``3e-5``, ``1e0``."""
+    if not plain:
+        return f"{mantissa}e{exponent}"
+    return f"{mantissa * 10**exponent:g}" if exponent >= 0 else f"{mantissa / 10**-exponent:.{-exponent}f}"
 
 
 def _finite(v: Any) -> bool:

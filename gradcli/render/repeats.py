@@ -341,9 +341,11 @@ def _entry(graph: Graph, repeat: Repeat, finder: _Finder, boxes: dict[str, dict[
             box["repeat"], box["parent"] = n, cluster
         title = f"loop ({names[0]}–{names[-1].split()[-1]})"
         inner = {m for b in first for m in finder.inside[b]}
-        loop_box = {"id": cluster, "label": f"loop ×{n:,} ({names[0]}–{names[-1].split()[-1]}){detail}",
-                    "parent": repeat.parent, "repeat": n, "depth": boxes[first[0]].get("depth", 1),
+        span = f"({names[0]}–{names[-1].split()[-1]}), {names[0]} drawn"  # (whose values its nodes show)
+        loop_box = {"id": cluster, "label": f"loop ×{n:,} {span}{detail}", "parent": repeat.parent, "repeat": n,
                     "loose": {m for m in repeat.members[0] if m not in inner}, "holds": first}  # fmt: skip
+        if "depth" in boxes[first[0]]:  # (no level of its own: its parent's depth, levels.box_depths)
+            loop_box["depth"] = boxes[first[0]]["depth"] - 1
     members = sorted({*repeat.members[0], *(m for b in first for m in finder.inside[b])}, key=finder.position.get)
     entry = {"id": gid, "kind": repeat.kind, "label": title, "repeat": n, "count": n, "cluster": cluster,
              "members": members, "instances": instances, "differs": differs, "collapsed": False, "total": None}  # fmt: skip
