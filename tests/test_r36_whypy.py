@@ -107,6 +107,24 @@ CASES = textwrap.dedent(
     def through_helper(x, w):
         return helper(x).sum() + w.sum()
 
+    class Halved(gc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 0
+
+    def custom(x, w):
+        return Halved.apply(x).sum() + w.sum()
+
+    def loop(x, w):
+        total = 0
+        for a in x:
+            total = total + gc.relu(a - 10)
+        return total + w.sum()
+
     def log_negative(x, w):
         return gc.log(x).sum() + w.sum()
 
@@ -174,6 +192,8 @@ EXPECTED = {
     "where_trick": ("nan", "nonfinite_forward", "sqrt", "gc.where(x > 0", "sqrt of a negative number: input min -2"),
     "overwritten": ("zero", "overwritten", "zero_", "y.zero_()", "overwrites in place the tensor computed from x"),
     "assigned": ("zero", "overwritten", "index_put_", "y[:] = 1.0", "overwrites in place the tensor computed from x"),
+    "custom": ("zero", "dead", "Halved", "Halved.apply(x)", "its derivative is zero at this input (min -2, max 1)"),
+    "loop": ("zero", "relu_off", "relu", "gc.relu(a - 10)", "its input is at most -12)"),
     "through_helper": ("zero", "relu_off", "relu", "gc.relu(h * SCALE - 100)", "its input is at most -98)"),
 }
 

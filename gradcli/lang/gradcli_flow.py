@@ -174,6 +174,7 @@ class _Watcher:
         self.values = values
         self.steps: list[Step] = []
         self.open: list[_Call] = []
+        self.iterating: dict[Any, list[Any]] = {}  # the frame of ``iter(x)``'s generator -> [x]
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
         code = frame.f_code
@@ -182,7 +183,7 @@ class _Watcher:
                 return
             back = frame.f_back
             if back is not None and not back.f_code.co_filename.startswith(_PACKAGE):
-                self.open.append(_Call(frame, _arguments(frame)))
+                self.open.append(_Call(frame, self.iterating.get(frame) or _arguments(frame)))
             elif self.open and back is self.open[-1].frame and self.open[-1].inner is None:
                 self.open[-1].inner = code.co_name
             if self.open and code.co_name == "clamp" and "min" in code.co_varnames:  # its bounds, however called
@@ -198,6 +199,9 @@ class _Watcher:
     def _close(self, call: _Call, result: Any) -> None:
         name = call.frame.f_code.co_name
         op = self._name(call, name)
+        if getattr(result, "gi_frame", None) is not None and call.inputs:  # ``for a in x``: each a is x's
+            self.iterating[result.gi_frame] = call.inputs
+            return
         results = [r for r in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(r, gc.Tensor)]
         if name == "__setitem__" and call.inputs:
             results = [call.inputs[0]]
@@ -229,6 +233,10 @@ class _Watcher:
             return "detach"
         if name == "__setitem__":
             return "index_put_"
+        if name == "<genexpr>":  # (the elements of ``for a in x``)
+            return "unbind"
+        if name == "apply" and isinstance(call.frame.f_locals.get("cls"), type):  # a custom Function
+            return call.frame.f_locals["cls"].__name__
         if name.startswith("__i") and call.prim:  # x += y
             return call.prim + "_"
         if call.prim and (name.startswith("_") or name in _GENERIC):
