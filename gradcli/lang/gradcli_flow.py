@@ -156,6 +156,20 @@ def _arguments(frame: Any) -> list[Any]:
     return found
 
 
+def _results(call: _Call, name: str, result: Any) -> list[Any]:
+    """The tensors a call made: what it returned, or the tensor it wrote (``x[i] = v`` returns None)."""
+    if name == "__setitem__" and call.inputs:
+        return [call.inputs[0]]
+    return [r for r in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(r, gc.Tensor)]
+
+
+def _clamp(bounds: tuple[Any, Any]) -> tuple[str, list[Any]]:
+    """A clamp's name as the analysis reads it (``clamp_min`` with one bound) and its numeric bounds."""
+    low, high = bounds
+    op = "clamp" if low is not None and high is not None else "clamp_min" if high is None else "clamp_max"
+    return op, [b for b in (low, high) if b is not None and not isinstance(b, gc.Tensor)]
+
+
 def _user_line(frame: Any) -> str | None:
     """``file.py:LINE`` of the first frame from ``frame`` outward in the user's code."""
     while frame is not None:
@@ -202,9 +216,7 @@ class _Watcher:
         if getattr(result, "gi_frame", None) is not None and call.inputs:  # ``for a in x``: each a is x's
             self.iterating[result.gi_frame] = call.inputs
             return
-        results = [r for r in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(r, gc.Tensor)]
-        if name == "__setitem__" and call.inputs:
-            results = [call.inputs[0]]
+        results = _results(call, name, result)
         if not results and op not in ("item", "tolist", "numpy"):
             return  # (a shape, a dtype, a context manager)
         inputs = [self.values.key(t) for t in call.inputs]
@@ -215,11 +227,7 @@ class _Watcher:
         if inplace and op in _FRESH:
             inputs = inputs[1:]
         outputs = [self.values.key(r, made=True) for r in results]
-        numbers = call.numbers
-        if call.bounds is not None:
-            low, high = call.bounds
-            op = "clamp" if low is not None and high is not None else "clamp_min" if high is None else "clamp_max"
-            numbers = [b for b in (low, high) if b is not None and not isinstance(b, gc.Tensor)]
+        op, numbers = _clamp(call.bounds) if call.bounds is not None else (op, call.numbers)
         line = _user_line(call.frame.f_back)
         self.steps.append(Step(op, inputs, outputs, line, None, is_grad_enabled(), inplace, overwrites, numbers))
 
