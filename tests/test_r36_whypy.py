@@ -125,6 +125,15 @@ CASES = textwrap.dedent(
             total = total + gc.relu(a - 10)
         return total + w.sum()
 
+    def never_selected(x, w):
+        return gc.maximum(x, w * 0 + 10).sum() + w.sum()
+
+    def times_zero(x, w):
+        return (x * 0).sum() + w.sum()
+
+    def norm_at_zero(x, w):
+        return gc.norm(x * 0) + w.sum()
+
     def log_negative(x, w):
         return gc.log(x).sum() + w.sum()
 
@@ -194,6 +203,9 @@ EXPECTED = {
     "assigned": ("zero", "overwritten", "index_put_", "y[:] = 1.0", "overwrites in place the tensor computed from x"),
     "custom": ("zero", "dead", "Halved", "Halved.apply(x)", "its derivative is zero at this input (min -2, max 1)"),
     "loop": ("zero", "relu_off", "relu", "gc.relu(a - 10)", "its input is at most -12)"),
+    "never_selected": ("zero", "dead", "maximum", "gc.maximum(x, w * 0 + 10)", "the input is never the one selected"),
+    "times_zero": ("zero", "dead", "mul", "return (x * 0).sum()", "it multiplies by zero"),
+    "norm_at_zero": ("zero", "dead", "norm", "gc.norm(x * 0)", "input is 0 in every element, where norm's derivative"),
     "through_helper": ("zero", "relu_off", "relu", "gc.relu(h * SCALE - 100)", "its input is at most -98)"),
 }
 

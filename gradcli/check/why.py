@@ -332,6 +332,8 @@ class _Graph:
             other = [self.flow.values.get(k) for k in step.inputs[1:]] if len(step.inputs) > 1 else []
             if any(s is not None and s.all_zero for s in [x, *other]) or 0 in step.numbers or 0.0 in step.numbers:
                 return "dead", "it multiplies by zero", values
+        if op in ("abs", "norm", "linalg_vector_norm") and x.all_zero:
+            return "dead", f"its input is 0 in every element, where {op}'s derivative is taken as 0", values
         if op in ("where", "masked_fill", "index_put"):
             return "dead", "it never takes the elements that depend on the input", values
         if op in ("max", "min", "amax", "amin", "maximum", "minimum"):
