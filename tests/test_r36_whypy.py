@@ -22,6 +22,7 @@ AT = "x=[1,-2],w=[0.5,1.5]"
 
 CASES = textwrap.dedent(
     """
+    import numpy as np
     import gradcli as gc
 
     SCALE = gc.tensor([2.0, 3.0])
@@ -134,6 +135,37 @@ CASES = textwrap.dedent(
     def norm_at_zero(x, w):
         return gc.norm(x * 0) + w.sum()
 
+    def times_log_zero(x, w):
+        return (x * gc.log(w * 0)).sum()
+
+    @gc.no_grad()
+    def tripled(h):
+        return h * 3
+
+    def decorated(x, w):
+        return (tripled(x) * w).sum()
+
+    def grad_off(x, w):
+        with gc.set_grad_enabled(False):
+            y = gc.exp(x)
+        return (y * w).sum()
+
+    def asarray(x, w):
+        return (gc.tensor(np.asarray(x) * 2) * w).sum()
+
+    def scaled_in_place(x, w):
+        y = x * 1
+        y *= 0
+        return (y + w).sum()
+
+    def copied(x, w):
+        y = x * 1
+        y.copy_(w)
+        return (y * w).sum()
+
+    def from_float(x, w):
+        return gc.tensor(float(x.sum())) * w.sum()
+
     def log_negative(x, w):
         return gc.log(x).sum() + w.sum()
 
@@ -206,6 +238,12 @@ EXPECTED = {
     "never_selected": ("zero", "dead", "maximum", "gc.maximum(x, w * 0 + 10)", "the input is never the one selected"),
     "times_zero": ("zero", "dead", "mul", "return (x * 0).sum()", "it multiplies by zero"),
     "norm_at_zero": ("zero", "dead", "norm", "gc.norm(x * 0)", "input is 0 in every element, where norm's derivative"),
+    "from_float": ("None", "item", "item", "gc.tensor(float(x.sum()))", "made of plain values at cases.py:"),
+    "decorated": ("None", "no_grad", "mul", "return h * 3", "mul runs under gc.no_grad()"),
+    "grad_off": ("None", "no_grad", "exp", "y = gc.exp(x)", "exp runs under gc.no_grad() (or with grad mode off)"),
+    "asarray": ("None", "rebuilt", "numpy", "np.asarray(x)", "values are read out (.numpy())"),
+    "scaled_in_place": ("zero", "overwritten", "mul_", "y *= 0", "its old values no longer reach the output"),
+    "copied": ("zero", "overwritten", "copy_", "y.copy_(w)", "so the output no longer depends on it"),
     "through_helper": ("zero", "relu_off", "relu", "gc.relu(h * SCALE - 100)", "its input is at most -98)"),
 }
 
@@ -257,6 +295,21 @@ def test_a_non_finite_output_names_the_operation_that_made_it(cases):
     (div,) = [f for f in found["findings"] if f["input"] == "output"]
     assert (div["gradient"], div["op"], div["line"]) == ("value nan", "div", _line("x / (w - w)"))
     assert "it makes inf from finite inputs (division by zero: input min -2, max 1)" in div["message"]
+
+
+def test_zero_times_inf_names_the_operation_that_made_the_inf(cases):
+    found = _why(cases, "times_log_zero")
+    (x,) = [f for f in found["findings"] if f["input"] == "x"]
+    assert (x["gradient"], x["cause"], x["op"], x["line"]) == (
+        "inf",
+        "nonfinite_forward",
+        "mul",
+        _line("gc.log(w * 0)"),
+    )
+    assert x["message"] == (
+        f"mul at {x['line']}: its other input is inf (made by log at {x['line']} from finite inputs), "
+        "so its derivative with respect to x is not finite (0 * inf = nan)"
+    )
 
 
 def test_the_terminal_text_wrt_and_a_healthy_function(cases):

@@ -30,7 +30,8 @@ FLAT = {"round", "floor", "ceil", "trunc", "sign", "sgn", "frac", "heaviside"}
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "isnan", "isinf", "isfinite", "logical_not",
            "logical_and", "logical_or", "bucketize", "searchsorted", "argsort"}  # fmt: skip
 
-#: operations that read a tensor's values out of autograd's sight (besides .item())
+#: operations that read a tensor's values out of autograd's sight: as a number, as an array or list
+ITEM = {"_local_scalar_dense", "item"}
 READ_OUT = {"tolist", "numpy"}
 #: operations that make a tensor from plain values (torch.tensor(...), gc.tensor(...))
 REBUILT = {"lift_fresh", "lift_fresh_copy", "scalar_tensor", "tensor", "as_tensor", "from_numpy"}
@@ -202,7 +203,9 @@ class _Graph:
             cause = self._break(step)
             if cause is not None:
                 rebuilt = self._rebuilt_steps()
-                if rebuilt and any(self.flow.steps[j].op in READ_OUT for j in steps):  # (read out, then a tensor again)
+                if rebuilt and any(
+                    self.flow.steps[j].op in READ_OUT | ITEM for j in steps
+                ):  # (read out, then a tensor again)
                     words = (f"{cause[1]}; the output is computed from a tensor made of plain values"
                              f"{rebuilt[0].where()} ({self._spelling('tensor')}): autograd cannot see {name} in it")  # fmt: skip
                     return self._found(name, "None", step, "rebuilt" if step.op in READ_OUT else cause[0], words)
@@ -252,7 +255,7 @@ class _Graph:
 
     def _break(self, step: Step) -> tuple[str, str] | None:
         """(cause, words) where autograd stops following a value at ``step``."""
-        if step.op in ("_local_scalar_dense", "item"):
+        if step.op in ITEM:
             return "item", "it is read as a Python number (.item(), float() or int()): autograd does not follow it"
         if step.op in READ_OUT:
             return "item", f"its values are read out (.{step.op}()): autograd does not follow them"
@@ -367,8 +370,24 @@ class _Graph:
             out = [self.flow.grads.get(k) for k in step.outputs]
             ins = [self.flow.grads.get(k) for k in step.inputs if k in reached]
             if all(g is None or g.finite for g in out) and any(g is not None and not g.finite for g in ins):
-                return self._backward_nonfinite(name, kind, step)
+                return self._other_nonfinite(name, kind, step, reached) or self._backward_nonfinite(name, kind, step)
         return Cause(name, kind, "nonfinite", f"the gradient with respect to {name} is {kind}")
+
+    def _other_nonfinite(self, name: str, kind: str, step: Step, reached: set[int]) -> Cause | None:
+        """``x * log(0)``: the step's other input is not finite, made so by an operation off the input's path."""
+        other = [
+            k for k in step.inputs if k not in reached and k in self.flow.values and not self.flow.values[k].finite
+        ]
+        if not other:
+            return None
+        made = self._first_nonfinite(sorted({self.maker[k] for k in self._upstream(other[0]) if k in self.maker}))
+        value = self.flow.values[other[0]]
+        what = "nan" if value.nan else "inf"
+        where = f" (made by {made.op}{made.where()} from finite inputs)" if made is not None else ""
+        words = (
+            f"its other input is {what}{where}, so its derivative with respect to {name} is not finite (0 * inf = nan)"
+        )
+        return self._found(name, kind, step, "nonfinite_forward", words)
 
     def _backward_nonfinite(self, name: str, kind: str, step: Step) -> Cause:
         x = self.flow.values.get(step.inputs[0]) if step.inputs else None

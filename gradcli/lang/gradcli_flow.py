@@ -189,6 +189,13 @@ class _Watcher:
         self.steps: list[Step] = []
         self.open: list[_Call] = []
         self.iterating: dict[Any, list[Any]] = {}  # the frame of ``iter(x)``'s generator -> [x]
+        self.tracking: dict[int, bool] = {}  # a step's output -> whether autograd tracked it when made
+
+    def _made_inside(self, call: _Call, results: list[Any]) -> bool:
+        """Whether ``call`` returned what a step inside it made, as it was (a custom Function's output,
+        given its gradient function by ``apply``, is a step of its own)."""
+        made = [(self.values.keys.get(id(r)), r) for r in results if not any(r is t for t in call.inputs)]
+        return bool(made) and all(k is not None and self.tracking.get(k) == bool(r.requires_grad) for k, r in made)
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
         code = frame.f_code
@@ -217,6 +224,8 @@ class _Watcher:
             self.iterating[result.gi_frame] = call.inputs
             return
         results = _results(call, name, result)
+        if self._made_inside(call, results):
+            return  # made by the user's code it called back (a function under ``@gc.no_grad()``): its steps are there
         if not results and op not in ("item", "tolist", "numpy"):
             return  # (a shape, a dtype, a context manager)
         inputs = [self.values.key(t) for t in call.inputs]
@@ -227,6 +236,7 @@ class _Watcher:
         if inplace and op in _FRESH:
             inputs = inputs[1:]
         outputs = [self.values.key(r, made=True) for r in results]
+        self.tracking.update({k: bool(r.requires_grad) for k, r in zip(outputs, results)})
         op, numbers = _clamp(call.bounds) if call.bounds is not None else (op, call.numbers)
         line = _user_line(call.frame.f_back)
         self.steps.append(Step(op, inputs, outputs, line, None, is_grad_enabled(), inplace, overwrites, numbers))
