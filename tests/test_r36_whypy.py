@@ -215,7 +215,7 @@ EXPECTED = {
     "data": ("None", "detach", "detach", "x.data * w", "it is detached (.detach() or .data)"),
     "nograd": ("None", "no_grad", "mul", "        y = x * 2", "mul runs under gc.no_grad()"),
     "item": ("None", "item", "item", "x.sum().item()", "read as a Python number (.item(), float() or int())"),
-    "as_float": ("None", "item", "item", "float(x.sum())", "read as a Python number"),
+    "as_float": ("None", "item", "item", "w.sum() * float(x.sum())", "read as a Python number"),
     "rebuilt": ("None", "rebuilt", "tolist", "gc.tensor(x.tolist())", "values are read out (.tolist())"),
     "numpy_back": ("None", "detach", "detach", "x.detach().numpy()", "made of plain values at cases.py:"),
     "argmax": ("None", "integer", "argmax", "w[x.argmax()]", "argmax returns int64 values"),
