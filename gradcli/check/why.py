@@ -105,8 +105,9 @@ def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> D
 
 
 def why_function(function: Any, *args: Any, wrt: list[str] | None = None, **at: Any) -> Diagnosis:
-    """``gc.why(f, *args)``: ``why`` of a Python function called with ``args`` (torch tensors or arrays),
-    by its parameters' names; or of an expression of the language, its point given as keywords.
+    """``gc.why(f, *args)``: ``why`` of a Python function called with ``args`` (gradcli's or torch's tensors,
+    JAX's or NumPy's arrays), by its parameters' names; or of an expression of the language, its point given
+    as keywords.
 
     >>> import gradcli as gc
     >>> print(gc.why("sqrt(x) * 0 + floor(w)", x=0, w=1.5))
