@@ -174,10 +174,15 @@ def _user_line(frame: Any) -> str | None:
     """``file.py:LINE`` of the first frame from ``frame`` outward in the user's code."""
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith("<") and not os.path.realpath(name).startswith(_NOT_USERS):
+        if _USERS.get(name) is None:
+            _USERS[name] = not name.startswith("<") and not os.path.realpath(name).startswith(_NOT_USERS)
+        if _USERS[name]:
             return f"{os.path.basename(name)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+_USERS: dict[str, bool] = {}  # a file's name -> whether it is the user's (not gradcli's, NumPy's, Python's)
 
 
 class _Watcher:
