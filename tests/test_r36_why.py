@@ -216,16 +216,6 @@ def test_the_library_face(cases):
     assert "below its min 5 by at least 3" in str(found)
 
 
-def test_what_it_does_not_read_yet_is_one_error_line(tmp_path):
-    (tmp_path / "mine.py").write_text("import gradcli as gc\n\ndef f(x):\n    return gc.floor(x)\n")
-    result = runner.invoke(app, ["why", f"{tmp_path / 'mine.py'}:f", "--at", "x=1"])
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "error: gradcli why reads a program of the language, or a PyTorch or JAX function (FILE.py:f "
-        "computing with torch or jax); a Python function computing with gradcli is not read yet\n"
-    )
-
-
 JAX_CASES = textwrap.dedent(
     """
     import jax

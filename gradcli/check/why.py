@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
 from ..lang.flow import Flow, Stats, Step
 
 #: operations whose derivative is zero wherever it exists
@@ -30,6 +29,12 @@ FLAT = {"round", "floor", "ceil", "trunc", "sign", "sgn", "frac", "heaviside"}
 #: operations whose result autograd never differentiates (integers, booleans, indices)
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "isnan", "isinf", "isfinite", "logical_not",
            "logical_and", "logical_or", "bucketize", "searchsorted", "argsort"}  # fmt: skip
+
+#: operations that read a tensor's values out of autograd's sight: as a number, as an array or list
+ITEM = {"_local_scalar_dense", "item"}
+READ_OUT = {"tolist", "numpy"}
+#: operations that make a tensor from plain values (torch.tensor(...), gc.tensor(...))
+REBUILT = {"lift_fresh", "lift_fresh_copy", "scalar_tensor", "tensor", "as_tensor", "from_numpy"}
 
 
 @dataclass
@@ -77,17 +82,17 @@ class Diagnosis:
 
 def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> Diagnosis:
     """Why ``program``'s gradient at ``values`` is None, zero or not finite, for each input in ``wrt``
-    (default: every input given a value). Reads a program of the language's run (lang/gradcli_flow.py),
-    a PyTorch function's (frameworks/torch_flow.py) or a JAX function's evaluated jaxpr (frameworks/jax_flow.py)."""
+    (default: every input given a value). Reads a program of the language's run or a Python function
+    computing with gradcli's tensors (lang/gradcli_flow.py), a PyTorch function's (frameworks/torch_flow.py)
+    or a JAX function's evaluated jaxpr (frameworks/jax_flow.py)."""
     from ..lang.compute import resolve_wrt  # lazy: start-up, as every command's body
 
     names = resolve_wrt(program, values, wrt)
     if program.framework is None:
-        if program.tree is None:
-            raise UsageError(
-                "gradcli why reads a program of the language, or a PyTorch or JAX function (FILE.py:f "
-                "computing with torch or jax); a Python function computing with gradcli is not read yet"
-            )
+        if program.tree is None:  # a Python function computing with gradcli's tensors
+            from ..lang.gradcli_flow import record_function_flow  # lazy: start-up, eval diagnoses nothing
+
+            return diagnose(record_function_flow(program, values, names))
         from ..lang.gradcli_flow import record_flow as gradcli_flow  # lazy: start-up, eval diagnoses nothing
 
         return diagnose(gradcli_flow(program, values, names))
@@ -100,8 +105,9 @@ def why(program: Any, values: dict[str, Any], wrt: list[str] | None = None) -> D
 
 
 def why_function(function: Any, *args: Any, wrt: list[str] | None = None, **at: Any) -> Diagnosis:
-    """``gc.why(f, *args)``: ``why`` of a Python function called with ``args`` (torch tensors or arrays),
-    by its parameters' names; or of an expression of the language, its point given as keywords.
+    """``gc.why(f, *args)``: ``why`` of a Python function called with ``args`` (gradcli's or torch's tensors,
+    JAX's or NumPy's arrays), by its parameters' names; or of an expression of the language, its point given
+    as keywords.
 
     >>> import gradcli as gc
     >>> print(gc.why("sqrt(x) * 0 + floor(w)", x=0, w=1.5))
@@ -197,6 +203,13 @@ class _Graph:
                 continue
             cause = self._break(step)
             if cause is not None:
+                rebuilt = self._rebuilt_steps()
+                if rebuilt and any(
+                    self.flow.steps[j].op in READ_OUT | ITEM for j in steps
+                ):  # (read out, then a tensor again)
+                    words = (f"{cause[1]}; the output is computed from a tensor made of plain values"
+                             f"{rebuilt[0].where()} ({self._spelling('tensor')}): autograd cannot see {name} in it")  # fmt: skip
+                    return self._found(name, "None", step, "rebuilt" if step.op in READ_OUT else cause[0], words)
                 off = not on_path and cause[0] in ("detach", "no_grad")  # (a number or an index may reach it unseen)
                 return self._found(name, "None", step, *cause, on_path=not off)
         return self._overwritten(name, "None", reached) or self._rebuilt(name, bool(steps))
@@ -209,9 +222,23 @@ class _Graph:
                 return self._found(name, gradient, step, "overwritten", words)
         return None
 
+    def _rebuilt_steps(self) -> list[Step]:
+        """The steps the output is computed from that make a tensor from plain values."""
+        return [self.flow.steps[i] for i in sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
+                if self.flow.steps[i].op in REBUILT]  # fmt: skip
+
+    def _spelling(self, what: str) -> str:
+        """How the user wrote ``what`` (``tensor``, ``no_grad``, ``detach``) in the flow's framework."""
+        if self.flow.framework != "gradcli":
+            return {"tensor": "torch.tensor(...), torch.from_numpy", "no_grad": "torch.no_grad()"}.get(
+                what, ".detach() or .data"
+            )
+        if what == "detach":
+            return "detach(...)" if self.flow.language else ".detach() or .data"
+        return {"tensor": "gc.tensor(...)", "no_grad": "gc.no_grad()"}[what]
+
     def _rebuilt(self, name: str, used: bool) -> Cause:
-        rebuilt = [self.flow.steps[i] for i in sorted({self.maker[k] for k in self.feeds_output if k in self.maker})
-                   if self.flow.steps[i].op in ("lift_fresh", "lift_fresh_copy", "scalar_tensor")]  # fmt: skip
+        rebuilt = self._rebuilt_steps()
         if not rebuilt and not self.feeds_output & self.flow.made_outside:
             if used:
                 return Cause(name, "None", "unused", f"{name} is used, but the output is not computed from it")
@@ -219,27 +246,27 @@ class _Graph:
         step = rebuilt[0] if rebuilt else None
         where = step.where() if step is not None else ""
         lead = f"{name} reaches no operation of the output's" if used else f"{name} is used by no operation"
+        how = self._spelling("tensor")
         return Cause(name, "None", "rebuilt",
-                       f"{lead}; the output is computed from a tensor made from plain values{where} (torch.tensor(...), "
-                       f"torch.from_numpy): if it holds {name}'s values (read with .tolist(), .numpy() or float()), "
+                       f"{lead}; the output is computed from a tensor made from plain values{where} ({how}): "
+                       f"if it holds {name}'s values (read with .tolist(), .numpy() or float()), "
                        f"autograd cannot see {name} in it",
                        None if step is None else step.op, None if step is None else step.line,
                        None if step is None else step.scope)  # fmt: skip
 
     def _break(self, step: Step) -> tuple[str, str] | None:
         """(cause, words) where autograd stops following a value at ``step``."""
-        if step.op == "_local_scalar_dense":
+        if step.op in ITEM:
             return "item", "it is read as a Python number (.item(), float() or int()): autograd does not follow it"
+        if step.op in READ_OUT:
+            return "item", f"its values are read out (.{step.op}()): autograd does not follow them"
         if step.op == "detach":
-            how = "detach(...)" if self.flow.framework == "gradcli" else ".detach() or .data"
-            return "detach", f"it is detached ({how}): autograd does not follow it"
+            return "detach", f"it is detached ({self._spelling('detach')}): autograd does not follow it"
         if step.op == "stop_gradient":
             return "stop_gradient", "jax.lax.stop_gradient: autograd does not follow it"
         if not step.tracked:
-            return (
-                "no_grad",
-                f"{step.op} runs under torch.no_grad() (or with grad mode off): autograd does not record it",
-            )
+            how = self._spelling("no_grad")
+            return "no_grad", f"{step.op} runs under {how} (or with grad mode off): autograd does not record it"
         made = [self.flow.values[k] for k in step.outputs if k in self.flow.values]
         if step.op in COMPARE or any(s.integral for s in made):
             dtype = made[0].dtype if made else "an integer"
@@ -267,6 +294,11 @@ class _Graph:
             ins = [self.flow.grads.get(k) for k in step.inputs if k in reached]
             alive = any(g is not None and not g.all_zero for g in out)
             dead = ins and all(g is not None and g.all_zero for g in ins)
+            if alive and step.overwrites in reached and self.flow.grads.get(step.overwrites) is None:
+                words = (
+                    f"it overwrites in place the tensor computed from {name}: its old values no longer reach the output"
+                )
+                return self._found(name, "zero", step, "overwritten", words)
             if alive and dead:
                 cause, words, values = self._zero_cause(step)
                 finding = self._found(name, "zero", step, cause, words)
@@ -304,6 +336,8 @@ class _Graph:
             other = [self.flow.values.get(k) for k in step.inputs[1:]] if len(step.inputs) > 1 else []
             if any(s is not None and s.all_zero for s in [x, *other]) or 0 in step.numbers or 0.0 in step.numbers:
                 return "dead", "it multiplies by zero", values
+        if op in ("abs", "norm", "linalg_vector_norm") and x.all_zero:
+            return "dead", f"its input is 0 in every element, where {op}'s derivative is taken as 0", values
         if op in ("where", "masked_fill", "index_put"):
             return "dead", "it never takes the elements that depend on the input", values
         if op in ("max", "min", "amax", "amin", "maximum", "minimum"):
@@ -337,8 +371,24 @@ class _Graph:
             out = [self.flow.grads.get(k) for k in step.outputs]
             ins = [self.flow.grads.get(k) for k in step.inputs if k in reached]
             if all(g is None or g.finite for g in out) and any(g is not None and not g.finite for g in ins):
-                return self._backward_nonfinite(name, kind, step)
+                return self._other_nonfinite(name, kind, step, reached) or self._backward_nonfinite(name, kind, step)
         return Cause(name, kind, "nonfinite", f"the gradient with respect to {name} is {kind}")
+
+    def _other_nonfinite(self, name: str, kind: str, step: Step, reached: set[int]) -> Cause | None:
+        """``x * log(0)``: the step's other input is not finite, made so by an operation off the input's path."""
+        other = [
+            k for k in step.inputs if k not in reached and k in self.flow.values and not self.flow.values[k].finite
+        ]
+        if not other:
+            return None
+        made = self._first_nonfinite(sorted({self.maker[k] for k in self._upstream(other[0]) if k in self.maker}))
+        value = self.flow.values[other[0]]
+        what = "nan" if value.nan else "inf"
+        where = f" (made by {made.op}{made.where()} from finite inputs)" if made is not None else ""
+        words = (
+            f"its other input is {what}{where}, so its derivative with respect to {name} is not finite (0 * inf = nan)"
+        )
+        return self._found(name, kind, step, "nonfinite_forward", words)
 
     def _backward_nonfinite(self, name: str, kind: str, step: Step) -> Cause:
         x = self.flow.values.get(step.inputs[0]) if step.inputs else None

@@ -106,3 +106,4 @@ class Flow:
     grads: dict[int, Stats | None]  # d output / d value (None: autograd gives none); keys missing: unknown
     input_grads: dict[str, Stats | None]  # d output / d input, by name (None: autograd's None)
     made_outside: set[int] = field(default_factory=set)  # values no recorded operation made nor the inputs were
+    language: bool = False  # a program of gradcli's language (its spellings: ``detach(x)``), not a Python function
