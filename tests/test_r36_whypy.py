@@ -56,6 +56,9 @@ CASES = textwrap.dedent(
     def argmax(x, w):
         return w[x.argmax()].sum()
 
+    def cast(x, w):
+        return (x.to(gc.int64) * w).sum() + x.long().sum()
+
     def compare(x, w):
         return ((x > 0) * w).sum()
 
@@ -219,6 +222,7 @@ EXPECTED = {
     "rebuilt": ("None", "rebuilt", "tolist", "gc.tensor(x.tolist())", "values are read out (.tolist())"),
     "numpy_back": ("None", "detach", "detach", "x.detach().numpy()", "made of plain values at cases.py:"),
     "argmax": ("None", "integer", "argmax", "w[x.argmax()]", "argmax returns int64 values"),
+    "cast": ("None", "integer", "to", "x.to(gc.int64) * w", "to returns int64 values"),
     "compare": ("None", "integer", "gt", "(x > 0) * w", "gt returns bool values"),
     "rounded": ("zero", "flat", "round", "gc.round(x)", "round has derivative 0"),
     "floored": ("zero", "flat", "floor", "x.floor()", "floor has derivative 0"),
@@ -355,3 +359,15 @@ def test_the_example_in_the_readme():
         "w: gradient None: item at why.py:16: it is read as a Python number (.item(), float() or int()): "
         "autograd does not follow it\n"
     )
+
+
+def test_an_integer_cast_carries_no_gradient_as_in_pytorch():
+    """PyTorch's rule, which the `cast` case above rests on: `.to(int64)`, `.long()`, `.int()` and
+    `.bool()` of a tensor that requires grad give a tensor that does not; a float cast keeps it."""
+    x = gc.tensor([1.5, -2.5], requires_grad=True)
+    for y, dtype in ((x.to(gc.int64), np.int64), (x.long(), np.int64), (x.int(), np.int32), (x.bool(), np.bool_)):
+        assert (y.requires_grad, y.grad_fn, y.dtype) == (False, None, np.dtype(dtype))
+    assert x.long().tolist() == [1, -2] and x.bool().tolist() == [True, True]
+    assert x.double().requires_grad and type(x.to(gc.float32).grad_fn).__name__ == "ToCopyBackward0"
+    (x.to(gc.int64) * x).sum().backward()
+    assert x.grad.tolist() == [1.0, -2.0]

@@ -168,7 +168,11 @@ def to(x: Any, dtype: Any) -> Tensor:
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
         mark_complex(np.empty(0, dtype))
-    return x if x.dtype == dtype else apply(ops.TO_COPY, (x,), (dtype,))
+    if x.dtype == dtype:
+        return x
+    if dtype.kind in "biu":  # PyTorch's rule: an integer or bool tensor carries no gradient
+        return x.detach().to(dtype) if x.requires_grad else apply(ops.TO_COPY, (x,), (dtype,))
+    return apply(ops.TO_COPY, (x,), (dtype,))
 
 
 def clone(x: Any) -> Tensor:

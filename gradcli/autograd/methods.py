@@ -91,6 +91,9 @@ def _install() -> None:
     Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
     Tensor.float = lambda self: F.to(self, np.float32)
     Tensor.double = lambda self: F.to(self, np.float64)
+    Tensor.long = lambda self: F.to(self, np.int64)
+    Tensor.int = lambda self: F.to(self, np.int32)
+    Tensor.bool = lambda self: F.to(self, np.bool_)
     Tensor.expand_as = lambda self, other: F.expand(self, other.shape)
     Tensor.view_as = lambda self, other: F.reshape(self, other.shape)
     Tensor.reshape_as = Tensor.view_as
