@@ -90,9 +90,16 @@ def recording(arrays: bool = False) -> Any:
 
 
 def torch_record_of(tensors: Any) -> Any:
-    """The recording (a ``TorchRecord``) that saw ``tensors`` computed, the latest first, or None."""
+    """The recording (a ``TorchRecord``) that saw ``tensors`` computed, or computed what they were
+    computed from (a loss taken after the recorded forward), the latest first, or None."""
+    if not _recent:
+        return None
     nodes = [t.grad_fn for t in tensors if getattr(t, "grad_fn", None) is not None]
-    for record in reversed(_recent):
-        if any(node in record.values for node in nodes):
-            return record
+    seen = set(nodes)
+    while nodes:  # (breadth first, without recursion: the nodes nearest the outputs first)
+        for record in reversed(_recent):
+            if any(node in record.values for node in nodes):
+                return record
+        nodes = [n for node in nodes for n, _ in node.next_functions if n is not None and n not in seen]
+        seen.update(nodes)
     return None

@@ -67,6 +67,7 @@ def torch_model(
     given = checked_max_nodes(max_nodes)
     order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
     builder = _Builder(record, names or {}, held, outs, used_outputs(order, outs))
+    builder.count_ops(order)
     if not all(n in record.values for n in order if not is_leaf(n)):  # (no recording, or a partial one)
         for node, tensor in live_tensors(set(order)).items():
             builder.known.setdefault(node, tensor)
@@ -225,6 +226,7 @@ class _Builder:
         #: node -> {output number: model id}: a node of several outputs draws each one it uses as a node
         #: of its own (``chunk[1]``, or the user's name ``b``), wired to that output's consumers
         self.ports: dict[Any, dict[int, str]] = {}
+        self.shared_ops: dict[str, int] = {}  # op -> its nodes of several outputs (``count_ops``)
         self.names = {**record.leaf_names, **{id(t): n for n, t in reversed(held)}, **names}
         self.nodes: list[GraphNode] = []
         self.edges: list[Edge] = []
@@ -258,6 +260,14 @@ class _Builder:
             if name is not None:
                 self.op_names[node] = name
 
+    def count_ops(self, order: Sequence[Any]) -> None:
+        """How many nodes of several outputs each operation has: an output is named ``chunk[1]`` only
+        where one ``chunk`` is drawn (a GRU cell's two ``unsafe_split`` outputs are ``n5`` and ``n13``)."""
+        for node in order:
+            if not is_leaf(node) and self.several(node):
+                op = self.record.ops.get(node) or op_name(node)
+                self.shared_ops[op] = self.shared_ops.get(op, 0) + 1
+
     def several(self, node: Any) -> bool:
         """Whether ``node`` has several outputs to draw apart: the graph uses one after its first, or
         the run saw more than one (``var, mean = torch.var_mean(x)``, using only ``var``)."""
@@ -279,7 +289,9 @@ class _Builder:
         model.name = None if model.name == self.op_names.get((node, 0)) else model.name
         self.ports[node] = {}
         for k in sorted(self.used.get(node, {0})):
-            name = self.op_names.get((node, k)) or f"{model.op}[{k}]"
+            name = self.op_names.get((node, k))
+            if name is None and self.shared_ops.get(model.op, 0) <= 1:  # (two splits: n5 + n13, never split[0] twice)
+                name = f"{model.op}[{k}]"
             port = GraphNode(f"n{len(self.nodes)}", "op", "item", f"{model.key}[{k}]", name=name)
             port.grad_fn, port.scope, port.line, port.cluster = (
                 f"{model.grad_fn} output {k}",

@@ -146,18 +146,27 @@ def _constants(args: tuple[Any, ...]) -> list[Any] | None:
     return found if any(c is not _NOT_CONSTANT for c in found) else None
 
 
-def seen(tensor: Any, keep: bool = False) -> Any:
+def seen(tensor: Any, keep: bool = False, inputs: tuple[Any, ...] = ()) -> Any:
     """What a graph keeps of a tensor met while it runs, decided when it is met (the tensor is not
     held): a copy of its own up to ``FULL_LIMIT`` elements; beyond, its statistics (``TensorStats``, on
     the whole tensor, read in place) or, with ``keep`` (``--arrays``), the whole: a copy, except for a
-    view of a parameter (``weight.t()``), held as the view (torch keeps its memory anyway)."""
+    view of a parameter among the operation's ``inputs`` (``weight.t()``), held as itself (torch keeps
+    the parameter's memory anyway)."""
     t = tensor.detach()
     if t.numel() <= FULL_LIMIT:
         return t.clone()
     if keep:
-        base = tensor._base if tensor._is_view() else None
-        return t if base is not None and base.is_leaf and base.requires_grad else t.clone()
+        return t if _views_a_parameter(t, inputs) else t.clone()
     return tensor_stats(numpy_of(t))
+
+
+def _views_a_parameter(tensor: Any, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``tensor`` shares its memory with a parameter (a leaf requiring grad) among ``inputs``."""
+    storage = tensor.untyped_storage().data_ptr()
+    return any(
+        isinstance(a, torch.Tensor) and a.is_leaf and a.requires_grad and a.untyped_storage().data_ptr() == storage
+        for a in inputs
+    )
 
 
 def numpy_of(tensor: Any) -> Any:
@@ -208,7 +217,7 @@ class _Recorder(TorchDispatchMode):
         constants = _constants(args)
         for tensor in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(tensor, torch.Tensor):
-                self.pending.append((tensor, seen(tensor, self.record.keep), op, call, line, constants))
+                self.pending.append((tensor, seen(tensor, self.record.keep, args), op, call, line, constants))
         return out
 
     def resolve(self) -> None:
