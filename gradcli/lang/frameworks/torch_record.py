@@ -153,7 +153,7 @@ def seen(tensor: Any, keep: bool = False, inputs: tuple[Any, ...] = ()) -> Any:
     view of a parameter among the operation's ``inputs`` (``weight.t()``), held as itself (torch keeps
     the parameter's memory anyway)."""
     t = tensor.detach()
-    if t.numel() <= FULL_LIMIT:
+    if t.numel() <= FULL_LIMIT or t.layout != torch.strided or t.is_meta:  # (no NumPy view of a sparse tensor)
         return t.clone()
     if keep:
         return t if _views_a_parameter(t, inputs) else t.clone()
@@ -170,8 +170,12 @@ def _views_a_parameter(tensor: Any, inputs: tuple[Any, ...]) -> bool:
 
 
 def numpy_of(tensor: Any) -> Any:
-    """A tensor's values as a NumPy array, sharing its memory where it can (on the CPU, not conjugated)."""
-    return tensor.detach().cpu().resolve_conj().resolve_neg().numpy()
+    """A tensor's values as a NumPy array, sharing its memory where it can (on the CPU, not conjugated;
+    bfloat16, which NumPy has not, as float32)."""
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.cpu().resolve_conj().resolve_neg().numpy()
 
 
 def _copy(value: Any) -> Any:
