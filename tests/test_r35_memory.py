@@ -7,6 +7,8 @@ is a node with its own value and gradient, named after its node."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -81,7 +83,17 @@ def test_a_recorded_tied_embedding_model_holds_no_large_tensor_and_numpys_statis
 def test_the_function_road_reduces_each_gradient_when_its_hook_sees_it():
     torch = need("torch")
     model, ids = tied_model(torch)
-    graph = gc.render.graph(lambda i: model(i), ids).model
+    seen = {}
+
+    def f(i):
+        e = model.wte(i)  # (its gradient comes last: is the logits' still held by then?)
+        e.register_hook(lambda g: seen.__setitem__("logits' held at the end", seen["logits"]() is not None))
+        logits = torch.nn.functional.linear(model.mix(e).tanh(), model.wte.weight)
+        logits.register_hook(lambda g: seen.__setitem__("logits", weakref.ref(g)))
+        return torch.nn.functional.cross_entropy(logits, i)
+
+    graph = gc.render.graph(f, ids).model
+    assert seen["logits' held at the end"] is False  # (before: every gradient held whole until the pass ended)
     logits = next(n for n in graph.nodes if n.shape == (TOKENS, VOCAB) and n.op in ("mm", "matmul", "addmm"))
     h = model.mix(model.wte(ids)).tanh()
     out = h @ model.wte.weight.t()
