@@ -24,14 +24,16 @@ def is_leaf(node: Any) -> bool:
     return type(node).__name__ == "AccumulateGrad"
 
 
-def kept_array(tensor: Any, own: bool = False) -> Any:
+def kept_array(tensor: Any, own: bool = False, keep: bool | None = None) -> Any:
     """A tensor as the graph keeps it: up to ``FULL_LIMIT`` elements a NumPy copy; beyond, its
     statistics (``stats.light``), read in place, with the whole array only where ``--arrays`` asks for
-    it (a copy, or the tensor's own memory where it is ``own``: a recording's copy is not copied again)."""
+    it (``keep``; None: as ``keeping_arrays`` says on this thread): a copy, or the tensor's own memory
+    where it is ``own`` (a recording's copy is not copied again)."""
+    keep = arrays_kept() if keep is None else keep
     array = numpy_of(tensor)
-    if array.size <= FULL_LIMIT or (arrays_kept() and not own):
+    if array.size <= FULL_LIMIT or (keep and not own):
         array = array.copy()
-    return light(array, keep=arrays_kept())
+    return light(array, keep=keep)
 
 
 def kept_recorded(value: Any) -> tuple[Any, tuple[int, ...]]:
@@ -63,7 +65,7 @@ def gradients(graph: Graph, builder: Any, outputs: Sequence[Any], seed: Any) -> 
         return out.grad_fn is None
     found: dict[str, Any] = {}
     hooks = [
-        node.register_prehook(_catch(found, builder.ports.get(node) or {0: i}))
+        node.register_prehook(_catch(found, builder.ports.get(node) or {0: i}, arrays_kept()))
         for i, node in builder.autograd.items()
         if not is_leaf(node)
     ]
@@ -131,15 +133,16 @@ def _seed(graph: Graph, out: Any, seed: Any) -> Any:
     return torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
 
 
-def _catch(found: dict[str, Any], ids: Mapping[int, str]) -> Callable[[Any], None]:
+def _catch(found: dict[str, Any], ids: Mapping[int, str], keep: bool) -> Callable[[Any], None]:
     """A pre-hook keeping what flows into each output of a node (``ids``: output number -> model id;
     an output no path reaches gets zeros, or None from the engine), as the graph keeps it (``kept_array``:
-    a large gradient's statistics, computed here, the gradient itself not held)."""
+    a large gradient's statistics, computed here, the gradient itself not held; whole too with ``keep``,
+    told here: the engine may run the hook on a thread of its own, outside the caller's context)."""
 
     def hook(grad_outputs: Any) -> None:
         for k, node_id in ids.items():
             g = grad_outputs[k] if k < len(grad_outputs) else None
-            found[node_id] = None if g is None else kept_array(g)
+            found[node_id] = None if g is None else kept_array(g, keep=keep)
 
     return hook
 
