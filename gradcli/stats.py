@@ -13,6 +13,9 @@ never by keeping the tensor for a later ``.tolist()``:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -107,3 +110,22 @@ def whole(value: Any) -> Any:
     if isinstance(value, TensorStats):
         return value.array
     return None if value is None else np.asarray(value)
+
+
+_keep: ContextVar[bool] = ContextVar("keep_arrays", default=False)
+
+
+@contextmanager
+def keeping_arrays(keep: bool = True) -> Iterator[None]:
+    """Graphs built (and recordings made) in the block keep their large values and gradients whole
+    beside the statistics (for ``--arrays FILE.npz``); outside, only the statistics are kept."""
+    token = _keep.set(keep)
+    try:
+        yield
+    finally:
+        _keep.reset(token)
+
+
+def arrays_kept() -> bool:
+    """Whether the graph being built keeps whole arrays (inside ``keeping_arrays``)."""
+    return _keep.get()

@@ -207,7 +207,7 @@ def test_a_bad_color_by_is_one_error_line_exit_2():
 # --- after backward: gc.render.recording() around a torch forward -----------------------------------
 
 
-def recorded_forward(torch, net, x, record: bool):
+def recorded_forward(torch, net, x, record: bool, arrays: bool = False):
     """``net``'s forward (in ``gc.render.recording()`` when ``record``), with torch's own tensors of it:
     each module's output and, after ``backward()``, the gradient flowing into it (tensor hooks)."""
     outputs, grads = {}, {}
@@ -221,7 +221,7 @@ def recorded_forward(torch, net, x, record: bool):
 
     handles = [m.register_forward_hook(keep(name)) for name, m in net.named_children()]
     if record:
-        with gc.render.recording():
+        with gc.render.recording(arrays=arrays):  # (arrays: kept whole, to compare them whole)
             loss = net(x).pow(2).mean()
     else:
         loss = net(x).pow(2).mean()
@@ -235,7 +235,7 @@ def test_a_recorded_forward_drawn_after_backward_has_every_value_box_and_gradien
     torch = need("torch")
     net = mlp(torch)
     x = torch.randn(5, 6)
-    loss, outputs, grads = recorded_forward(torch, net, x, record=True)
+    loss, outputs, grads = recorded_forward(torch, net, x, record=True, arrays=True)
     g = gc.render.graph(loss, arrays=True).model
     ops = [n for n in g.nodes if n.kind == "op"]
     assert [n.op for n in ops] == ["t", "addmm", "relu", "t", "addmm", "pow", "mean"]

@@ -9,15 +9,19 @@ and scalar edges their local derivative, with its formula.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..stats import FULL_LIMIT, TensorStats, light, tensor_stats
+from ..stats import (
+    FULL_LIMIT,
+    TensorStats,
+    arrays_kept,
+    keeping_arrays,  # noqa: F401 - (where graphs' callers have always found it)
+    light,
+    tensor_stats,
+)
 from .health import module_boxes, module_rows, node_health
 
 
@@ -269,23 +273,6 @@ STATS_NOTE = (
     "max, norm, zeros, nonfinite): --arrays FILE.npz (gc.render.graph(..., arrays=True).save_arrays(FILE)) "
     "writes them whole"
 )
-
-_keep: ContextVar[bool] = ContextVar("keep_arrays", default=False)
-
-
-@contextmanager
-def keeping_arrays(keep: bool = True) -> Iterator[None]:
-    """Graphs built in the block keep their large values and gradients whole beside the statistics
-    (for ``--arrays FILE.npz``); outside, only the statistics are kept."""
-    token = _keep.set(keep)
-    try:
-        yield
-    finally:
-        _keep.reset(token)
-
-
-def arrays_kept() -> bool:
-    return _keep.get()
 
 
 def first_four(items: list[str]) -> str:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import UsageError
-from ..files import write_atomic
+from ..files import atomic_output, write_atomic
 from ..stats import TensorStats, whole
 from ..text import jsonable
 from . import views
@@ -77,13 +77,16 @@ def write_arrays(graph: Graph, path: Path) -> Path:
             if isinstance(value, TensorStats) and value.array is None:
                 raise UsageError(
                     f"{path}: node {node.id} kept only the statistics of its {key}: build the graph with "
-                    "--arrays FILE.npz (gc.render.graph(..., arrays=True)) to keep arrays whole"
+                    "--arrays FILE.npz (gc.render.graph(..., arrays=True); a torch forward recorded with "
+                    "gc.render.recording(arrays=True)) to keep arrays whole"
                 )
             if value is not None:
                 arrays[f"{node.id}.{key}"] = whole(value)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    write_atomic(path, buffer.getvalue())  # whole or not at all
+    # as np.savez writes it (one .npy per key in a zip), streamed: the arrays are never held twice
+    with atomic_output(path) as stream, zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, array in arrays.items():
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     return path
 
 

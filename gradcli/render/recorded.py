@@ -37,8 +37,8 @@ class _Recording:
     """The context of one ``recording()`` block: gradcli's tape, and torch's recording where the user
     imported torch (its modules named by the caller's variables, ``net.0``)."""
 
-    def __init__(self, caller: Any) -> None:
-        self.caller = caller
+    def __init__(self, caller: Any, arrays: bool) -> None:
+        self.caller, self.arrays = caller, arrays
         self.contexts: list[Any] = []
         self.trace = Recording()
 
@@ -59,7 +59,7 @@ class _Recording:
 
         caller, self.caller = self.caller, None  # (the frame is not held past the block's start)
         roots = module_roots(None, caller.f_locals, caller.f_globals)
-        context = recording_torch(roots, grads=True)
+        context = recording_torch(roots, grads=True, keep=True if self.arrays else None)
         record = context.__enter__()
         self.contexts.append(context)
         return record
@@ -72,10 +72,12 @@ class _Recording:
             _recent.append(record)
 
 
-def recording() -> Any:
+def recording(arrays: bool = False) -> Any:
     """Keep every operation's value while the block runs: gradcli's own (the tape ``graph(y,
     trace=trace)`` reads) and, when torch is imported, PyTorch's, with each ``nn.Module`` that ran and
     the gradients a ``backward()`` gives each node later (``gc.render.graph(loss)`` finds them itself).
+    PyTorch's values and gradients over 64 elements are kept as their statistics, computed as they are
+    made; ``arrays=True`` keeps them whole too, for ``graph(loss, arrays=True).save_arrays(FILE)``.
 
     >>> import gradcli as gc
     >>> w = gc.tensor(3.0, requires_grad=True, name="w")
@@ -84,13 +86,20 @@ def recording() -> Any:
     >>> [n.value is not None for n in gc.render.graph(y, trace=trace).nodes]
     [True, True, True]
     """
-    return _Recording(sys._getframe(1))
+    return _Recording(sys._getframe(1), arrays)
 
 
 def torch_record_of(tensors: Any) -> Any:
-    """The recording (a ``TorchRecord``) that saw ``tensors`` computed, the latest first, or None."""
+    """The recording (a ``TorchRecord``) that saw ``tensors`` computed, or computed what they were
+    computed from (a loss taken after the recorded forward), the latest first, or None."""
+    if not _recent:
+        return None
     nodes = [t.grad_fn for t in tensors if getattr(t, "grad_fn", None) is not None]
-    for record in reversed(_recent):
-        if any(node in record.values for node in nodes):
-            return record
+    seen = set(nodes)
+    while nodes:  # (breadth first, without recursion: the nodes nearest the outputs first)
+        for record in reversed(_recent):
+            if any(node in record.values for node in nodes):
+                return record
+        nodes = [n for node in nodes for n, _ in node.next_functions if n is not None and n not in seen]
+        seen.update(nodes)
     return None

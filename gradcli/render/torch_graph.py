@@ -14,7 +14,6 @@ This module imports torch: ``gc.render.graph`` imports it only when a torch tens
 
 from __future__ import annotations
 
-import gc
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -32,13 +31,13 @@ from ..lang.frameworks.torch_record import (
     recording_torch,
     uncompiled,
 )
-from ..stats import light
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
-from .model import Edge, Graph, GraphNode, arrays_kept, first_four
+from .model import Edge, Graph, GraphNode, first_four
 from .recorded import torch_record_of
 from .repeats import expression_groups, grouped
 from .summary import SUMMARY_NODES, collapsed, cut_to
+from .torch_grads import gradients, is_leaf, kept_array, kept_recorded, live_tensors, local_derivatives
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
 
@@ -68,7 +67,8 @@ def torch_model(
     given = checked_max_nodes(max_nodes)
     order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
     builder = _Builder(record, names or {}, held, outs, used_outputs(order, outs))
-    if not all(n in record.values for n in order if not _is_leaf(n)):  # (no recording, or a partial one)
+    builder.count_ops(order)
+    if not all(n in record.values for n in order if not is_leaf(n)):  # (no recording, or a partial one)
         for node, tensor in live_tensors(set(order)).items():
             builder.known.setdefault(node, tensor)
     for node in order:
@@ -80,14 +80,14 @@ def torch_model(
     fresh = False
     if point:
         graph.has_point = True
-        fresh = _gradients(graph, builder, outs, seed)
+        fresh = gradients(graph, builder, outs, seed)
         _unknown_values(graph)
     else:
         for model in graph.nodes:
             model.value = None
     graph = _fitted(graph, given)
     if point:  # (the nodes drawn: a 10^4-node chain collapsed needs no 10^4 local derivatives)
-        _local_derivatives(graph, builder)
+        local_derivatives(graph, builder)
         if fresh:
             gradient_parts(graph)
     if highlight:
@@ -175,7 +175,7 @@ def evaluation_order(roots: Sequence[Any], record: TorchRecord) -> list[Any]:
                 inputs[node] = _inputs(node)
                 stack.append((node, True))
                 stack.extend((n, False) for n in reversed(inputs[node]) if n not in inputs)
-    ops = [n for n in order if not _is_leaf(n)]
+    ops = [n for n in order if not is_leaf(n)]
     if ops and all(n in record.ops for n in ops):
         position = {node: k for k, node in enumerate(record.ops)}
         ops.sort(key=position.__getitem__)
@@ -183,15 +183,11 @@ def evaluation_order(roots: Sequence[Any], record: TorchRecord) -> list[Any]:
     ordered = []
     for op in ops:
         for n in inputs[op]:
-            if _is_leaf(n) and n not in placed:
+            if is_leaf(n) and n not in placed:
                 placed.add(n)
                 ordered.append(n)
         ordered.append(op)
-    return [n for n in order if _is_leaf(n) and n not in placed] + ordered
-
-
-def _is_leaf(node: Any) -> bool:
-    return type(node).__name__ == "AccumulateGrad"
+    return [n for n in order if is_leaf(n) and n not in placed] + ordered
 
 
 def op_name(node: Any) -> str:
@@ -205,12 +201,7 @@ def op_name(node: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return _array(value) if isinstance(value, torch.Tensor) else value
-
-
-def _array(tensor: Any) -> Any:
-    """A tensor as the graph keeps it: a NumPy copy, or over 64 elements its statistics (``stats.light``)."""
-    return light(tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy(), keep=arrays_kept())
+    return kept_array(value) if isinstance(value, torch.Tensor) else value
 
 
 def used_outputs(order: Sequence[Any], outputs: Sequence[Any]) -> dict[Any, set[int]]:
@@ -235,6 +226,7 @@ class _Builder:
         #: node -> {output number: model id}: a node of several outputs draws each one it uses as a node
         #: of its own (``chunk[1]``, or the user's name ``b``), wired to that output's consumers
         self.ports: dict[Any, dict[int, str]] = {}
+        self.shared_ops: dict[str, int] = {}  # op -> its nodes of several outputs (``count_ops``)
         self.names = {**record.leaf_names, **{id(t): n for n, t in reversed(held)}, **names}
         self.nodes: list[GraphNode] = []
         self.edges: list[Edge] = []
@@ -268,6 +260,14 @@ class _Builder:
             if name is not None:
                 self.op_names[node] = name
 
+    def count_ops(self, order: Sequence[Any]) -> None:
+        """How many nodes of several outputs each operation has: an output is named ``chunk[1]`` only
+        where one ``chunk`` is drawn (a GRU cell's two ``unsafe_split`` outputs are ``n5`` and ``n13``)."""
+        for node in order:
+            if not is_leaf(node) and self.several(node):
+                op = self.record.ops.get(node) or op_name(node)
+                self.shared_ops[op] = self.shared_ops.get(op, 0) + 1
+
     def several(self, node: Any) -> bool:
         """Whether ``node`` has several outputs to draw apart: the graph uses one after its first, or
         the run saw more than one (``var, mean = torch.var_mean(x)``, using only ``var``)."""
@@ -275,11 +275,11 @@ class _Builder:
         return used != {0} or any((node, k) in self.record.outputs for k in range(1, 8))
 
     def add(self, node: Any) -> None:
-        model = self._variable(node) if _is_leaf(node) else self._op(node)
+        model = self._variable(node) if is_leaf(node) else self._op(node)
         self.nodes.append(model)
         self.ids[node] = model.id
         self.autograd[model.id] = node
-        if not _is_leaf(node) and self.several(node):
+        if not is_leaf(node) and self.several(node):
             self._ports(node, model)
 
     def _ports(self, node: Any, model: GraphNode) -> None:
@@ -289,7 +289,9 @@ class _Builder:
         model.name = None if model.name == self.op_names.get((node, 0)) else model.name
         self.ports[node] = {}
         for k in sorted(self.used.get(node, {0})):
-            name = self.op_names.get((node, k)) or f"{model.op}[{k}]"
+            name = self.op_names.get((node, k))
+            if name is None and self.shared_ops.get(model.op, 0) <= 1:  # (two splits: n5 + n13, never split[0] twice)
+                name = f"{model.op}[{k}]"
             port = GraphNode(f"n{len(self.nodes)}", "op", "item", f"{model.key}[{k}]", name=name)
             port.grad_fn, port.scope, port.line, port.cluster = (
                 f"{model.grad_fn} output {k}",
@@ -298,10 +300,10 @@ class _Builder:
                 model.cluster,
             )
             value = self.record.values.get(node) if k == 0 else self.record.outputs.get((node, k))
-            if value is None and k == 0 and node in self.known:
-                value = self.known[node]
-            if isinstance(value, torch.Tensor):
-                port.value, port.shape = _array(value), tuple(value.shape)
+            if value is not None:
+                port.value, port.shape = kept_recorded(value)
+            elif k == 0 and node in self.known:
+                port.value, port.shape = kept_array(self.known[node]), tuple(self.known[node].shape)
             self.nodes.append(port)
             self.edges.append(Edge(model.id, port.id, 0))
             self.ports[node][k] = port.id
@@ -316,7 +318,7 @@ class _Builder:
         name = self.names.get(id(tensor)) or f"leaf{self.leaf_count}"
         self.leaf_count += 1
         model = GraphNode(f"n{len(self.nodes)}", "variable", "variable", name, grad_fn="AccumulateGrad", name=name)
-        model.value, model.shape = _array(tensor), tuple(tensor.shape)
+        model.value, model.shape = kept_array(tensor), tuple(tensor.shape)
         self.tensors[model.id] = tensor
         return model
 
@@ -326,12 +328,14 @@ class _Builder:
         saves, freed = saved_text(node)
         model = GraphNode(node_id, "op", op, "", grad_fn=type(node).__name__, saves=saves, freed=freed)
         value = self.record.values.get(node)
-        if value is None and node in self.known:
-            value = self.known[node]
-        if value is None and not freed:
-            value = getattr(node, "_saved_result", None)  # (exp, tanh, sigmoid keep their output)
-        if isinstance(value, torch.Tensor):
-            model.value, model.shape = _array(value), tuple(value.shape)
+        if value is not None:
+            model.value, model.shape = kept_recorded(value)
+        else:
+            value = self.known.get(node)
+            if value is None and not freed:
+                value = getattr(node, "_saved_result", None)  # (exp, tanh, sigmoid keep their output)
+            if isinstance(value, torch.Tensor):
+                model.value, model.shape = kept_array(value), tuple(value.shape)
         if node in self.known:
             self.tensors[node_id] = self.known[node]
         model.name = self.op_names.get((node, 0))
@@ -364,7 +368,7 @@ class _Builder:
             except RuntimeError:  # (changed in place since it was saved)
                 continue
             if isinstance(value, torch.Tensor):
-                model.value, model.shape = _array(value), tuple(value.shape)
+                model.value, model.shape = kept_array(value), tuple(value.shape)
 
     def output(self, tensor: Any) -> str:
         if tensor.grad_fn is not None:
@@ -373,7 +377,7 @@ class _Builder:
         name = self.names.get(id(tensor)) or ("x" if kind == "variable" else None)
         model = GraphNode(f"n{len(self.nodes)}", kind, kind, name or "constant", name=name)
         model.grad_fn = "AccumulateGrad" if tensor.requires_grad else None
-        model.value, model.shape = _array(tensor), tuple(tensor.shape)
+        model.value, model.shape = kept_array(tensor), tuple(tensor.shape)
         self.nodes.append(model)
         self.tensors[model.id] = tensor
         return model.id
@@ -508,160 +512,6 @@ def _fold_modules(graph: Graph) -> None:
     scale = len(graph.nodes) > SUMMARY_NODES and not graph.as_built
     for box in graph.clusters:
         box["collapsed"] = scale and box["id"] in inner
-
-
-# --- gradients and local derivatives --------------------------------------------------------------
-
-
-def _gradients(graph: Graph, builder: _Builder, outputs: Sequence[Any], seed: Any) -> bool:
-    """Each node's gradient from one ``torch.autograd.grad`` pass (False when none could run): what
-    flows into the node (its pre-hook's ``grad_outputs[0]``, as ``retain_grad()`` keeps it), and the
-    leaves' as returned; ``.grad`` of every tensor the graph knows is left as it was."""
-    if any(m.freed for m in graph.nodes):
-        _gradients_left(graph, builder)
-        return False
-    out = outputs[0] if len(outputs) == 1 else None
-    if out is None or not out.requires_grad:
-        graph.notes += [] if out is not None else ["gradients are shown for a single output"]
-        return False
-    grad_output = _seed(graph, out, seed)
-    leaves = {i: n.variable for i, n in builder.autograd.items() if _is_leaf(n)}
-    if out.grad_fn is None or not leaves:  # a leaf drawn alone: its gradient is the seed
-        graph.node(graph.outputs[0]).grad = _array(grad_output)
-        return out.grad_fn is None
-    found: dict[str, Any] = {}
-    hooks = [
-        node.register_prehook(_catch(found, builder.ports.get(node) or {0: i}))
-        for i, node in builder.autograd.items()
-        if not _is_leaf(node)
-    ]
-    kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
-    builder.record.catching = False  # (a recording's hooks keep the user's backward's gradients, not this pass's)
-    try:
-        grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
-    except RuntimeError as failed:
-        graph.notes.append(f"no gradients: backward through this graph fails: {str(failed).split('. Hint:')[0]}")
-        return False
-    finally:
-        builder.record.catching = True
-        for hook in hooks:
-            hook.remove()
-        for tensor, grad in kept:
-            tensor.grad = grad
-    found.update(zip(leaves, grads))
-    for node_id, g in found.items():
-        graph.node(node_id).grad = None if g is None else _array(g)
-    return True
-
-
-def live_tensors(nodes: set[Any]) -> dict[Any, Any]:
-    """The tensors still alive (wherever held: a list, a dict, a hook's closure) made by ``nodes``, as
-    their first output, by node: what they hold is the node's value (an op in place since would have
-    given the tensor a node of its own)."""
-    found: dict[Any, Any] = {}
-    for o in gc.get_objects():
-        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
-            try:
-                node = o.grad_fn
-            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
-                continue
-            if node is not None and node in nodes and o.output_nr == 0:
-                found.setdefault(node, o)
-    return found
-
-
-def _retained(nodes: set[Any]) -> list[tuple[Any, Any]]:
-    """Every tensor made by ``nodes`` that called ``retain_grad()`` (wherever it is held: a list, a
-    hook's closure), with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every
-    ``.grad`` as it was (another thread's tensors, of other nodes, are not touched)."""
-    found = []
-    for o in gc.get_objects():
-        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
-            try:
-                if not o.is_leaf and o.retains_grad and o.grad_fn in nodes:
-                    found.append((o, o.grad))
-            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
-                continue
-    return found
-
-
-def _seed(graph: Graph, out: Any, seed: Any) -> Any:
-    """The vector of the backward pass: ``seed``, else ones (of the output's sum, a note says, when
-    the output is not a scalar)."""
-    if seed is None:
-        if out.numel() != 1:
-            graph.notes.append(
-                f"the output has shape {tuple(out.shape)}: the gradients are those of its sum (seed of ones)"
-            )
-        return torch.ones_like(out)
-    return torch.as_tensor(np.asarray(seed), dtype=out.dtype).reshape(out.shape)
-
-
-def _catch(found: dict[str, Any], ids: Mapping[int, str]) -> Callable[[Any], None]:
-    """A pre-hook keeping what flows into each output of a node (``ids``: output number -> model id;
-    an output no path reaches gets zeros, or None from the engine)."""
-
-    def hook(grad_outputs: Any) -> None:
-        for k, node_id in ids.items():
-            found[node_id] = grad_outputs[k] if k < len(grad_outputs) else None
-
-    return hook
-
-
-def _gradients_left(graph: Graph, builder: _Builder) -> None:
-    """After a ``backward()`` that freed the graph: the gradients it left, ``.grad`` of the leaves
-    and of the tensors that called ``retain_grad()`` (those the caller holds), and what a recording's
-    hooks kept of every other node's (``gc.render.recording()`` around the forward)."""
-    for node_id, tensor in builder.tensors.items():
-        left = tensor.grad if tensor.is_leaf or tensor.retains_grad else None
-        graph.node(node_id).grad = None if left is None else _array(left)
-    caught = 0
-    for node_id, node in builder.autograd.items():
-        for number, port in (builder.ports.get(node) or {0: node_id}).items():
-            grad = builder.record.grad_of(node, number)
-            if grad is not None and graph.node(port).grad is None:
-                graph.node(port).grad = _array(grad)
-                caught += 1
-    graph.notes.append(
-        "backward() has already run and freed this graph: the gradients shown are the ones it gave "
-        "(.grad of the leaves, and what the recording kept of every other node's)"
-        if caught
-        else "backward() has already run and freed this graph: the gradients shown are the ones it left "
-        "(.grad of the leaves and of tensors that called retain_grad())"
-    )
-
-
-def _local_derivatives(graph: Graph, builder: _Builder) -> None:
-    """d node / d input for each scalar edge: the node's own backward called with ones."""
-    for model in graph.nodes:
-        node = builder.autograd.get(model.id)
-        if node is None or _is_leaf(node) or model.freed or model.value is None or np.size(model.value) != 1:
-            continue
-        edges = graph.inputs_of(model.id)
-        if not edges or any(e.source == "hidden" or np.size(graph.node(e.source).value) != 1 for e in edges):
-            continue
-        try:
-            with torch.no_grad():
-                found = _backward_of(node, torch.from_numpy(np.ones_like(model.value)))
-        except Exception:  # (a node of several outputs, or a backward that needs more: no labels)
-            continue
-        for edge in edges:
-            g = found[edge.input] if edge.input < len(found) else None
-            if isinstance(g, torch.Tensor) and g.numel() == 1:
-                edge.local_grad = _array(g).reshape(())
-
-
-def _backward_of(node: Any, ones: Any) -> list[Any]:
-    """The node's backward of ``ones``, one gradient per ``next_functions`` entry."""
-    custom = hasattr(type(node), "_forward_cls")
-    found = node.apply(ones) if custom else node(ones)
-    found = list(found) if isinstance(found, (tuple, list)) else [found]
-    if not custom:
-        return found
-    slots = len(node.next_functions)
-    if len(found) != slots:  # (non-tensor arguments get None: keep the tensors' slots)
-        found = [g for g in found if g is not None][:slots] if sum(g is not None for g in found) == slots else []
-    return found
 
 
 # --- functions computing with torch ---------------------------------------------------------------

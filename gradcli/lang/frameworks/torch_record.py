@@ -30,6 +30,8 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ...stats import FULL_LIMIT, arrays_kept, tensor_stats
+
 
 @dataclass
 class CustomCall:
@@ -47,7 +49,9 @@ class CustomCall:
 class TorchRecord:
     """What a ``recording_torch()`` block saw, by autograd node (a tensor's ``grad_fn``)."""
 
-    values: dict[Any, Any] = field(default_factory=dict)  # node -> a detached copy of the tensor it made
+    #: node -> what it made, as ``seen`` keeps it: a copy up to ``FULL_LIMIT`` elements (or with ``keep``),
+    #: else its statistics (``TensorStats``), computed when it was made
+    values: dict[Any, Any] = field(default_factory=dict)
     ops: dict[Any, str] = field(default_factory=dict)  # node -> its aten op ("mul", "addmm") or Function's name
     scopes: dict[Any, str] = field(default_factory=dict)  # node -> innermost nn.Module path
     modules: dict[str, str] = field(default_factory=dict)  # module path -> class name; parents are prefixes
@@ -60,11 +64,11 @@ class TorchRecord:
     #: (node, output number) -> the names the user's functions gave that tensor (their local variables
     #: when they returned: ``a = torch.add(w, x)``; ``a, b = x.chunk(2)``: (node, 0), (node, 1)), innermost first
     local_names: dict[tuple[Any, int], list[str]] = field(default_factory=dict)
-    #: (node, output number) -> a detached copy of each output of a node of several (``chunk``,
+    #: (node, output number) -> each output of a node of several, as ``seen`` keeps it (``chunk``,
     #: ``unbind``, ``var_mean``, a custom Function returning a tuple); ``values`` keeps output 0's
     outputs: dict[tuple[Any, int], Any] = field(default_factory=dict)
-    #: node -> what flowed into its outputs in the last backward through it since the block (a detached
-    #: copy for each output, None where nothing did): ``recording_torch(grads=True)`` only
+    #: node -> what flowed into its outputs in the last backward through it since the block (each as
+    #: ``seen`` keeps it, None where nothing did): ``recording_torch(grads=True)`` only
     grads: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
     catching: bool = True  # its nodes' hooks keep the gradients a backward gives them (off: gradcli's own pass)
     hooked: dict[int, Any] = field(default_factory=dict)  # id(node) -> node, for the nodes' hooks (which hold ids)
@@ -74,6 +78,7 @@ class TorchRecord:
     #: module call ``(path, k)`` -> the calls running when it began, outermost first, ending with itself
     module_calls: dict[tuple[str, int], tuple[tuple[str, int], ...]] = field(default_factory=dict)
     call_counts: dict[str, int] = field(default_factory=dict)  # module path -> how many times it was called
+    keep: bool = False  # large values and gradients kept whole (for ``--arrays FILE.npz``), not only statistics
 
     def grad_of(self, node: Any, number: int = 0) -> Any:
         """The gradient a backward gave output ``number`` of ``node`` (a tensor), or None."""
@@ -141,6 +146,38 @@ def _constants(args: tuple[Any, ...]) -> list[Any] | None:
     return found if any(c is not _NOT_CONSTANT for c in found) else None
 
 
+def seen(tensor: Any, keep: bool = False, inputs: tuple[Any, ...] = ()) -> Any:
+    """What a graph keeps of a tensor met while it runs, decided when it is met (the tensor is not
+    held): a copy of its own up to ``FULL_LIMIT`` elements; beyond, its statistics (``TensorStats``, on
+    the whole tensor, read in place) or, with ``keep`` (``--arrays``), the whole: a copy, except for a
+    view of a parameter among the operation's ``inputs`` (``weight.t()``), held as itself (torch keeps
+    the parameter's memory anyway)."""
+    t = tensor.detach()
+    if t.numel() <= FULL_LIMIT or t.layout != torch.strided or t.is_meta:  # (no NumPy view of a sparse tensor)
+        return t.clone()
+    if keep:
+        return t if _views_a_parameter(t, inputs) else t.clone()
+    return tensor_stats(numpy_of(t))
+
+
+def _views_a_parameter(tensor: Any, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``tensor`` shares its memory with a parameter (a leaf requiring grad) among ``inputs``."""
+    storage = tensor.untyped_storage().data_ptr()
+    return any(
+        isinstance(a, torch.Tensor) and a.is_leaf and a.requires_grad and a.untyped_storage().data_ptr() == storage
+        for a in inputs
+    )
+
+
+def numpy_of(tensor: Any) -> Any:
+    """A tensor's values as a NumPy array, sharing its memory where it can (on the CPU, not conjugated;
+    bfloat16, which NumPy has not, as float32)."""
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.cpu().resolve_conj().resolve_neg().numpy()
+
+
 def _copy(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
@@ -184,7 +221,7 @@ class _Recorder(TorchDispatchMode):
         constants = _constants(args)
         for tensor in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(tensor, torch.Tensor):
-                self.pending.append((tensor, tensor.detach().clone(), op, call, line, constants))
+                self.pending.append((tensor, seen(tensor, self.record.keep, args), op, call, line, constants))
         return out
 
     def resolve(self) -> None:
@@ -259,7 +296,7 @@ class _Recorder(TorchDispatchMode):
             ctx = self.forwards.pop(frame)
             first = arg[0] if isinstance(arg, (tuple, list)) and arg else arg
             if isinstance(first, torch.Tensor):
-                self.record.values[ctx] = first.detach().clone()
+                self.record.values[ctx] = seen(first, self.record.keep)
             self._outputs(ctx, arg)
         elif event == "return" and _user_file(frame.f_code) is not None and threading.get_ident() == self.thread:
             self._name_locals(frame)
@@ -269,7 +306,7 @@ class _Recorder(TorchDispatchMode):
         if isinstance(output, (tuple, list)):
             for k, tensor in enumerate(output[1:], 1):
                 if isinstance(tensor, torch.Tensor):
-                    self.record.outputs.setdefault((ctx, k), tensor.detach().clone())
+                    self.record.outputs.setdefault((ctx, k), seen(tensor, self.record.keep))
 
     def _name_locals(self, frame: Any) -> None:
         """The user's function's local variables that hold a tensor of the graph, by its node."""
@@ -296,7 +333,7 @@ class _Recorder(TorchDispatchMode):
             output = info.locals[info.args[2]] if len(info.args) > 2 else None
             first = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(first, torch.Tensor):
-                self.record.values[ctx] = first.detach().clone()
+                self.record.values[ctx] = seen(first, self.record.keep)
             self._outputs(ctx, output)
         call = self.calls[-1] if self.calls else None
         scope = call[0] if call else None
@@ -324,7 +361,7 @@ def _catch_grads(record: TorchRecord) -> None:
         def hook(grad_outputs: Any) -> None:
             found = mine()
             if found is not None and found.catching:
-                found.grads[found.hooked[key]] = tuple(None if g is None else g.detach().clone() for g in grad_outputs)
+                found.grads[found.hooked[key]] = tuple(None if g is None else seen(g, found.keep) for g in grad_outputs)
 
         return hook
 
@@ -336,12 +373,16 @@ def _catch_grads(record: TorchRecord) -> None:
 
 
 @contextmanager
-def recording_torch(roots: Mapping[str, Any] | None = None, grads: bool = False) -> Iterator[TorchRecord]:
+def recording_torch(
+    roots: Mapping[str, Any] | None = None, grads: bool = False, keep: bool | None = None
+) -> Iterator[TorchRecord]:
     """Record what PyTorch does on this thread while the block runs (``TorchRecord``). ``roots``:
     name -> ``nn.Module``, naming module paths and parameters from the caller's variables
     (``encoder.layers.0.self_attn``); a module met outside them is named by its class, lowercased.
-    ``grads``: keep what each later backward through the recorded nodes gives them (``record.grads``)."""
-    record = TorchRecord()
+    ``grads``: keep what each later backward through the recorded nodes gives them (``record.grads``).
+    ``keep``: values and gradients over ``FULL_LIMIT`` elements kept whole, not only their statistics
+    (None: as ``stats.keeping_arrays`` says)."""
+    record = TorchRecord(keep=arrays_kept() if keep is None else keep)
     recorder = _Recorder(record, roots or {})
     modules = torch.nn.modules.module
     before = modules.register_module_forward_pre_hook(recorder.enter)
