@@ -271,3 +271,32 @@ def test_without_a_recording_the_picture_says_what_it_lacks_and_how_to_get_it():
     )
     assert note in view.model.notes
     assert f"({note})" in view.tree() and f"# {note}" in view.text()
+
+
+def test_an_attention_masks_minus_inf_inside_its_box_is_no_alarm():
+    """A causal mask writes -inf into the scores inside the attention box; softmax turns it into 0, so
+    every value the box gives out and every gradient is finite: the box is not flagged (it was, and so
+    was every GPT-2 block around it). A NaN gradient in the same box still is."""
+    torch = need("torch")
+
+    class Attention(torch.nn.Module):
+        def __init__(self, spoil=False):
+            super().__init__()
+            self.q = torch.nn.Linear(4, 4)
+            self.spoil = spoil
+
+        def forward(self, x):
+            scores = self.q(x) @ x.T
+            mask = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)
+            out = scores.masked_fill(mask, float("-inf")).softmax(-1) @ x
+            return out * torch.where(x > 0, x.sqrt(), 1.0) if self.spoil else out
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    for spoil in (False, True):
+        net = torch.nn.Sequential(Attention(spoil), torch.nn.Linear(4, 1))
+        g = gc.render.graph(lambda x, net=net: net(x).sum(), x).model
+        rows = {r["path"]: r["nonfinite"] for r in module_rows(g)}
+        masked = [n for n in g.nodes if "masked_fill" in (n.op or "")]
+        assert [node_health(n)["nonfinite"] for n in masked] == [3]  # (the node itself holds the -inf)
+        assert (rows["net.0"] == 0) is not spoil and rows["net.1"] == 0

@@ -146,8 +146,10 @@ def module_rows(graph: Any) -> list[dict[str, Any]]:
     (1: outermost), ``params`` (parameter elements, those of the modules inside it too), ``grad_norm``
     and ``value_norm`` (of its parameters' gradients and values together; a box without parameters:
     of its outputs'), ``of`` (``"parameters"`` or ``"output"``: which), ``ratio``, ``zeros`` (fraction
-    of those gradients' elements exactly 0) and ``nonfinite`` (NaN and infinities in every value and
-    gradient of the box's nodes: where they arise, whatever node it is)."""
+    of those gradients' elements exactly 0) and ``nonfinite`` (NaN and infinities in every gradient of
+    the box's nodes, where they arise; NaN in every value; an infinity in a value only where the box
+    gives it out: the -inf an attention mask writes inside its block, which softmax turns into 0, is
+    no alarm)."""
     boxes = module_boxes(graph)
     parent = {c["id"]: c.get("parent") for c in graph.clusters}
     inside = _members(graph, boxes)
@@ -160,9 +162,10 @@ def module_rows(graph: Any) -> list[dict[str, Any]]:
         for n in measured:
             values.add(n.value)
             grads.add(n.grad)
+        given = {n.id for n in _outputs(graph, nodes)}
         for n in nodes:
-            every.add(n.value)
             every.add(n.grad)
+        alarms = every.nonfinite + sum(_nonfinite(n.value, infinities=n.id in given) for n in nodes)
         rows.append(
             {
                 "id": box["id"],
@@ -175,10 +178,24 @@ def module_rows(graph: Any) -> list[dict[str, Any]]:
                 "value_norm": values.norm,
                 "ratio": _ratio(grads.norm, values.norm),
                 "zeros": grads.zeros / grads.size if grads.size else None,
-                "nonfinite": every.nonfinite,
+                "nonfinite": alarms,
             }
         )
     return rows
+
+
+def _nonfinite(value: Any, *, infinities: bool) -> int:
+    """NaN (and, if ``infinities``, infinite) elements of a node's value: its statistics' counts, or
+    counted on the array (complex: on the modulus); 0 for no value or one of several outputs."""
+    if value is None:
+        return 0
+    if isinstance(value, TensorStats):
+        return value.nan + (value.inf if infinities else 0)
+    a = np.asarray(value)
+    if a.dtype.kind not in "fc":
+        return 0
+    a = np.abs(a) if a.dtype.kind == "c" else a
+    return int(np.count_nonzero(np.isnan(a))) + (int(np.count_nonzero(np.isinf(a))) if infinities else 0)
 
 
 def _size(node: Any) -> int:
