@@ -273,6 +273,10 @@ def test_without_a_recording_the_picture_says_what_it_lacks_and_how_to_get_it():
     assert f"({note})" in view.tree() and f"# {note}" in view.text()
 
 
+def summed(net):
+    return lambda x: net(x).sum()
+
+
 def test_an_attention_masks_minus_inf_inside_its_box_is_no_alarm():
     """A causal mask writes -inf into the scores inside the attention box; softmax turns it into 0, so
     every value the box gives out and every gradient is finite: the box is not flagged (it was, and so
@@ -295,7 +299,7 @@ def test_an_attention_masks_minus_inf_inside_its_box_is_no_alarm():
     x = torch.randn(3, 4)
     for spoil in (False, True):
         net = torch.nn.Sequential(Attention(spoil), torch.nn.Linear(4, 1))
-        g = gc.render.graph(lambda x, net=net: net(x).sum(), x).model
+        g = gc.render.graph(summed(net), x).model
         rows = {r["path"]: r["nonfinite"] for r in module_rows(g)}
         masked = [n for n in g.nodes if "masked_fill" in (n.op or "")]
         assert [node_health(n)["nonfinite"] for n in masked] == [3]  # (the node itself holds the -inf)
