@@ -98,6 +98,9 @@ def test_the_default_gru_picture_opens_the_loop_and_draws_its_six_cells_as_modul
     assert [edges[(i, i)] for i in ids] == [STEPS - 1] * LAYERS  # each cell's state into its next step
     assert [edges[(a, b)] for a, b in zip(ids, ids[1:])] == [STEPS] * (LAYERS - 1)  # once a step
     assert " ×19 " in source and " ×20 " in source
+    loops = re.findall(r'(\S+) -> (\S+) \[[^]]*label=" ×19 "[^]]*\]', source)
+    assert len(loops) == LAYERS and all(a == b for a, b in loops)
+    assert source.count("style=dashed") >= LAYERS  # a cell's state into its next step: a loop edge, dashed
     assert shown.notes[0].startswith("132 operations (156 nodes) in 6 boxes drawn folded")
     assert "drawn at depth 1, the deepest whose picture can be read" in shown.notes[0]
 

@@ -344,7 +344,9 @@ def edge_attributes(graph: Graph, edge: Edge, label_key: str) -> dict[str, str]:
     attrs: dict[str, str] = {}
     if edge.count > 1:
         attrs.update(label=f" ×{edge.count:,} ", fontcolor="#996600", penwidth="1.6")
-        if graph.position(edge.target) < graph.position(edge.source):  # a loop edge: back to the body's start
+        if graph.position(edge.target) <= graph.position(
+            edge.source
+        ):  # a loop edge: back to the body's start (or to itself, a folded cell)
             attrs.update(constraint="false", style="dashed", color="#b07a1a")
     elif (
         edge.local_grad is not None
