@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections import OrderedDict
 
 import numpy as np
@@ -129,6 +130,45 @@ def test_a_model_given_as_the_function_has_its_arrays_as_inputs_named_by_their_p
     assert [c["path"] for c in view.model.clusters if "path" in c] == ["model"]
 
 
+AFFINE = """
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Affine(eqx.Module):
+    weight: jax.Array
+    bias: jax.Array
+
+    def __call__(self, x):
+        return jnp.sum(jnp.tanh(self.weight @ x + self.bias))
+
+
+model = Affine(jnp.asarray([[0.5, -0.3, 0.1], [0.2, 0.4, -0.6]]), jnp.asarray([0.3, -0.2]))
+"""
+
+
+def test_the_cli_draws_a_model_given_as_file_py_model_with_its_arrays_named_by_their_paths(tmp_path):
+    need("jax")
+    eqx = pytest.importorskip("equinox", reason="the equinox tests need equinox (CI installs it)")
+    import jax.numpy as jnp
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+
+    path = tmp_path / "affine.py"
+    path.write_text(AFFINE)
+    result = CliRunner().invoke(app, ["graph", f"{path}:model", "--at", "x=[0.5,-1,2]", "--format", "json"])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    nodes = {n["name"]: n for n in json.loads(result.stdout)["nodes"] if n["kind"] == "variable"}
+    namespace: dict = {}
+    exec(compile(AFFINE, str(path), "exec"), namespace)
+    grads = eqx.filter_grad(lambda m, x: m(x))(namespace["model"], jnp.asarray(X))
+    np.testing.assert_allclose(nodes["weight"]["grad"], grads.weight, rtol=1e-13)  # (was: anonymous constants)
+    np.testing.assert_allclose(nodes["bias"]["grad"], grads.bias, rtol=1e-13)
+
+
 def test_a_partial_of_a_jax_function_is_drawn():
     need("jax")
     import jax.numpy as jnp
@@ -236,7 +276,7 @@ def test_a_dict_of_tensors_and_a_function_returning_a_dataclass_are_drawn():
 
     called = gc.render.graph(f, X)  # (failed: "a graph of PyTorch tensors: got FakeOutput")
     np.testing.assert_allclose(named(called, "x").grad, 2 * np.tanh(W @ X) / np.cosh(W @ X) ** 2 @ W, rtol=1e-14)
-    with pytest.raises(UsageError, match=r"^a graph of PyTorch tensors: None holds no tensor to draw$"):
+    with pytest.raises(UsageError, match=r"^a graph of PyTorch tensors: got None, which holds no tensor to draw$"):
         gc.render.graph(lambda x: None, torch.tensor(X))
 
 

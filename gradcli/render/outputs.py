@@ -36,7 +36,7 @@ def output_tensors(value: Any, is_tensor: Callable[[Any], bool]) -> tuple[list[A
     found = _walk(value, is_tensor, notes, set(), 0)
     if not found:
         what = "None" if value is None else type(value).__name__
-        raise UsageError(f"a graph of PyTorch tensors: {what} holds no tensor to draw")
+        raise UsageError(f"a graph of PyTorch tensors: got {what}, which holds no tensor to draw")
     return list({id(t): t for t in found}.values()), notes
 
 

@@ -164,6 +164,8 @@ def trace_jax(
     traced = [a and _chosen(name, wrt) for name, a in zip(names, arrays)]  # (others: plain values, nondiff_argnums)
     recorder = _Recorder()
     recorder.tree.add_referred(refers or function)
+    if is_module(refers):  # (the CLI's FILE.py:model: the model called, closed over by the call)
+        recorder.tree.add(refers, "model")
     positions = parameter_names(function, len(args))
 
     def flat(*xs: Any) -> Any:
