@@ -155,17 +155,13 @@ def trace_jax(
     their path and differentiated too; ``function`` a model itself (``graph(model, x)``): the model is
     its first argument (named ``model``), its arrays inputs named by their paths."""
     if is_module(function):
-        given = list(names) if names is not None else parameter_names(function, len(args))
-        function, args, names, refers = _call_model, (function, *args), ["model", *given], refers or _call_model
+        function, args, names, refers = _model_called(function, args, names, refers)
     leaves, treedef, names, arrays = _flat_arguments(function, args, names)
     unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
     if unknown:
         raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
     traced = [a and _chosen(name, wrt) for name, a in zip(names, arrays)]  # (others: plain values, nondiff_argnums)
-    recorder = _Recorder()
-    recorder.tree.add_referred(refers or function)
-    if is_module(refers):  # (the CLI's FILE.py:model: the model called, closed over by the call)
-        recorder.tree.add(refers, "model")
+    recorder = _Recorder(refers or function)
     positions = parameter_names(function, len(args))
 
     def flat(*xs: Any) -> Any:
@@ -200,6 +196,13 @@ def trace_jax(
     seed = _seed_of(trace, seed) if cotangents else None
     _evaluate(trace, top, None if seed is None else [seed])
     return trace
+
+
+def _model_called(model: Any, args: Sequence[Any], names: Sequence[str] | None,
+                  refers: Any) -> tuple[Callable[..., Any], tuple[Any, ...], list[str], Any]:  # fmt: skip
+    """``graph(model, x)``: the model made the first argument (``model``) of a function calling it."""
+    given = list(names) if names is not None else parameter_names(model, len(args))
+    return _call_model, (model, *args), ["model", *given], refers or _call_model
 
 
 def _call_model(model: Any, *args: Any) -> Any:
@@ -317,7 +320,9 @@ def operand(value: JaxValue) -> Any:
 class _Recorder:
     """Walks a jaxpr into values, equations and calls (the structure: values come afterwards)."""
 
-    def __init__(self) -> None:
+    def __init__(self, referring: Callable[..., Any]) -> None:
+        """``referring``: the function the user gave, naming the models it closes over (the model
+        itself, where the CLI's ``FILE.py:model`` gave one)."""
         self.values: list[JaxValue] = []
         self.equations: list[JaxEquation] = []
         self.calls: list[JaxCall] = []
@@ -329,6 +334,9 @@ class _Recorder:
         self.parameters: list[int] = []  # a model's arrays the function closed over: differentiated too
         self.in_body = 0  # inside a loop's body or a branch (their equations are drawn, not evaluated as steps)
         self.in_rule = 0  # inside a custom rule's own equations
+        self.tree.add_referred(referring)
+        if is_module(referring):  # (the CLI's FILE.py:model: the model called, closed over by the call)
+            self.tree.add(referring, "model")
 
     def value(self, kind: str, aval: Any, **fields: Any) -> int:
         self.values.append(JaxValue(kind, tuple(getattr(aval, "shape", ())), getattr(aval, "dtype", None), **fields))
