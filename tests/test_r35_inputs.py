@@ -315,3 +315,20 @@ def test_a_hugging_face_gpt2_output_with_its_cache_is_drawn_from_its_loss():
     found = named(view, "model.transformer.wte.weight").grad  # (tied to lm_head: one parameter)
     assert found.norm == pytest.approx(expected.norm().item(), rel=1e-5)
     assert view.model.notes[0].startswith(f"drawn from {type(out).__name__}.loss; left out logits, ")
+
+
+def test_a_torch_function_given_a_module_and_a_string():
+    torch = need("torch")
+    net = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        net.weight.copy_(torch.tensor(W))
+        net.bias.copy_(torch.tensor(B))
+
+    def f(m, x, mode):
+        return torch.sum(torch.tanh(m(x))) * (2.0 if mode == "double" else 1.0)
+
+    view = gc.render.graph(f, net, X, "double")  # (failed: float() of a Linear, of a str)
+    expected = torch.autograd.grad(f(net, torch.tensor(X), "double"), [net.weight, net.bias])
+    np.testing.assert_allclose(named(view, "net.weight").grad, expected[0].numpy(), rtol=1e-15)
+    np.testing.assert_allclose(named(view, "net.bias").grad, expected[1].numpy(), rtol=1e-15)
+    assert [c["label"] for c in view.model.clusters] == ["net (Linear)"]
