@@ -74,6 +74,15 @@ def test_a_dict_argument_with_a_flag_and_a_function_keeps_them_static():
     np.testing.assert_allclose(named(view, "x").grad, expected[1], rtol=1e-13)
 
 
+def test_a_python_int_given_to_a_jit_static_argument_stays_an_int():
+    jax = need("jax")
+    import jax.numpy as jnp
+
+    powed = jax.jit(lambda x, n: jnp.sum(x**n), static_argnums=1)
+    view = gc.render.graph(powed, X, 3)  # (failed: a tracer given as a static argument: not hashable)
+    np.testing.assert_allclose(named(view, "x").grad, 3 * X**2, rtol=1e-15)
+
+
 def test_prng_keys_given_or_made_inside_are_drawn_with_their_key_data():
     jax = need("jax")
     import jax.numpy as jnp
@@ -266,6 +275,7 @@ def test_a_dict_of_tensors_and_a_function_returning_a_dataclass_are_drawn():
     torch = need("torch")
     weight, logits, _ = _language_model(torch)
     view = gc.render.graph({"a": logits.sum(), "unused": None})  # (failed: '_edge')
+    assert gc.render.graph((logits.sum(), 3)).model.outputs == view.model.outputs  # (failed: got int)
     (expected,) = torch.autograd.grad(logits.sum(), weight, retain_graph=True)
     np.testing.assert_allclose(named(view, "weight").grad, expected.numpy(), rtol=1e-15)
     w = torch.tensor(W)
