@@ -31,6 +31,7 @@ from ..lang.frameworks import framework_of, jax_float64, require
 from .build import build, recording
 from .levels import checked_depth, leveled, unbounded
 from .model import Edge, Graph, GraphNode, keeping_arrays
+from .outputs import holds_torch
 from .paint import checked_color_by
 
 Node = GraphNode  # the name gc.render.Node had before the layers named their nodes apart
@@ -154,13 +155,24 @@ def _graph(outputs: tuple[Any, ...], caller: Any, trace: Any, seed: Any, point: 
 
     flat = [t for o in outputs for t in (o if isinstance(o, (list, tuple)) else [o])]
     first = flat[0] if flat and not isinstance(flat[0], Tensor) else None
-    framework = None if first is None else framework_of(first)  # a torch tensor, or a torch or JAX function
+    calling = first is not None and callable(first) and not holds_torch([first])  # graph(f, *args)
+    framework = None if first is None else framework_of(first, outputs[1:] if calling else ())
+    if framework is None and first is not None and holds_torch(first):  # a model's output object, a dict
+        framework = "torch"
     if framework == "jax" and callable(outputs[0]):  # graph(f, *args): a JAX function and its arguments
         model = _jax_model(first, outputs[1:], seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
         model.compact, model.rankdir = compact, checked_rankdir(rankdir)
         return View(model)
     if framework == "torch":
-        model = _torch_graph(flat, caller, trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes)
+        model = _torch_graph(
+            list(outputs) if calling else flat,
+            caller,
+            trace,
+            seed=seed,
+            point=point,
+            highlight=highlight,
+            max_nodes=max_nodes,
+        )
     else:
         held = _held(caller)
         model = build(flat, trace=trace, seed=seed, point=point, highlight=highlight, max_nodes=max_nodes, held=held)

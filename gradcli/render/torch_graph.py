@@ -31,9 +31,11 @@ from ..lang.frameworks.torch_record import (
     recording_torch,
     uncompiled,
 )
+from .arguments import call_arguments
 from .build import ALL_NODES, DEFAULT_MAX_NODES, checked_max_nodes, gradient_parts, highlight_paths, name_outputs
 from .labels import expression, value_text
 from .model import Edge, Graph, GraphNode, first_four
+from .outputs import output_tensors
 from .recorded import torch_record_of
 from .repeats import expression_groups, grouped
 from .summary import SUMMARY_NODES, collapsed, cut_to
@@ -62,7 +64,7 @@ def torch_model(
     ``id(tensor) -> name`` for leaves; ``held``: the caller's variables (name, tensor), naming the
     tensors they hold and giving their values. ``seed``: the vector of the backward pass (ones when
     not given). ``max_nodes`` as ``gc.render.graph``'s."""
-    outs = [t for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs]) for t in _flat(o)]
+    outs, left_out = output_tensors(outputs, is_torch_tensor)
     record = record if record is not None else TorchRecord()
     given = checked_max_nodes(max_nodes)
     order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
@@ -74,7 +76,7 @@ def torch_model(
     for node in order:
         builder.add(node)
     out_ids = [builder.output(t) for t in outs]
-    graph = Graph(builder.nodes, builder.edges, out_ids)
+    graph = Graph(builder.nodes, builder.edges, out_ids, notes=left_out)
     name_outputs(graph, out_ids)
     _module_boxes(graph, builder, record)
     fresh = False
@@ -110,17 +112,8 @@ UNKNOWN_VALUES = "no value kept for"
 
 
 def _flat(value: Any) -> list[Any]:
-    """The tensors of an output: a tensor, or those of a tuple, list or dict (``None`` in them left out:
-    attention weights not asked for)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat(v)]
-    if isinstance(value, Mapping):
-        return [t for v in value.values() for t in _flat(v)]
-    raise UsageError(f"a graph of PyTorch tensors: got {type(value).__name__}")
+    """The tensors an output is drawn from (``outputs.output_tensors``: a model's output object's loss)."""
+    return output_tensors(value, is_torch_tensor)[0]
 
 
 def _fitted(graph: Graph, given: int | None) -> Graph:
@@ -559,8 +552,7 @@ def torch_call_graph(function: Callable[..., Any], args: Sequence[Any], caller: 
         labels = [name for name, value in bound.arguments.items() for _ in _flat_args(value)]
     except (TypeError, ValueError):
         labels = [f"x{k}" for k in range(len(args))]
-    tensors = [input_tensor(value, not _indices(value)) for value in args]
-    names = {id(t): name for name, t in zip(labels, tensors)}
+    tensors, names = call_arguments(args, labels, lambda v: input_tensor(v, not _indices(v)), is_torch_tensor)
     function, compiled = uncompiled(function)
     roots = module_roots(function, caller.f_locals, caller.f_globals)
     with compiler_off(), recording_torch(roots) as record:

@@ -107,12 +107,15 @@ def framework_of(function: Callable[..., Any], given: Sequence[Any] = ()) -> str
     a JAX array), else of the names it refers to (its globals, the modules and objects they hold, the
     classes of those objects), else the one its module imported; None for a function of gradcli's
     (or of NumPy's, or of nothing)."""
+    import functools  # lazy: start-up, as the rest of this module
     import inspect  # lazy: start-up, as the rest of this module
 
     by_value = _family(given)
     if by_value not in (None, "gradcli"):
         return by_value
     plain = inspect.unwrap(function)  # jax.jit's, functools.wraps's: the function itself
+    while isinstance(plain, functools.partial):  # (a partial: the function it binds arguments of)
+        plain = inspect.unwrap(plain.func)
     found = _family([function]) or _family(referred(plain))
     if found is None:
         found = _family(list(getattr(plain, "__globals__", {}).values()))

@@ -62,6 +62,7 @@ class JaxValue:
     producer: int | None = None  # the equation computing it (index into JaxTrace.equations)
     differentiable: bool = False  # an input differentiated (``wrt``), or a floating result
     dropped: bool = False  # an output the jaxpr drops (``_``)
+    key: Any = None  # a PRNG key: the key itself, to compute with (``value`` holds its key data, to be shown)
 
 
 @dataclass
@@ -151,14 +152,16 @@ def trace_jax(
     of arrays: its leaves are inputs named by their path (``params['w']``; a model's by its module
     path, ``layers[0].weight``), its other leaves (an activation function) passed as they are. A
     model the function (``refers``: the function the user gave) closes over has its arrays named by
-    their path and differentiated too."""
+    their path and differentiated too; ``function`` a model itself (``graph(model, x)``): the model is
+    its first argument (named ``model``), its arrays inputs named by their paths."""
+    if is_module(function):
+        function, args, names, refers = _model_called(function, args, names, refers)
     leaves, treedef, names, arrays = _flat_arguments(function, args, names)
     unknown = [w for w in wrt or () if not any(_chosen(name, [w]) for name in names)]
     if unknown:
         raise UsageError(f"--wrt {unknown[0]}: the function has no input {unknown[0]!r} (inputs: {', '.join(names)})")
     traced = [a and _chosen(name, wrt) for name, a in zip(names, arrays)]  # (others: plain values, nondiff_argnums)
-    recorder = _Recorder()
-    recorder.tree.add_referred(refers or function)
+    recorder = _Recorder(refers or function)
     positions = parameter_names(function, len(args))
 
     def flat(*xs: Any) -> Any:
@@ -166,14 +169,19 @@ def trace_jax(
         whole = [next(given) if t else leaf for leaf, t in zip(leaves, traced)]
         rebuilt = jax.tree_util.tree_unflatten(treedef, whole)
         recorder.tree.add_arguments(rebuilt, positions)
-        return function(*rebuilt)
+        kept = _arrays_of(function(*rebuilt), refers or function, recorder.left_out)
+        recorder.refused = None if kept else recorder.left_out.pop()
+        return kept
 
     with recorder.tree.scopes():
         closed = jax.make_jaxpr(flat)(*(leaf for leaf, t in zip(leaves, traced) if t))
+    if recorder.refused:  # (raised here: JAX adds lines of its own to what is raised inside a trace)
+        raise UsageError(recorder.refused)
     inputs, top = [], _Block()
     for leaf, name, t, a in zip(leaves, names, traced, arrays):
         if a:
-            index = recorder.value("input", leaf, name=name, value=np.asarray(leaf))
+            index = recorder.value("input", leaf, name=name)
+            recorder.values[index].value, recorder.values[index].key = host(leaf)
             recorder.values[index].differentiable = _floating(leaf.dtype) and t
             inputs.append(index)
             if t:
@@ -183,10 +191,46 @@ def trace_jax(
     top.outputs = recorder.walk(closed, top.inputs, None, None, top)
     top.inputs += recorder.parameters
     trace = JaxTrace(recorder.values, recorder.equations, recorder.calls, inputs, top.outputs, recorder.shown_as)
+    trace.notes += recorder.left_out
     _drop_unused(trace)
     seed = _seed_of(trace, seed) if cotangents else None
     _evaluate(trace, top, None if seed is None else [seed])
     return trace
+
+
+def _model_called(model: Any, args: Sequence[Any], names: Sequence[str] | None,
+                  refers: Any) -> tuple[Callable[..., Any], tuple[Any, ...], list[str], Any]:  # fmt: skip
+    """``graph(model, x)``: the model made the first argument (``model``) of a function calling it."""
+    given = list(names) if names is not None else parameter_names(model, len(args))
+    return _call_model, (model, *args), ["model", *given], refers or _call_model
+
+
+def _call_model(model: Any, *args: Any) -> Any:
+    return model(*args)
+
+
+def _arrays_of(out: Any, function: Callable[..., Any], notes: list[str]) -> list[Any]:
+    """The arrays (and numbers) among what ``function`` returned, its other leaves (a name, a
+    string) left out with a note in ``notes``; none at all: none, and the refusal its last note."""
+    paths = jax.tree_util.tree_flatten_with_path(out)[0]
+    kept = [leaf for _, leaf in paths if isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, complex))]
+    name = getattr(function, "__name__", "the function")
+    if not kept:
+        what = "None" if out is None else type(out if not paths else paths[0][1]).__name__
+        notes.append(f"{name} returned {what}, not JAX arrays: nothing to draw")
+        return []
+    left = [
+        f"{jax.tree_util.keystr(p) or 'the output'} ({type(v).__name__})"
+        for p, v in paths
+        if not any(v is k for k in kept)
+    ]
+    if left:
+        notes.append(f"left out what {name} returned that is not an array: {_first_four(left)}")
+    return kept
+
+
+def _first_four(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
 def _drop_unused(trace: JaxTrace) -> None:
@@ -234,7 +278,8 @@ def _flat_arguments(function: Callable[..., Any], args: Sequence[Any],
             leaf_names.append(f"{name}.{inside}" if several and is_module(args[position]) else inside or name)
         else:
             leaf_names.append(name + jax.tree_util.keystr(tuple(path[1:])))
-        array = isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, complex))
+        # (a Python int or bool is static, as jit's static arguments: a count, a flag, a layer's size)
+        array = isinstance(leaf, (jax.Array, np.ndarray, np.generic, float, complex))
         leaves.append(jnp.asarray(leaf) if array else leaf)
         arrays.append(array)
     return leaves, treedef, leaf_names, arrays
@@ -259,19 +304,39 @@ def _floating(dtype: Any) -> bool:
     return bool(jnp.issubdtype(dtype, jnp.floating))
 
 
+def host(value: Any) -> tuple[np.ndarray, Any]:
+    """A value as NumPy holds it, to be shown, and a PRNG key itself (None for any other value): a
+    key's NumPy value is its key data (NumPy has no key type), the key is what equations compute with."""
+    if jnp.issubdtype(getattr(value, "dtype", np.float64), jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(value)), value
+    return np.asarray(value), None
+
+
+def operand(value: JaxValue) -> Any:
+    """What an equation is given for ``value``: its NumPy value, or the PRNG key itself."""
+    return value.value if value.key is None else value.key
+
+
 class _Recorder:
     """Walks a jaxpr into values, equations and calls (the structure: values come afterwards)."""
 
-    def __init__(self) -> None:
+    def __init__(self, referring: Callable[..., Any]) -> None:
+        """``referring``: the function the user gave, naming the models it closes over (the model
+        itself, where the CLI's ``FILE.py:model`` gave one)."""
         self.values: list[JaxValue] = []
         self.equations: list[JaxEquation] = []
         self.calls: list[JaxCall] = []
         self.shown_as: dict[int, int] = {}
         self.bound: dict[int, int] = {}  # an input passed as a plain array (id) -> its value, where closed over
         self.tree = ModuleTree()  # the models met: their modules' name-stack scopes, their arrays' paths
+        self.left_out: list[str] = []  # notes on what the function returned that is not drawn
+        self.refused: str | None = None  # why nothing it returned can be drawn
         self.parameters: list[int] = []  # a model's arrays the function closed over: differentiated too
         self.in_body = 0  # inside a loop's body or a branch (their equations are drawn, not evaluated as steps)
         self.in_rule = 0  # inside a custom rule's own equations
+        self.tree.add_referred(referring)
+        if is_module(referring):  # (the CLI's FILE.py:model: the model called, closed over by the call)
+            self.tree.add(referring, "model")
 
     def value(self, kind: str, aval: Any, **fields: Any) -> int:
         self.values.append(JaxValue(kind, tuple(getattr(aval, "shape", ())), getattr(aval, "dtype", None), **fields))
@@ -311,7 +376,8 @@ class _Recorder:
         if known is not None:
             return known
         name = self.tree.arrays.get(id(const))
-        index = self.value("constant", var.aval, value=np.asarray(const), name=name or self.tree.constant_name(const))
+        index = self.value("constant", var.aval, name=name or self.tree.constant_name(const))
+        self.values[index].value, self.values[index].key = host(const)
         if name is not None and _floating(var.aval.dtype) and not self.in_rule:
             self.values[index].differentiable = True
             self.parameters.append(index)
@@ -544,7 +610,7 @@ def _evaluate(trace: JaxTrace, block: _Block, seeds: list[Any] | None, top: bool
               if (trace.values[i].differentiable if top else _floating(trace.values[i].dtype))]  # fmt: skip
     computed = [o for k in block.steps for o in trace.equations[k].outputs]
     used = {i for k in block.steps for i in trace.equations[k].inputs} | set(block.outputs)
-    fixed = {i: trace.values[i].value for i in used.difference(moving, computed)}
+    fixed = {i: operand(trace.values[i]) for i in used.difference(moving, computed)}
 
     def run(given: dict[int, Any], xs: list[Any], eps: dict[int, Any]) -> tuple[list[Any], dict[int, Any]]:
         env = {**given, **dict(zip(moving, xs))}
@@ -569,7 +635,7 @@ def _evaluate_loop(trace: JaxTrace, index: int, body: _Block) -> None:
     """A loop's body evaluated at its first iteration (its inputs and, where there are cotangents, its
     outputs' from ``jax_loops``), with each iteration's norms and the trip count on its call."""
     equation, call = trace.equations[index], trace.calls[body.call]  # type: ignore[index]
-    values = [trace.values[i].value for i in equation.inputs]
+    values = [operand(trace.values[i]) for i in equation.inputs]
     grads = [trace.values[o].cotangent for o in equation.outputs]
     try:
         if equation.primitive == "scan":
@@ -622,7 +688,7 @@ def _compiled(block: _Block, function: Callable[..., Any]) -> Callable[..., Any]
 def _store(trace: JaxTrace, values: dict[int, Any], moving: list[int], found: Any, top: bool) -> None:
     """The values a block computed, and with ``found`` (``_pullback``'s) the cotangents."""
     for o, value in values.items():
-        trace.values[o].value = np.asarray(value)
+        trace.values[o].value, trace.values[o].key = host(value)
     if found is not None:
         trace.has_cotangents = trace.has_cotangents or top
         for i, g in zip(moving, found[1]) if top else ():
@@ -659,7 +725,7 @@ def local_derivatives(trace: JaxTrace, index: int) -> list[np.ndarray | None]:
     """d output / d each input of equation ``index`` (one output), from ``jax.vjp`` of that equation
     alone with cotangent 1 (None for an input that is not floating, or where JAX cannot say)."""
     equation = trace.equations[index]
-    values = [trace.values[i].value for i in equation.inputs]
+    values = [operand(trace.values[i]) for i in equation.inputs]
     moving = [k for k, i in enumerate(equation.inputs) if _floating(trace.values[i].dtype)]
     out = trace.values[equation.outputs[0]]
     if len(equation.outputs) != 1 or not moving or not _floating(out.dtype) or out.value is None:
