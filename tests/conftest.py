@@ -18,3 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests import their helpers (nu
 settings.register_profile("ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("explore", deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("GRADCLI_HYPOTHESIS", "ci"))
+
+# --doctest-modules imports every module under tests/ at collection, in each xdist worker: this helper has no
+# doctests, and importing it runs its @torch.compile decorators (torch._dynamo's import, about 4 s a worker);
+# the tests that need it import it themselves (test_r34_torch_road.py's fixture, the CLI's own copy)
+collect_ignore = ["r34_torch_kinds.py"]

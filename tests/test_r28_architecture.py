@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -90,11 +91,17 @@ class _Imports(ast.NodeVisitor):
                 self.found.append((node.lineno, alias.name, [], self._depth > 0))
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for the scans below (the trees are read, never changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _imports() -> dict[str, list[tuple[int, str, list[str], bool]]]:
     found = {}
     for module, path in MODULES.items():
         visitor = _Imports(module)
-        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        visitor.visit(_tree(path))
         found[module] = visitor.found
     return found
 
@@ -143,7 +150,7 @@ def _private_uses() -> list[str]:
             if target != module:
                 found += [f"{_where(module, line)} takes {n} from {target}" for n in names if _private(n)]
     for module, path in MODULES.items():  # `from . import build` ... `build._expression`
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         bound = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):

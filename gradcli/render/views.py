@@ -222,16 +222,18 @@ def tree_plain(graph: Graph, digits: int | None = HUMAN) -> str:
     rows = tree_lines(graph, digits)
     lasts = _last_children(rows)
     out = []
-    open_levels: list[bool] = []  # per ancestor depth: does it have more children to come?
+    # guides[d]: the guide lines of the ancestors at depths 1..d ("│   " where more children are to come),
+    # each built from the one above it: a 6,000-deep chain's rows take one copy each, not a join of 6,000
+    guides: list[str] = [""]
     for i, (depth, line, edge_text) in enumerate(rows):
         last = lasts[i]
         if depth == 0:
             prefix = ""
-            open_levels = []
+            del guides[1:]
         else:
-            del open_levels[depth - 1 :]
-            prefix = "".join("│   " if more else "    " for more in open_levels) + ("└── " if last else "├── ")
-            open_levels.append(not last)
+            del guides[depth:]
+            prefix = guides[depth - 1] + ("└── " if last else "├── ")
+            guides.append(guides[depth - 1] + ("    " if last else "│   "))
         out.append(prefix + line + (f"   · {edge_text}" if edge_text else ""))
     out += [f"({note})" for note in graph.notes] + table_lines(graph)  # (--color-by: the module boxes' health)
     return "\n".join(map(printable, out)) + "\n"
@@ -435,7 +437,7 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
 
     def emit(target: Any, here: str | None, depth: int) -> None:
         done: set[str] = set()
-        for node in graph.nodes:
+        for node in graph.nodes if here is None else inside[here]:
             around = chains[node.id]
             if around[:depth] != ([] if here is None else chains_of[here]):
                 continue
@@ -450,9 +452,13 @@ def _emit_nodes(g: Any, graph: Graph, box: str | None, boxes: list[dict[str, Any
                     emit(sub, inner["id"], depth + 1)
 
     chains_of: dict[str, list[str]] = {}
-    for around in chains.values():
+    inside: dict[str, list[GraphNode]] = {}  # per box, the nodes within it in order (not every node per box)
+    for node in graph.nodes:
+        around = chains[node.id]
         for k in range(len(around)):
             chains_of.setdefault(around[k], around[: k + 1])
+        for inner in dict.fromkeys(around):
+            inside.setdefault(inner, []).append(node)
     emit(g, box, 0)
 
 
