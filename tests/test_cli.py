@@ -327,14 +327,23 @@ FAST_CASES = [
     ["eval", "log(x)", "--at", "x=-1"],
     ["eval", "x"],
     ["eval"],
+    ["check", "x^2", "--at", "x=1"],
+    ["check", "sin(x) * y", "--at", "x=0.5,y=2", "--json", "--rtol", "1e-6", "--method", "fd"],
+    ["check", "x^3", "--at", "x=2", "--expect", "x=12", "--digits", "4"],
+    ["check", "x^3", "--at", "x=2", "--expect", "x=11"],
+    ["diff", "x^2 * y", "--wrt", "x"],
+    ["diff", "-x^2"],
+    ["diff", "sin(x)", "--latex", "--sympy-timeout", "5"],
+    ["jacobian", "x * y, x + y", "--at", "x=2,y=3", "--json"],
+    ["hessian", "x^2 * y", "--at", "x=2,y=3", "--format", "csv"],
 ]
 
 
 @pytest.mark.parametrize("argv", FAST_CASES, ids=[" ".join(a) for a in FAST_CASES])
-def test_the_fast_eval_path_prints_what_typer_prints(argv, monkeypatch, capsys):
-    from gradcli.cli import fast_eval, main
+def test_the_fast_command_path_prints_what_typer_prints(argv, monkeypatch, capsys):
+    from gradcli.cli import fast_command, main
 
-    assert fast_eval(argv) is not None
+    assert fast_command(argv) is not None
     monkeypatch.setattr(sys, "argv", ["gradcli", *argv])
     monkeypatch.setenv("NO_COLOR", "1")
     code = 0
@@ -350,15 +359,16 @@ def test_the_fast_eval_path_prints_what_typer_prints(argv, monkeypatch, capsys):
 @pytest.mark.parametrize(
     "argv",
     [["eval", "--help"], ["eval", "-h"], ["eval", "x", "--bogus"], ["eval", "x", "--at"], ["eval", "x", "y"],
-     ["eval", "--", "-x^2", "--at", "x=3"], ["eval", "x", "--json=1"], ["diff", "x^2"]],
+     ["eval", "--", "-x^2", "--at", "x=3"], ["eval", "x", "--json=1"], ["graph", "x^2"], ["why", "x"],
+     ["check", "x", "--rtol", "abc"], ["check", "x", "--rtol", "-1"], ["check", "x", "--sympy-timeout", "nan"], ["check", "x", "--jobs", "1.5"], ["diff", "x", "--help"]],
 )  # fmt: skip
 def test_anything_but_plain_eval_goes_to_typer(argv):
-    from gradcli.cli import fast_eval
+    from gradcli.cli import fast_command
 
-    assert fast_eval(argv) is None
+    assert fast_command(argv) is None
 
 
-def test_the_fast_eval_path_knows_exactly_evals_options():
+def test_the_fast_command_path_knows_exactly_evals_options():
     import typer.main
 
     from gradcli.cli import EVAL_OPTIONS

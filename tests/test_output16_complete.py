@@ -141,14 +141,14 @@ def test_a_bad_digits_value_is_one_error_line(value):
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "--digits" in done.stderr
 
 
-def test_the_fast_eval_path_reads_digits_as_typer_does(monkeypatch, capsys):
+def test_the_fast_command_path_reads_digits_as_typer_does(monkeypatch, capsys):
     from typer.testing import CliRunner
 
-    from gradcli.cli import fast_eval, main
+    from gradcli.cli import fast_command, main
     from gradcli.cli.app import app
 
     argv = ["eval", "x/3", "--at", "x=1", "--digits", "4"]
-    assert fast_eval(argv)["digits"] == 4
+    assert fast_command(argv)["digits"] == 4
     monkeypatch.setattr(sys, "argv", ["gradcli", *argv])
     main()
     fast = capsys.readouterr()

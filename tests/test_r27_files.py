@@ -26,7 +26,7 @@ import typer
 from typer.testing import CliRunner
 
 from gradcli import files
-from gradcli.cli import fast_eval
+from gradcli.cli import fast_command
 from gradcli.cli.app import app, command_names
 from gradcli.errors import UsageError
 
@@ -542,9 +542,9 @@ def test_a_local_cluster_of_absurd_size_is_refused_before_it_starts(count, tmp_p
 
 
 def test_the_fast_path_leaves_an_out_of_range_value_to_the_same_check():
-    assert fast_eval(["eval", "x", "--points", "p.csv", "--chunk-rows", "99999999999999999999"]) is None
-    assert fast_eval(["eval", "x", "--at", "x=1", "--digits", "0"]) is None
-    assert fast_eval(["eval", "x", "--points", "p.csv", "--chunk-rows", "7"])["chunk_rows"] == 7
+    assert fast_command(["eval", "x", "--points", "p.csv", "--chunk-rows", "99999999999999999999"]) is None
+    assert fast_command(["eval", "x", "--at", "x=1", "--digits", "0"]) is None
+    assert fast_command(["eval", "x", "--points", "p.csv", "--chunk-rows", "7"])["chunk_rows"] == 7
 
 
 @pytest.mark.parametrize(

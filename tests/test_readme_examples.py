@@ -19,7 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -43,6 +43,13 @@ class Example:
     line: int  # of the ``$`` line in README.md, 1-based
     command: str
     expected: list[str]
+    block: list[Example] = field(default_factory=list)  # the examples before it in its console block
+
+    def makers(self) -> list[tuple[str, Example]]:
+        """The files this example reads that an earlier example of its block writes (``-o FILE``),
+        with that example: under pytest-xdist the two may run in different workers' folders."""
+        made = [(m.group(1), e) for e in self.block for m in [re.search(r"-o (\S+)", e.command)] if m]
+        return [(name, e) for name, e in made if re.search(rf"(?<![\w/.]){re.escape(name)}\b", self.command)]
 
     def __str__(self) -> str:
         return f"README.md:{self.line}: $ {self.command}"
@@ -53,16 +60,18 @@ def console_examples(text: str) -> list[Example]:
     examples: list[Example] = []
     inside = False
     current: Example | None = None
+    block: list[Example] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not inside:
             inside = line.strip() == "```console"
             continue
         if line.strip() == "```":
-            inside, current = False, None
+            inside, current, block = False, None, []
             continue
         if line.startswith("$ "):
-            current = Example(number, line[2:].strip(), [])
+            current = Example(number, line[2:].strip(), [], list(block))
             examples.append(current)
+            block.append(current)
         elif current is not None:
             current.expected.append(line)
         else:
@@ -123,6 +132,9 @@ def test_readme_example(example: Example, workdir: Path):
     for framework in ("torch", "jax"):  # an example of the PyTorch or JAX road needs that framework (CI has both)
         if f"examples/{framework}/" in example.command:
             need(framework)
+    for name, maker in example.makers():
+        if not (workdir / name).exists():
+            run(maker.command, workdir)
     done = run(example.command, workdir)
     printed = (done.stdout + done.stderr).splitlines()
     assert "Traceback" not in done.stderr, done.stderr

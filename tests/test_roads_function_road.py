@@ -282,14 +282,14 @@ def test_python_option_errors(tmp_path, monkeypatch, args, message):
         assert (result.exit_code, result.stderr) == (2, message), command
 
 
-def test_python_option_on_the_fast_eval_path(tmp_path, monkeypatch, capsys):
+def test_python_option_on_the_fast_command_path(tmp_path, monkeypatch, capsys):
     import sys
 
-    from gradcli.cli import fast_eval, main
+    from gradcli.cli import fast_command, main
 
     path = write(tmp_path, FUNCS)
     argv = ["eval", "--python", f"{path}:rosenbrock", "--at", "x=1.5,y=0.5", "--json"]
-    assert fast_eval(argv)["python"] == f"{path}:rosenbrock"
+    assert fast_command(argv)["python"] == f"{path}:rosenbrock"
     monkeypatch.setattr(sys, "argv", ["gradcli", *argv])
     main()
     assert capsys.readouterr().out == run(*argv).stdout

@@ -1,8 +1,8 @@
 """The ``gradcli`` command: ``main`` (the console script), with standard streams made safe.
 
 Modules, in the order a command line meets them: ``inputs`` (every command's options, declared
-once as data), ``app`` (the typer commands made from them; a plain ``eval`` skips typer through
-``fast_eval``, read with the same declaration), ``reading`` (the program and its point),
+once as data), ``app`` (the typer commands made from them; a plain ``eval``, ``diff``, ``jacobian``,
+``hessian`` or ``check`` skips typer through ``fast_command``, read with the same declaration), ``reading`` (the program and its point),
 ``commands`` (the bodies; ``graphing`` the graph's), ``output`` (formats), ``report`` (errors and exit codes: the edge).
 ``--version`` (``version``) and the help pages (``helptext``: typer's pages, recorded by ``helprecord``) are
 answered without typer or NumPy.
@@ -33,38 +33,45 @@ def expression_after_dashes(argv: list[str]) -> list[str]:
     return argv[:i] + argv[i + 2 :] + ["--", argv[i + 1]]
 
 
-#: ``eval``'s options for the fast path (see ``fast_eval``): option -> (parameter, kind), made from
-#: the rows typer's ``eval`` is built from (``inputs.COMMANDS``), so the two roads take the same.
-EVAL_OPTIONS = option_table(COMMANDS["eval"])
+#: The commands a plain command line runs without typer (whose import and command building take
+#: longer than a whole gradient): name -> its body in ``commands``. Their options are read with the
+#: rows typer's commands are built from (``inputs.COMMANDS``), so the two roads take the same.
+FAST = {"eval": "evaluate", "diff": "differentiate", "jacobian": "jacobian", "hessian": "hessian", "check": "check"}
+OPTIONS = {name: option_table(COMMANDS[name]) for name in FAST}
+EVAL_OPTIONS = OPTIONS["eval"]
 
-_EVAL_TAKES_VALUE = {name: kind is not bool for name, (_, kind) in EVAL_OPTIONS.items()} | {"-h": False}
+_TAKES_VALUE = {
+    name: {option: kind is not bool for option, (_, kind) in table.items()} | {"-h": False}
+    for name, table in OPTIONS.items()
+}
 
 
-def fast_eval(argv: list[str]) -> dict | None:
-    """``eval``'s arguments read without typer (whose import and command building take
-    longer than the whole gradient), or None for anything but plain use (help, an unknown
-    option, ``--``, a missing value): typer then parses, and reports errors, as always."""
-    if not argv or argv[0] != "eval":
+def fast_command(argv: list[str]) -> dict | None:
+    """The arguments of a plain ``eval``, ``diff``, ``jacobian``, ``hessian`` or ``check`` read without
+    typer (by parameter, and ``command``), or None for anything else (help, an unknown option, ``--``,
+    a missing or bad value): typer then parses, and reports errors, as always."""
+    if not argv or argv[0] not in FAST:
         return None
-    found = defaults(COMMANDS["eval"])
+    options = OPTIONS[argv[0]]
+    found = defaults(COMMANDS[argv[0]])
     args = iter(argv[1:])
     for arg in args:
-        expression = found["expression"] is None and dash_expression(arg, _EVAL_TAKES_VALUE)  # "-x^2"
+        expression = found["expression"] is None and dash_expression(arg, _TAKES_VALUE[argv[0]])  # "-x^2"
         if arg.startswith("-") and arg != "-" and not expression:
-            if not _read_option(arg, args, found):
+            if not _read_option(arg, args, found, options):
                 return None
         elif found["expression"] is None:
             found["expression"] = arg
         else:
             return None
-    return found
+    return found | {"command": argv[0]}
 
 
-def _read_option(arg: str, args: Iterator[str], found: dict) -> bool:
+def _read_option(arg: str, args: Iterator[str], found: dict, options: dict[str, tuple[str, type]]) -> bool:
     """Put option ``arg`` (and its value, attached or next in ``args``) into ``found``; False for
     anything typer is to read and report (an unknown option, a missing or bad value)."""
     name, equals, value = arg.partition("=")
-    spec = EVAL_OPTIONS.get(name)
+    spec = options.get(name)
     if spec is None or (equals and (spec[1] is bool or not name.startswith("--"))):
         return False
     parameter, kind = spec
@@ -75,17 +82,33 @@ def _read_option(arg: str, args: Iterator[str], found: dict) -> bool:
         value = next(args, None)
         if value is None:
             return False
-    if kind is int:
-        from .options import range_problem  # lazy: start-up, read only for a number: the one range check, typer's too
-
-        if not value.isdigit() or not value.isascii() or range_problem(name, int(value)) is not None:
+    if kind in (int, float):
+        number = _number(name, value, kind)
+        if number is None:
             return False  # typer (or its callback, the same range check) says what is wrong with it
-        value = int(value)
+        value = number
     if kind is list:
         found[parameter].append(value)
     else:
         found[parameter] = value
     return True
+
+
+def _number(name: str, text: str, kind: type) -> int | float | None:
+    """``text`` as option ``name``'s int or float, read as click reads it, within the option's range;
+    None for anything typer is to refuse in its words."""
+    from .options import range_problem  # lazy: start-up, read only for a number: the one range check, typer's too
+
+    if kind is int:
+        if not text.isdigit() or not text.isascii():
+            return None
+        number: int | float = int(text)
+    else:
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+    return None if range_problem(name, number) is not None else number
 
 
 class _CheckedOutput:
@@ -249,7 +272,7 @@ _ended_with: list = []  # main()'s exit code, for _quick_exit
 
 
 def _quick_exit() -> None:
-    """End the process of a plain ``gradcli eval`` without the interpreter's teardown (freeing
+    """End the process of a command on the fast path (``gradcli eval``) without the interpreter's teardown (freeing
     every module and object one by one: a quarter of the command's time after NumPy's import).
     Registered with atexit before the command runs, so any handler registered later still runs
     first; only when no file of the user's Python code was loaded (it may leave files to be
@@ -274,13 +297,13 @@ def _from_the_script(caller: dict) -> bool:
 
 
 def _ends_quickly(entry):  # noqa: ANN001, ANN202
-    """``main`` as the console script (or ``python -m gradcli``) calls it: a plain ``eval`` ends
+    """``main`` as the console script (or ``python -m gradcli``) calls it: a command on the fast path ends
     by ``_quick_exit``. Called in-process (the tests), main() returns and raises as always."""
     from functools import wraps
 
     @wraps(entry)
     def run() -> None:
-        if not _from_the_script(sys._getframe(1).f_globals) or fast_eval(sys.argv[1:]) is None:
+        if not _from_the_script(sys._getframe(1).f_globals) or fast_command(sys.argv[1:]) is None:
             return entry()
         import atexit
 
@@ -301,7 +324,7 @@ def _commands() -> object:
     modules took 7 ms more to import (python -X importtime), about a tenth of ``gradcli eval``."""
     import numpy  # noqa: F401
 
-    from . import commands  # lazy: start-up, only eval's fast path runs a command without typer
+    from . import commands  # lazy: start-up, only the fast path runs a command without typer
 
     return commands
 
@@ -309,7 +332,7 @@ def _commands() -> object:
 def _app() -> object:
     import numpy  # noqa: F401
 
-    from .app import app  # lazy: start-up, eval's fast path and the help pages never build the typer commands
+    from .app import app  # lazy: start-up, the fast path and the help pages never build the typer commands
 
     return app
 
@@ -332,11 +355,12 @@ def main() -> None:
             if page is not None:
                 _run(lambda: helptext.show(helptext.help_text(page)))
                 return
-        fast = fast_eval(sys.argv[1:])
+        fast = fast_command(sys.argv[1:])
         if fast is not None:
             commands = unscanned(_commands)
             errors_as_json(fast["as_json"])
-            _run(lambda: commands.evaluate(Given(**fast)))  # type: ignore[attr-defined]
+            body = getattr(commands, FAST[fast.pop("command")])
+            _run(lambda: body(Given(**fast)))
             return
         app = unscanned(_app)
         _run(lambda: app(args=expression_after_dashes(sys.argv[1:]), prog_name="gradcli"))  # type: ignore[operator]

@@ -1,9 +1,9 @@
-"""What each command takes, declared once as plain data (no typer: ``eval``'s fast path reads it too).
+"""What each command takes, declared once as plain data (no typer: the fast path reads it too).
 
 A row is one option (or the EXPR argument): its names, the parameter the command body reads
 (``given.at``), its kind, metavar, help and default. ``app`` turns the rows of a command into
-its typer options; ``gradcli.cli.EVAL_OPTIONS``, the table ``fast_eval`` reads argv with, is
-made from ``COMMANDS["eval"]``, so the two roads cannot take different options.
+its typer options; ``gradcli.cli.OPTIONS``, the tables ``fast_command`` reads argv with, are
+made from ``COMMANDS``, so the two roads cannot take different options.
 
 >>> [row.names for row in PROGRAM]
 [(), ('--at',), ('--wrt',), ('--json',), ('-f', '--file'), ('--python',), ('--framework',)]
