@@ -305,8 +305,18 @@ def measure_drawing(run: dict[str, Any], png: Path) -> dict[str, Any]:
     width, height = _png_size(png)
     pad = 8.0  # Graphviz's pad: 4 points a side
     per_point = min(width / (x1 - x0 + pad), height / (y1 - y0 + pad))
-    return {"nodes": len(nodes), "boxes": len(boxes), "text_px": min(sizes) * per_point if sizes else None,
+    said = {"nodes": len(nodes), "boxes": len(boxes), "text_px": min(sizes) * per_point if sizes else None,
             "per_point": per_point}  # fmt: skip
+    repeats = [o for o in boxes if "×" in str(o.get("label", "")) and "bb" in o]
+    if repeats:  # the outermost box drawn for ×N: its top-left corner in the PNG (where the 100% crop goes)
+        bx0, _, bx1, by1 = (float(v) for v in max(repeats, key=lambda o: _area(o["bb"]))["bb"].split(","))
+        said["repeat_corner"] = [round((bx0 - x0 + pad / 2) * per_point), round((y1 - by1 + pad / 2) * per_point)]
+    return said
+
+
+def _area(bb: str) -> float:
+    x0, y0, x1, y1 = (float(v) for v in bb.split(","))
+    return (x1 - x0) * (y1 - y0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -571,13 +581,19 @@ def shrink(source: Path, target: Path, side: int = 1400) -> None:
         image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
 
 
-def crop(source: Path, target: Path, side: int = 700) -> None:
-    """The ``side`` x ``side`` pixels of ``source`` at 100% that hold the most ink (what its text looks like)."""
+def crop(source: Path, target: Path, side: int = 700, corner: list[int] | None = None) -> None:
+    """The ``side`` x ``side`` pixels of ``source`` at 100% from ``corner`` (the box drawn for ×N: its
+    title), or else those that hold the most ink (what its text looks like)."""
     from PIL import Image, ImageOps
 
     Image.MAX_IMAGE_PIXELS = None
     with Image.open(source) as image:
         image = image.convert("RGB")
+        if corner is not None:
+            x, y = (max(0, min(v - 12, extent - side)) for v, extent in zip(corner, image.size, strict=True))
+            part = image.crop((x, y, min(x + side, image.width), min(y + side, image.height)))
+            part.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+            return
         step = max(1, side // 10)
         ink = ImageOps.invert(image.convert("L")).resize((max(1, image.width // step), max(1, image.height // step)))
         cells = ink.load()
@@ -620,8 +636,8 @@ def write_readme(results: dict[str, Any]) -> None:
         "",
         table(results),
         "",
-        "Pictures: each downscaled to at most 1400 px a side, then the 700x700 px of the PNG at 100% that "
-        "hold the most ink.",
+        "Pictures: each downscaled to at most 1400 px a side, then 700x700 px of the PNG at 100%: from the "
+        "top-left corner of the box drawn for ×N (its title) where there is one, else those that hold the most ink.",
         "",
         *pictures,
     ])  # fmt: skip
@@ -729,8 +745,8 @@ def readme_section(results: dict[str, Any]) -> str:
         "around the forward, `loss.backward()`, `gc.render.graph(loss, color_by=\"grad-norm\")`) and, each in a "
         "process of its own on the same machine, with torchview (`depth=3, roll=True`) and torchlens (rolled, "
         "`collapse=\"auto\"`, `color_by=\"grad_norm\"`). Hugging Face's 12-block GPT-2 at 16 tokens and six "
-        "GRUCells stepped 20 times in a Python loop (each picture downscaled to 1400 px, then its 700 px at 100% "
-        "that hold the most ink):",
+        "GRUCells stepped 20 times in a Python loop (each picture downscaled to 1400 px, then 700 px of it at 100%: "
+        "gradcli's from the corner of its ×N box, the others' where they hold the most ink):",
         "",
         "<table>", *rows, "</table>",
         "",
@@ -821,7 +837,11 @@ def main() -> None:
             print(f"| {model} | {tool} | " + " | ".join(cell(r)) + " |", flush=True)
             if model in SHOWN and "png" in r:
                 shrink(Path(r["png"]), OUT / f"{model}_{tool}.png")
-                crop(Path(r["png"]), OUT / f"{model}_{tool}_100.png")
+                crop(
+                    Path(r["png"]),
+                    OUT / f"{model}_{tool}_100.png",
+                    corner=r.get("repeat_corner") if tool == "gradcli" else None,
+                )
     save_results(results)
     write_readme(results)
     print(table(results))
