@@ -485,9 +485,13 @@ def versions() -> dict[str, str]:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
-    said = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    found["gradcli"] += f" (commit {said.stdout.strip()})" if said.returncode == 0 else ""
+    # the last commit that changed gradcli's package (a commit of the benchmark's own does not change what ran)
+    said = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M", "--first-parent",
+                           "--", "gradcli"], capture_output=True, text=True, check=False)  # fmt: skip
+    changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "gradcli"],
+                             capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    if said.returncode == 0:
+        found["gradcli"] += f" (commit {said.stdout.strip()}{', with changes not committed' if changed else ''})"
     said = subprocess.run(["dot", "-V"], capture_output=True, text=True, check=False)
     found["graphviz dot"] = said.stderr.strip().replace("dot - graphviz version ", "")
     return found
