@@ -32,7 +32,9 @@ Each model and tool runs in a process of its own, one thread (OMP/OPENBLAS/MKL_N
   text Graphviz placed, from ``-Tjson`` of that same source, times the PNG's pixels per point).
 
 Results accumulate in ``benchmarks/real_models/results.json`` (one entry per model and tool, the
-newest run's), and ``benchmarks/real_models/README.md`` gets the table. The full-size PNGs go to
+newest run's, with when and on which gradcli commit it was measured), ``benchmarks/real_models/README.md`` gets
+the table, and README.md's subsection "Real models beside torchview and torchlens" (between its
+``<!-- real models: ... -->`` markers) the pictures side by side and the key rows, every figure from the results. The full-size PNGs go to
 ``--pictures`` (default a folder under the system's temporary one); the committed copies in
 benchmarks/real_models/ (12-block GPT-2 at 16 tokens and the GRU loop, every tool) are downscaled.
 """
