@@ -32,34 +32,30 @@ Each model and tool runs in a process of its own, one thread (OMP/OPENBLAS/MKL_N
   text Graphviz placed, from ``-Tjson`` of that same source, times the PNG's pixels per point).
 
 Results accumulate in ``benchmarks/real_models/results.json`` (one entry per model and tool, the
-newest run's), and ``benchmarks/real_models/README.md`` gets the table. The full-size PNGs go to
+newest run's, with when and on which gradcli commit it was measured), ``benchmarks/real_models/README.md`` gets
+the table, and README.md's subsection "Real models beside torchview and torchlens" (between its
+``<!-- real models: ... -->`` markers) the pictures side by side and the key rows, every figure from the results. The full-size PNGs go to
 ``--pictures`` (default a folder under the system's temporary one); the committed copies in
 benchmarks/real_models/ (12-block GPT-2 at 16 tokens and the GRU loop, every tool) are downscaled.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import inspect
+import json
 import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS"):
-    os.environ[_var] = (
-        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" if _var == "XLA_FLAGS" else "1"
-    )
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import inspect  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import struct  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import platform
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -311,8 +307,18 @@ def measure_drawing(run: dict[str, Any], png: Path) -> dict[str, Any]:
     width, height = _png_size(png)
     pad = 8.0  # Graphviz's pad: 4 points a side
     per_point = min(width / (x1 - x0 + pad), height / (y1 - y0 + pad))
-    return {"nodes": len(nodes), "boxes": len(boxes), "text_px": min(sizes) * per_point if sizes else None,
+    said = {"nodes": len(nodes), "boxes": len(boxes), "text_px": min(sizes) * per_point if sizes else None,
             "per_point": per_point}  # fmt: skip
+    repeats = [o for o in boxes if "×" in str(o.get("label", "")) and "bb" in o]
+    if repeats:  # the outermost box drawn for ×N: its top-left corner in the PNG (where the 100% crop goes)
+        bx0, _, bx1, by1 = (float(v) for v in max(repeats, key=lambda o: _area(o["bb"]))["bb"].split(","))
+        said["repeat_corner"] = [round((bx0 - x0 + pad / 2) * per_point), round((y1 - by1 + pad / 2) * per_point)]
+    return said
+
+
+def _area(bb: str) -> float:
+    x0, y0, x1, y1 = (float(v) for v in bb.split(","))
+    return (x1 - x0) * (y1 - y0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,6 +368,8 @@ def gradcli_picture(model: Any, inputs: tuple[Any, ...], png: Path) -> dict[str,
     said["warnings"] = warned
     said["model_nodes"] = len(view.nodes)
     said["with_value"] = sum(getattr(n, "value", None) is not None for n in view.nodes)
+    said["without_value"] = sorted({str(getattr(n, "op", None) or getattr(n, "label", "?")) for n in view.nodes
+                                    if getattr(n, "value", None) is None})  # fmt: skip
     said["with_grad"] = sum(getattr(n, "grad", None) is not None for n in view.nodes)
     said["options"] = options
     hidden = getattr(view.model, "hidden", None)
@@ -479,9 +487,13 @@ def versions() -> dict[str, str]:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
-    said = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    found["gradcli"] += f" (commit {said.stdout.strip()})" if said.returncode == 0 else ""
+    # the last commit that changed gradcli's package (a commit of the benchmark's own does not change what ran)
+    said = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M", "--first-parent",
+                           "--", "gradcli"], capture_output=True, text=True, check=False)  # fmt: skip
+    changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "gradcli"],
+                             capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    if said.returncode == 0:
+        found["gradcli"] += f" (commit {said.stdout.strip()}{', with changes not committed' if changed else ''})"
     said = subprocess.run(["dot", "-V"], capture_output=True, text=True, check=False)
     found["graphviz dot"] = said.stderr.strip().replace("dot - graphviz version ", "")
     return found
@@ -541,7 +553,8 @@ def cell(r: dict[str, Any]) -> list[str]:
     if "fallback" in r:
         notes.append(f"depth={r['options']['depth']}: depth=3 fails ({r['fallback'].split(':')[1].strip()})")
     if r.get("with_value") is not None and r["with_value"] < r.get("model_nodes", 0):
-        notes.append(f"values on {r['with_value']} of {r['model_nodes']} nodes")
+        without = f" (not: {', '.join(r['without_value'])})" if r.get("without_value") else ""
+        notes.append(f"values on {r['with_value']} of {r['model_nodes']} nodes{without}")
     if isinstance(r.get("hidden"), int):
         notes.append(f"{r['hidden']} nodes not drawn")
     notes += [
@@ -574,13 +587,19 @@ def shrink(source: Path, target: Path, side: int = 1400) -> None:
         image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
 
 
-def crop(source: Path, target: Path, side: int = 700) -> None:
-    """The ``side`` x ``side`` pixels of ``source`` at 100% that hold the most ink (what its text looks like)."""
+def crop(source: Path, target: Path, side: int = 700, corner: list[int] | None = None) -> None:
+    """The ``side`` x ``side`` pixels of ``source`` at 100% from ``corner`` (the box drawn for ×N: its
+    title), or else those that hold the most ink (what its text looks like)."""
     from PIL import Image, ImageOps
 
     Image.MAX_IMAGE_PIXELS = None
     with Image.open(source) as image:
         image = image.convert("RGB")
+        if corner is not None:
+            x, y = (max(0, min(v - 12, extent - side)) for v, extent in zip(corner, image.size, strict=True))
+            part = image.crop((x, y, min(x + side, image.width), min(y + side, image.height)))
+            part.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+            return
         step = max(1, side // 10)
         ink = ImageOps.invert(image.convert("L")).resize((max(1, image.width // step), max(1, image.height // step)))
         cells = ink.load()
@@ -608,13 +627,12 @@ def write_readme(results: dict[str, Any]) -> None:
                      "| " + " | ".join(tools) + " |", "|" + "---|" * len(tools),
                      "| " + " | ".join(f"![{t}]({model}_{t}.png)" for t in tools) + " |",
                      "| " + " | ".join(f"![{t} at 100%]({model}_{t}_100.png)" for t in tools) + " |", ""]  # fmt: skip
-    when = sorted({r["when"] for r in results["runs"].values() if "when" in r})
     text = "\n".join([
         "# Real models: gradcli beside torchview, torchlens and torchviz (issue 35)",
         "",
-        "Written by `python benchmarks/real_models.py` (its docstring says what each column measures); runs of "
-        f"{when[0]} to {when[-1]}." if when else "",
-        f"Versions: {said}.",
+        "Written by `python benchmarks/real_models.py` (its docstring says what each column measures). "
+        + measured(results),
+        f"Versions (of the newest run): {said}.",
         "",
         "Peak RSS is the tool's process while it ran (the model's own memory included); in brackets how far "
         "above the process's RSS before the tool began it went. Nodes drawn: the nodes of the DOT source the "
@@ -624,15 +642,160 @@ def write_readme(results: dict[str, Any]) -> None:
         "",
         table(results),
         "",
-        "Pictures: each downscaled to at most 1400 px a side, then the 700x700 px of the PNG at 100% that "
-        "hold the most ink.",
+        "Pictures: each downscaled to at most 1400 px a side, then 700x700 px of the PNG at 100%: from the "
+        "top-left corner of the box drawn for ×N (its title) where there is one, else those that hold the most ink.",
         "",
         *pictures,
     ])  # fmt: skip
     (OUT / "README.md").write_text(text)
+    write_top_readme(results)
+
+
+def measured(results: dict[str, Any], tools: tuple[str, ...] = TOOLS) -> str:
+    """Which rows were measured when (and gradcli's on which commit): a run of some tools keeps the others' rows."""
+    said = []
+    for tool in tools:
+        rows = [r for k, r in results["runs"].items() if k.endswith("/" + tool) and "when" in r]
+        if not rows:
+            continue
+        when = sorted(r["when"] for r in rows)
+        span = (
+            when[0]
+            if when[0] == when[-1]
+            else f"{when[0]} to {when[-1][-9:] if when[0][:10] == when[-1][:10] else when[-1]}"
+        )
+        commits = sorted({r["commit"] for r in rows if r.get("commit")})
+        said.append(
+            f"{tool}{chr(39) if tool.endswith('s') else chr(39) + 's'} rows {span}"
+            + (f" (gradcli at {', '.join(commits)})" if tool == "gradcli" and commits else "")
+        )
+    return "Measured: " + "; ".join(said) + "." if said else ""
+
+
+# ----------------------------------------------------------------------------------------------
+# The top-level README's subsection: the pictures side by side and the key rows, from results.json.
+
+TOP_README = ROOT / "README.md"
+BEGIN = "<!-- real models: written by benchmarks/real_models.py from its results.json; edit the script, not here -->"
+END = "<!-- real models: end -->"
+KEY_MODELS = ("resnet18", "gpt2-12L-16t", "gpt2-12L-128t", "gpt2-48L-16t", "gru-6x20", "lstm-2x20")
+KEY_TOOLS = ("gradcli", "torchview", "torchlens")
+TITLES = {"gpt2-12L-16t": "GPT-2, 12 blocks, 16 tokens", "gru-6x20": "6 GRUCells × 20 steps"}
+
+
+def _ok(results: dict[str, Any], model: str, tool: str) -> dict[str, Any] | None:
+    r = results["runs"].get(f"{model}/{tool}")
+    return r if r is not None and "seconds" in r and "error" not in r and "skipped" not in r else None
+
+
+def _span(values: list[float], unit: str, digits: int = 1) -> str:
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return f"{low} {unit}" if low == high else f"{low}–{high} {unit}"
+
+
+def _compare(results: dict[str, Any], peer: str) -> str:
+    """How ``peer`` fares against gradcli on the key models, in numbers: where it is faster, lighter, smaller."""
+    pairs = [(m, _ok(results, m, "gradcli"), _ok(results, m, peer)) for m in KEY_MODELS]
+    pairs = [(m, g, p) for m, g, p in pairs if g and p]
+    if not pairs:
+        return ""
+
+    def above(r: dict[str, Any]) -> float:
+        return r["peak_mb"] - r["rss_before_mb"]
+
+    def count(better: Any) -> str:
+        n = sum(1 for _, g, p in pairs if better(g, p))
+        return "all" if n == len(pairs) else ("none" if n == 0 else f"{n}")
+
+    faster = count(lambda g, p: p["seconds"] < g["seconds"])
+    lighter = count(lambda g, p: above(p) < above(g))
+    smaller = count(lambda g, p: p["pixels"][0] * p["pixels"][1] < g["pixels"][0] * g["pixels"][1])
+    return (f"{peer} is faster on {faster} of these {len(pairs)} models ({_span([p['seconds'] for _, _, p in pairs], 's')}, "
+            f"gradcli {_span([g['seconds'] for _, g, _ in pairs], 's')}), needs less memory above the model on {lighter} "
+            f"(+{_span([above(p) for _, _, p in pairs], 'MB', 0)}, gradcli +{_span([above(g) for _, g, _ in pairs], 'MB', 0)}) "
+            f"and draws a smaller PNG on {smaller}; its smallest text is {min(p['text_px'] or 0 for _, _, p in pairs):.1f} px "
+            f"(gradcli's {min(g['text_px'] or 0 for _, g, _ in pairs):.1f} px).")  # fmt: skip
+
+
+def readme_section(results: dict[str, Any]) -> str:
+    """The subsection of README.md's "PyTorch and JAX", every figure read from ``results``."""
+    head = "<tr><th></th>" + "".join(f"<th>{t}</th>" for t in KEY_TOOLS) + "</tr>"
+    rows = [head]
+    for model in SHOWN:
+        for suffix, title in (("", TITLES.get(model, model)), ("_100", "at 100%")):
+            cells = []
+            for tool in KEY_TOOLS:
+                name = f"{model}_{tool}{suffix}.png"
+                cells.append(f'<td><img src="benchmarks/real_models/{name}" alt="{tool}: {title}" width="260"></td>'
+                             if (OUT / name).exists() else "<td>(no picture)</td>")  # fmt: skip
+            rows.append(f"<tr><td>{title}</td>{''.join(cells)}</tr>")
+    lines = ["| model | tool | time | peak RSS (+ above the model) | PNG pixels | nodes drawn (boxes) | smallest text | notes |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for model, tools in [*((m, KEY_TOOLS) for m in KEY_MODELS), *((m, ("gradcli",)) for m in JAX_MODELS)]:
+        for tool in tools:
+            r = results["runs"].get(f"{model}/{tool}")
+            if r is not None and "skipped" not in r:
+                name = f"**{tool}**" if tool == "gradcli" else tool
+                lines.append(f"| {model} | {name} | " + " | ".join(cell(r)) + " |")
+    fallback = _ok(results, "gpt2-12L-16t", "torchview")
+    fallback_said = (
+        f" On Hugging Face's GPT-2 torchview's `depth=3` fails ({fallback['fallback'].split(':')[1].strip()}): "
+        f"its `depth=1` picture is {fallback['nodes']} nodes, the transformer one of them."
+        if fallback and "fallback" in fallback
+        else ""
+    )
+    return "\n".join([
+        "### Real models beside torchview and torchlens",
+        "",
+        "`benchmarks/real_models.py` draws real models (random weights) with gradcli's default view (a recording "
+        "around the forward, `loss.backward()`, `gc.render.graph(loss, color_by=\"grad-norm\")`) and, each in a "
+        "process of its own on the same machine, with torchview (`depth=3, roll=True`) and torchlens (rolled, "
+        "`collapse=\"auto\"`, `color_by=\"grad_norm\"`). Hugging Face's 12-block GPT-2 at 16 tokens and six "
+        "GRUCells stepped 20 times in a Python loop (each picture downscaled to 1400 px, then 700 px of it at 100%: "
+        "gradcli's from the corner of its ×N box, the others' where they hold the most ink):",
+        "",
+        "<table>", *rows, "</table>",
+        "",
+        "On this project's shared 2-core VM, other jobs running (times are noisy, within one run too). "
+        + measured(results, KEY_TOOLS)
+        + " A gradcli node without a value is one of several outputs (a split, an LSTM layer): its outputs "
+        "are drawn with theirs.",
+        "",
+        *lines,
+        "",
+        "gradcli draws each GPT-2 block once, ×12 (×48), with a sparkline of the blocks' gradient norms, the "
+        "GRU loop's six cells once, ×20, and the nodes' values and gradients (statistics past 64 elements). "
+        + _compare(results, "torchview") + " It draws modules with their input and output shapes, no values or "
+        "gradients." + fallback_said + " " + _compare(results, "torchlens")
+        + " Its `collapse=\"auto\"` draws GPT-2's transformer as one node.",
+        "",
+        "Every model (GPT-2 at 2 and 48 blocks and 128 tokens too), torchviz's rows and every picture: "
+        "[benchmarks/real_models/README.md](benchmarks/real_models/README.md).",
+    ])  # fmt: skip
+
+
+def write_top_readme(results: dict[str, Any]) -> None:
+    """Replace the subsection between BEGIN and END in README.md (nothing when the markers are not there)."""
+    text = TOP_README.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        print(f"README.md has no {BEGIN!r} ... {END!r}: its subsection not written", flush=True)
+        return
+    before, _, rest = text.partition(BEGIN)
+    _, _, after = rest.partition(END)
+    temporary = TOP_README.with_name("README.md.tmp")
+    temporary.write_text(before + BEGIN + "\n" + readme_section(results) + "\n" + END + after, encoding="utf-8")
+    temporary.replace(TOP_README)
+
+
+def one_thread() -> None:
+    """One thread for every library, set before torch or JAX is imported (they are imported by the
+    workers only, each a process of its own that inherits this environment)."""
+    os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                      XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")  # fmt: skip
 
 
 def main() -> None:
+    one_thread()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", help="only models whose name contains one of these")
     parser.add_argument("--tools", nargs="*", help="only these tools (gradcli torchview torchlens torchviz)")
@@ -674,12 +837,17 @@ def main() -> None:
                 continue
             r = run_one(model, tool, pictures, args.timeout)
             r["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            r["commit"] = results["versions"]["gradcli"].partition("(commit ")[2].split(" ")[0] or None
             results["runs"][key] = r
             save_results(results)
             print(f"| {model} | {tool} | " + " | ".join(cell(r)) + " |", flush=True)
             if model in SHOWN and "png" in r:
                 shrink(Path(r["png"]), OUT / f"{model}_{tool}.png")
-                crop(Path(r["png"]), OUT / f"{model}_{tool}_100.png")
+                crop(
+                    Path(r["png"]),
+                    OUT / f"{model}_{tool}_100.png",
+                    corner=r.get("repeat_corner") if tool == "gradcli" else None,
+                )
     save_results(results)
     write_readme(results)
     print(table(results))
