@@ -145,6 +145,20 @@ def compact_text(value: Any, digits: int | None = None, most: int = 8) -> str:
     return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
 
 
+def percent(fraction: float) -> str:
+    """A fraction as a percentage of 3 significant digits that says 0% and 100% only when exact:
+    15 non-zero elements of 804,000 are ``>99.99%`` zeros, not ``100%``.
+
+    >>> percent(0.125), percent(1 - 15 / 804_000), percent(1.0), percent(3e-7)
+    ('12.5%', '>99.99%', '100%', '<0.01%')
+    """
+    if 0 < fraction < 1e-4:
+        return "<0.01%"
+    if 0.9999 < fraction < 1:
+        return ">99.99%"
+    return f"{number(fraction * 100, 3 if fraction < 0.999 else 4)}%"
+
+
 def stats_text(stats: TensorStats, digits: int | None = None, brief: bool = False) -> str:
     """``[(64, 3, 7, 7) float32: mean 0.0012, std 0.05, min -0.2, max 0.21, norm 3.1, 12% zeros]``; NaN
     and infinities counted when there are some; ``brief``: mean and std (and those counts) alone."""
@@ -156,7 +170,7 @@ def stats_text(stats: TensorStats, digits: int | None = None, brief: bool = Fals
         facts += [f"min {number(stats.min, digits)}", f"max {number(stats.max, digits)}"]
         facts.append(f"norm {number(stats.norm, digits)}")
         if stats.zeros:
-            facts.append(f"{number(stats.zeros * 100, 3)}% zeros")
+            facts.append(f"{percent(stats.zeros)} zeros")
     if stats.nan:
         facts.append(f"{stats.nan:,} NaN")
     if stats.inf:
