@@ -69,7 +69,7 @@ def gradients(graph: Graph, builder: Any, outputs: Sequence[Any], seed: Any) -> 
         for i, node in builder.autograd.items()
         if not is_leaf(node)
     ]
-    kept = _retained(set(builder.autograd.values()))  # (the pass adds to their .grad)
+    kept = _retained(builder.alive)  # (the pass adds to their .grad)
     builder.record.catching = False  # (a recording's hooks keep the user's backward's gradients, not this pass's)
     try:
         grads = torch.autograd.grad(out, list(leaves.values()), grad_output, retain_graph=True, allow_unused=True)
@@ -90,35 +90,42 @@ def gradients(graph: Graph, builder: Any, outputs: Sequence[Any], seed: Any) -> 
     return True
 
 
-def live_tensors(nodes: set[Any]) -> dict[Any, Any]:
-    """The tensors still alive (wherever held: a list, a dict, a hook's closure) made by ``nodes``, as
-    their first output, by node: what they hold is the node's value (an op in place since would have
-    given the tensor a node of its own)."""
-    found: dict[Any, Any] = {}
+def alive_from(nodes: set[Any]) -> list[Any]:
+    """The tensors still alive, wherever held (a list, a dict, a hook's closure), that ``nodes`` made:
+    one scan of the heap, which a graph makes once (its time grows with the objects of the process:
+    0.1 s in a fresh one, a second in a long session)."""
+    found = []
+    tensor_types: dict[type, bool] = {}
     for o in gc.get_objects():
-        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
+        kind = type(o)  # (its type: a proxy's __class__ may warn)
+        is_tensor = tensor_types.get(kind)
+        if is_tensor is None:
+            is_tensor = tensor_types[kind] = issubclass(kind, torch.Tensor)
+        if is_tensor:
             try:
                 node = o.grad_fn
             except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
                 continue
-            if node is not None and node in nodes and o.output_nr == 0:
-                found.setdefault(node, o)
+            if node is not None and node in nodes:
+                found.append(o)
     return found
 
 
-def _retained(nodes: set[Any]) -> list[tuple[Any, Any]]:
-    """Every tensor made by ``nodes`` that called ``retain_grad()`` (wherever it is held: a list, a
-    hook's closure), with its ``.grad`` now: the engine's pass fills theirs, and the graph leaves every
-    ``.grad`` as it was (another thread's tensors, of other nodes, are not touched)."""
-    found = []
-    for o in gc.get_objects():
-        if issubclass(type(o), torch.Tensor):  # (its type: a proxy's __class__ may warn)
-            try:
-                if not o.is_leaf and o.retains_grad and o.grad_fn in nodes:
-                    found.append((o, o.grad))
-            except RuntimeError:  # (a tensor of a transform's, without autograd state of its own)
-                continue
+def live_tensors(alive: Sequence[Any]) -> dict[Any, Any]:
+    """Of the tensors ``alive``, each node's first output: what it holds is the node's value (an op in
+    place since would have given the tensor a node of its own)."""
+    found: dict[Any, Any] = {}
+    for o in alive:
+        if o.output_nr == 0:
+            found.setdefault(o.grad_fn, o)
     return found
+
+
+def _retained(alive: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """Every tensor of ``alive`` that called ``retain_grad()``, with its ``.grad`` now: the engine's
+    pass fills theirs, and the graph leaves every ``.grad`` as it was (another thread's tensors, of
+    other nodes, are not touched)."""
+    return [(o, o.grad) for o in alive if not o.is_leaf and o.retains_grad]
 
 
 def _seed(graph: Graph, out: Any, seed: Any) -> Any:

@@ -39,7 +39,7 @@ from .outputs import output_tensors
 from .recorded import torch_record_of
 from .repeats import expression_groups, grouped
 from .summary import SUMMARY_NODES, collapsed, cut_to
-from .torch_grads import gradients, is_leaf, kept_array, kept_recorded, live_tensors, local_derivatives
+from .torch_grads import alive_from, gradients, is_leaf, kept_array, kept_recorded, live_tensors, local_derivatives
 
 _FREED_MESSAGE = "Trying to backward through the graph a second time"
 
@@ -70,8 +70,10 @@ def torch_model(
     order = evaluation_order([t.grad_fn for t in outs if t.grad_fn is not None], record)
     builder = _Builder(record, names or {}, held, outs, used_outputs(order, outs))
     builder.count_ops(order)
-    if not all(n in record.values for n in order if not is_leaf(n)):  # (no recording, or a partial one)
-        for node, tensor in live_tensors(set(order)).items():
+    partial = not all(n in record.values for n in order if not is_leaf(n))  # (no recording, or a partial one)
+    builder.alive = alive_from(set(order)) if partial or point else []
+    if partial:
+        for node, tensor in live_tensors(builder.alive).items():
             builder.known.setdefault(node, tensor)
     for node in order:
         builder.add(node)
@@ -87,6 +89,7 @@ def torch_model(
     else:
         for model in graph.nodes:
             model.value = None
+    builder.alive = []  # (the graph holds no tensor of the user's longer than it must)
     graph = _fitted(graph, given)
     if point:  # (the nodes drawn: a 10^4-node chain collapsed needs no 10^4 local derivatives)
         local_derivatives(graph, builder)
@@ -227,6 +230,7 @@ class _Builder:
         self.autograd: dict[str, Any] = {}  # model id -> autograd node
         self.tensors: dict[str, Any] = {}  # model id -> a tensor it made that someone holds (its .grad)
         self.leaf_count = 0
+        self.alive: list[Any] = []  # the tensors alive that its nodes made (torch_grads.alive_from)
         self.known: dict[Any, Any] = {}  # node -> a tensor holding its value (its first output)
         self.op_names: dict[Any, str] = {}  # node -> the caller's variable holding its tensor
         for name, tensor in [*((None, t) for t in outputs), *reversed(held)]:
