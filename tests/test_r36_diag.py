@@ -256,9 +256,25 @@ def test_why_of_a_multi_line_program_names_the_line():
 
 # --- diff without SymPy where SymEngine's text is SymPy's road's ----------------------------------------------------
 
-QUICK = ["x^2", "x^3 * y - 4*y", "-x^2", "2*x", "B*a^2", "5 - x^2", "x10*x2*x1", "xy*x^2 - 100*xy", "(x^3)^2 * w"]  # fmt: skip
+QUICK = ["x^2", "x^3 * y - 4*y", "-x^2", "2*x", "B*a^2", "5 - x^2", "x10*x2*x1", "xy*x^2 - 100*xy", "(x^3)^2 * w",
+         "sin(x)", "cos(x)", "exp(x)", "sinh(x) * y^2", "-3*x^2*cosh(y)", "4*x - cos(x)", "2 - exp(x)", "x*y*sin(z)"]  # fmt: skip
 QUICK_FIRST = {"B*a^2": "B", "xy*x^2 - 100*xy": "xy", "x10*x2*x1": "x10"}
-SYMPYS = ["sin(x)", "(x+w)*(w+1)", "x^2*y^3/3", "pi*x", "x^0.5", "abs(x)", "x^2/y", "4*x - x^2", "a = x^2; a*y"]
+SYMPYS = [
+    "tan(x)",
+    "sin(2*x)",
+    "exp(-x)",
+    "x^2*sin(x)",
+    "sin(x)*cos(x)",
+    "log(x)",
+    "(x+w)*(w+1)",
+    "x^2*y^3/3",
+    "pi*x",
+    "x^0.5",
+    "abs(x)",
+    "x^2/y",
+    "4*x - x^2",
+    "a = x^2; a*y",
+]
 
 
 @pytest.mark.parametrize("text", QUICK)

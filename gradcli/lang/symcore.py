@@ -218,13 +218,29 @@ def _polynomial_text(expr: Any, se: Any) -> str | None:
     return _monomial_text(expr, se)
 
 
+#: the functions whose call on a variable SymPy's road prints as SymEngine writes it (``cos(x)``)
+CALLS = frozenset(["sin", "cos", "sinh", "cosh"])
+
+
+def _call_text(factor: Any, se: Any) -> str | None:
+    """``sin(x)``, ``exp(x)``: one of ``CALLS`` (or ``exp``) of a variable; None for anything else."""
+    if factor.is_Pow and factor.args[0] == se.E and factor.args[1].is_Symbol:
+        return f"exp({factor.args[1].name})"
+    name = type(factor).__name__
+    if factor.is_Function and name in CALLS and len(factor.args) == 1 and factor.args[0].is_Symbol:
+        return f"{name}({factor.args[0].name})"
+    return None
+
+
 def _monomial_text(expr: Any, se: Any) -> str | None:
-    """``c*x^a*y^b`` (integer c, whole a, b >= 1), as SymPy prints it: None for any other form."""
+    """``c*x^a*y^b`` (integer c, whole a, b >= 1), times at most one call of a variable
+    (``3*x^2*cos(y)``), as SymPy prints it: None for any other form."""
     if expr.is_Integer:
         return str(int(expr))
     factors = list(expr.args) if expr.is_Mul else [expr]
     coefficient = 1
     powers: list[tuple[str, int]] = []
+    calls: list[str] = []
     for factor in factors:
         if factor.is_Integer:
             coefficient *= int(factor)
@@ -232,11 +248,13 @@ def _monomial_text(expr: Any, se: Any) -> str | None:
             powers.append((factor.name, 1))
         elif factor.is_Pow and factor.args[0].is_Symbol and factor.args[1].is_Integer and int(factor.args[1]) > 1:
             powers.append((factor.args[0].name, int(factor.args[1])))
+        elif _call_text(factor, se) is not None:
+            calls.append(_call_text(factor, se))  # type: ignore[arg-type]
         else:
             return None
-    if not powers or coefficient == 0:
+    if len(calls) > 1 or (not powers and not calls) or coefficient == 0:
         return None if coefficient else "0"
-    body = "*".join(name if power == 1 else f"{name}^{power}" for name, power in sorted(powers))
+    body = "*".join([*(name if power == 1 else f"{name}^{power}" for name, power in sorted(powers)), *calls])
     if coefficient in (1, -1):
         return ("-" if coefficient < 0 else "") + body
     return f"{coefficient}*{body}"
