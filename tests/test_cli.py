@@ -336,6 +336,10 @@ FAST_CASES = [
     ["diff", "sin(x)", "--latex", "--sympy-timeout", "5"],
     ["jacobian", "x * y, x + y", "--at", "x=2,y=3", "--json"],
     ["hessian", "x^2 * y", "--at", "x=2,y=3", "--format", "csv"],
+    ["check", "-f", str(SEED_004_F.with_name("seed002.gc")), "--at", "x=2,w=1"],
+    ["jacobian", f"{SEED_004_F}:f", "--at", "a=0.5"],
+    ["check", "--python", f"{SEED_004_F}:f", "--at", "a=-1.5", "--json"],
+    ["diff", "-f", str(SEED_004_F.with_name("seed002.gc")), "--wrt", "w"],
 ]
 
 
