@@ -46,7 +46,19 @@ def raised(exc: BaseException) -> str:
     """``TypeError: text`` for an exception the user's code raised, on one line: a message of several
     lines (JAX's, with a traceback's) joined by spaces, never shown with its line breaks escaped."""
     text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    if _FLOAT32_MET.search(text) and "type" in text:  # (PyTorch's words for a float32 model given float64)
+        text += (
+            " (gradcli gives the function float64 tensors: make a float32 model float64 with .double()"
+            " where it is built, e.g. net = net.double())"
+        )
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+#: a float64 tensor meeting a float32 (or half) one, as PyTorch's errors say it: "mat1 and mat2 must
+#: have the same dtype, but got Double and Float", "Input type (double) and bias type (float) ..."
+_FLOAT32_MET = re.compile(
+    r"\b[Dd]ouble\b.*\b(?:[Ff]loat|Half|BFloat16)\b|\b(?:[Ff]loat|Half|BFloat16)\b.*\b[Dd]ouble\b"
+)
 
 
 _user_code: list[str] = []  # "file.py:func" of the user's Python function, once one is loaded

@@ -342,3 +342,26 @@ def test_a_torch_function_given_a_module_and_a_string():
     np.testing.assert_allclose(named(view, "net.weight").grad, expected[0].numpy(), rtol=1e-15)
     np.testing.assert_allclose(named(view, "net.bias").grad, expected[1].numpy(), rtol=1e-15)
     assert [c["label"] for c in view.model.clusters] == ["net (Linear)"]
+
+
+def test_a_float32_model_given_float64_says_how_to_make_it_float64(tmp_path):
+    """PyTorch's dtype error, one line, with what to do: every command gives the function float64
+    tensors, and a model is built float32 unless told otherwise."""
+    need("torch")
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+
+    source = "import torch\ntorch.manual_seed(0)\nnet = torch.nn.Linear(2, 1)\n\ndef f(x):\n    return net(x).sum()\n"
+    (tmp_path / "m32.py").write_text(source)
+    for command in ("eval", "graph", "check"):
+        result = CliRunner().invoke(app, [command, str(tmp_path / "m32.py:f"), "--at", "x=[1,2]"])
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr == (
+            f"error: {tmp_path / 'm32.py'}:f raised RuntimeError: mat1 and mat2 must have the same dtype, but got "
+            "Double and Float (gradcli gives the function float64 tensors: make a float32 model float64 with "
+            ".double() where it is built, e.g. net = net.double())\n"
+        ), (command, result.stderr)
+    (tmp_path / "m64.py").write_text(source.replace("Linear(2, 1)", "Linear(2, 1).double()"))
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "m64.py:f"), "--at", "x=[1,2]", "--json"])
+    assert result.exit_code == 0 and set(json.loads(result.stdout)["gradient"]) == {"x"}
