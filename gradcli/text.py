@@ -44,6 +44,20 @@ def number(value: Any, digits: int | None = None) -> str:
     return repr(v)
 
 
+def percent(fraction: float) -> str:
+    """A fraction as a percentage of 3 significant digits that says 0% and 100% only when exact:
+    15 non-zero elements of 804,000 are ``>99.99%`` zeros, not ``100%``.
+
+    >>> percent(0.125), percent(1 - 15 / 804_000), percent(1.0), percent(3e-7)
+    ('12.5%', '>99.99%', '100%', '<0.01%')
+    """
+    if 0 < fraction < 1e-4:
+        return "<0.01%"
+    if 0.9999 < fraction < 1:
+        return ">99.99%"
+    return f"{number(fraction * 100, 3 if fraction < 0.999 else 4)}%"
+
+
 def array(value: Any, summarize: bool = True, digits: int | None = None) -> str:
     """``[1, 2.5, 3]``, nested for matrices; with ``summarize`` (a terminal), long axes shown as
     ``[1, 2, 3, ..., 98, 99, 100]``."""

@@ -248,8 +248,8 @@ def _monomial_text(expr: Any, se: Any) -> str | None:
             powers.append((factor.name, 1))
         elif factor.is_Pow and factor.args[0].is_Symbol and factor.args[1].is_Integer and int(factor.args[1]) > 1:
             powers.append((factor.args[0].name, int(factor.args[1])))
-        elif _call_text(factor, se) is not None:
-            calls.append(_call_text(factor, se))  # type: ignore[arg-type]
+        elif (call := _call_text(factor, se)) is not None:
+            calls.append(call)
         else:
             return None
     if len(calls) > 1 or (not powers and not calls) or coefficient == 0:

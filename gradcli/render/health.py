@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..stats import TensorStats
+from ..text import percent
 
 #: what ``--color-by`` and the table sort by: a node's or a row's key for each
 MEASURES = {"grad-norm": "grad_norm", "nan": "nonfinite", "zeros": "zeros", "ratio": "ratio"}
@@ -231,7 +232,7 @@ def table_lines(graph: Any) -> list[str]:
     lines = [f"module boxes by {by} (of their parameters, or of their output where they have none):"]
     for row in ordered(rows, by):
         cls = f" ({row['class']})" if row["class"] else ""
-        zeros = "-" if row["zeros"] is None else f"{row['zeros'] * 100:.3g}%"
+        zeros = "-" if row["zeros"] is None else percent(row["zeros"])
         lines.append(
             f"  {row['path']}{cls}  {row['params']:,} params  grad_norm {_g(row['grad_norm'])}  "
             f"ratio {_g(row['ratio'])}  zeros {zeros}  nonfinite {row['nonfinite']:,}"

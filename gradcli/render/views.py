@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import printable
 from ..stats import TensorStats
-from ..text import array
+from ..text import array, percent
 from .health import table_lines
 from .layout import bitmap, current_limit, drawn
 from .levels import candidates, legible, module_facts
@@ -143,20 +143,6 @@ def compact_text(value: Any, digits: int | None = None, most: int = 8) -> str:
         return stats_text(value, digits, brief=most <= 2)
     a = np.asarray(value)
     return number(a, digits) if a.size <= most else f"[{a.size} values, mean {number(np.mean(a), digits)}]"
-
-
-def percent(fraction: float) -> str:
-    """A fraction as a percentage of 3 significant digits that says 0% and 100% only when exact:
-    15 non-zero elements of 804,000 are ``>99.99%`` zeros, not ``100%``.
-
-    >>> percent(0.125), percent(1 - 15 / 804_000), percent(1.0), percent(3e-7)
-    ('12.5%', '>99.99%', '100%', '<0.01%')
-    """
-    if 0 < fraction < 1e-4:
-        return "<0.01%"
-    if 0.9999 < fraction < 1:
-        return ">99.99%"
-    return f"{number(fraction * 100, 3 if fraction < 0.999 else 4)}%"
 
 
 def stats_text(stats: TensorStats, digits: int | None = None, brief: bool = False) -> str:
