@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import TensorStats
+from ..stats import TensorStats, tensor_stats
 from ..text import percent
 
 #: what ``--color-by`` and the table sort by: a node's or a row's key for each
@@ -188,15 +188,10 @@ def module_rows(graph: Any) -> list[dict[str, Any]]:
 def _nonfinite(value: Any, *, infinities: bool) -> int:
     """NaN (and, if ``infinities``, infinite) elements of a node's value: its statistics' counts, or
     counted on the array (complex: on the modulus); 0 for no value or one of several outputs."""
-    if value is None:
+    if value is None or (not isinstance(value, TensorStats) and np.asarray(value).dtype.kind not in "fc"):
         return 0
-    if isinstance(value, TensorStats):
-        return value.nan + (value.inf if infinities else 0)
-    a = np.asarray(value)
-    if a.dtype.kind not in "fc":
-        return 0
-    a = np.abs(a) if a.dtype.kind == "c" else a
-    return int(np.count_nonzero(np.isnan(a))) + (int(np.count_nonzero(np.isinf(a))) if infinities else 0)
+    stats = value if isinstance(value, TensorStats) else tensor_stats(value)  # (a small array: its own counts)
+    return stats.nan + (stats.inf if infinities else 0)
 
 
 def _size(node: Any) -> int:
