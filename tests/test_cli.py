@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -340,7 +341,10 @@ FAST_CASES = [
     ["jacobian", f"{SEED_004_F}:f", "--at", "a=0.5"],
     ["check", "--python", f"{SEED_004_F}:f", "--at", "a=-1.5", "--json"],
     ["diff", "-f", str(SEED_004_F.with_name("seed002.gc")), "--wrt", "w"],
+    ["check", "-", "--at", "x=3,y=2"],
+    ["hessian", "-f", "-", "--at", "x=3,y=2"],
 ]
+STDIN = "x^2 * y\n"  # what the cases reading '-' read
 
 
 @pytest.mark.parametrize("argv", FAST_CASES, ids=[" ".join(a) for a in FAST_CASES])
@@ -349,6 +353,7 @@ def test_the_fast_command_path_prints_what_typer_prints(argv, monkeypatch, capsy
 
     assert fast_command(argv) is not None
     monkeypatch.setattr(sys, "argv", ["gradcli", *argv])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(STDIN))
     monkeypatch.setenv("NO_COLOR", "1")
     code = 0
     try:
@@ -356,7 +361,7 @@ def test_the_fast_command_path_prints_what_typer_prints(argv, monkeypatch, capsy
     except SystemExit as exc:
         code = exc.code or 0
     fast = capsys.readouterr()
-    slow = CliRunner().invoke(app, argv)
+    slow = CliRunner().invoke(app, argv, input=STDIN)
     assert (code, fast.out, fast.err) == (slow.exit_code, slow.stdout, slow.stderr)
 
 
